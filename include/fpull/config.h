@@ -1,0 +1,46 @@
+/* fpull: the YAML config file (contract, "Config file"). */
+#ifndef FPULL_CONFIG_H
+#define FPULL_CONFIG_H
+
+#include "error.h"
+
+struct fpull_mirror {
+  char *registry; /* "docker.io", "127.0.0.1:5000" */
+  char **urls;    /* tried in order, NULL-terminated */
+};
+
+struct fpull_user_tag {
+  char *name;
+  char *architecture; /* default "amd64" */
+  char **isa;         /* NULL-terminated */
+};
+
+struct fpull_config {
+  char *path; /* the file read, or NULL when none */
+  char **platform_features;
+  int detect; /* 1 unless "detect: false" */
+  char **insecure_registries;
+  struct fpull_mirror *mirrors;
+  size_t n_mirrors;
+  char *cache_dir;
+  char *certs_dir;
+  struct fpull_user_tag *cpu_tags; /* "cpu-tags:" */
+  size_t n_cpu_tags;
+  int retries; /* "retries:", 0 when not set */
+};
+
+/* Reads path, or when path is NULL: $FPULL_CONFIG, ~/.config/fpull/config.yaml,
+ * /etc/fpull/config.yaml (first that exists; none is an empty config). A named file
+ * that is missing or malformed is FPULL_EUSAGE naming the file, line and column.
+ * Unknown keys are warnings. */
+FPULL_API int fpull_config_load(struct fpull_config **out, const char *path, fpull_err *err);
+/* Parses YAML text (for tests and fuzzing); name is used in messages. */
+FPULL_API int fpull_config_parse(struct fpull_config **out, const char *text, size_t len,
+                                 const char *name, fpull_err *err);
+FPULL_API void fpull_config_free(struct fpull_config *c);
+/* The mirrors configured for registry (NULL-terminated, owned by c) or NULL. */
+FPULL_API char *const *fpull_config_mirrors(const struct fpull_config *c, const char *registry);
+/* 1 when hostport is listed in insecure-registries. */
+FPULL_API int fpull_config_is_insecure(const struct fpull_config *c, const char *hostport);
+
+#endif

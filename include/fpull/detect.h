@@ -1,0 +1,39 @@
+/* fpull: what the host is: CPU (CPUID, XCR0), NVIDIA (NVML at run time), os/arch. */
+#ifndef FPULL_DETECT_H
+#define FPULL_DETECT_H
+
+#include "error.h"
+
+struct fpull_cpu_info {
+  char *architecture; /* normalised: amd64, arm64, arm, ppc64le, ... */
+  char *variant;      /* arm32 from HWCAP ("v7"), ppc64le from AT_PLATFORM; else NULL */
+  char *vendor;       /* information only */
+  char *codename;     /* information only (libcpuid's guess, often wrong on VMs) */
+  char **isa;         /* extensions CPUID reports and the OS enables, lower case, names as in
+                         data/cputags.yaml ("avx2", "rdseed", "avx512f"); NULL-terminated */
+};
+
+/* Reads the host CPU. Never fails on an unknown CPU: isa is then empty. */
+FPULL_API int fpull_detect_cpu(struct fpull_cpu_info **out, fpull_err *err);
+FPULL_API void fpull_cpu_info_free(struct fpull_cpu_info *ci);
+
+struct fpull_gpu {
+  int cc_major, cc_minor; /* CUDA compute capability */
+  char *name;
+};
+
+struct fpull_nvidia_info {
+  char *driver_version; /* "580.159.04", NULL when unknown */
+  int cuda_version;     /* NVML's encoding, 12040 for 12.4; 0 when unknown */
+  struct fpull_gpu *gpus;
+  size_t n_gpus;
+  char *note; /* why nothing was found ("libnvidia-ml.so.1 not found"), or NULL */
+};
+
+/* Loads libnvidia-ml.so.1 with dlopen; falls back to /proc/driver/nvidia/version for the
+ * driver version. No library, no GPU or an NVML error is not an error: the info is then
+ * empty with a note. */
+FPULL_API int fpull_detect_nvidia(struct fpull_nvidia_info **out, fpull_err *err);
+FPULL_API void fpull_nvidia_info_free(struct fpull_nvidia_info *ni);
+
+#endif

@@ -1,0 +1,107 @@
+/* fpull: feature names, CPU tag table, implications, the target platform, and the
+ * eligibility and ranking of index entries (contract, "Features and matching"). */
+#ifndef FPULL_FEATURES_H
+#define FPULL_FEATURES_H
+
+#include "error.h"
+#include "manifest.h"
+
+struct fpull_config;
+
+/* ---- CPU tag table (data/cputags.yaml, installed under DATADIR/fpull) ---- */
+struct fpull_tagdb;
+
+/* Path of the shipped table: $FPULL_DATA_DIR/cputags.yaml when set, else the installed
+ * one. */
+FPULL_API const char *fpull_tagdb_default_path(void);
+/* Loads the table (path NULL: the default), plus the user tags of config (may be NULL).
+ * Errors: FPULL_EUSAGE for a missing or malformed file (naming line and column). */
+FPULL_API int fpull_tagdb_load(struct fpull_tagdb **out, const char *path,
+                               const struct fpull_config *config, fpull_err *err);
+FPULL_API void fpull_tagdb_free(struct fpull_tagdb *db);
+/* Canonical tag name for a name or alias (case-insensitive), or NULL if not a CPU tag. */
+FPULL_API const char *fpull_tagdb_canonical(const struct fpull_tagdb *db, const char *name);
+/* The ISA extensions of a canonical tag (NULL-terminated, owned by db), or NULL. */
+FPULL_API const char *const *fpull_tagdb_isa(const struct fpull_tagdb *db, const char *tag);
+/* All canonical tags for architecture arch ("amd64"), in table order (owned by db). */
+FPULL_API const char *const *fpull_tagdb_tags(const struct fpull_tagdb *db, const char *arch);
+
+/* ---- feature sets ---- */
+enum fpull_feature_source {
+  FPULL_SRC_CPU = 0,
+  FPULL_SRC_NVIDIA = 1,
+  FPULL_SRC_CONFIG = 2,
+  FPULL_SRC_CLI = 3,
+};
+FPULL_API const char *fpull_feature_source_name(int src); /* "cpu", "nvidia", ... */
+
+struct fpull_featureset;
+
+FPULL_API struct fpull_featureset *fpull_featureset_new(void);
+FPULL_API void fpull_featureset_free(struct fpull_featureset *fs);
+/* Adds NAME (folded to lower case, aliases made canonical through db when db is not NULL)
+ * as given directly from src. Errors: FPULL_EUSAGE for an empty or malformed name. */
+FPULL_API int fpull_featureset_add(struct fpull_featureset *fs, const char *name, int src,
+                                   const struct fpull_tagdb *db, fpull_err *err);
+/* Adds every name of a comma-separated LIST (as --features and FPULL_FEATURES take). */
+FPULL_API int fpull_featureset_add_list(struct fpull_featureset *fs, const char *list, int src,
+                                        const struct fpull_tagdb *db, fpull_err *err);
+/* Adds what the features imply: CPU tags whose ISA set is a subset, NVIDIA prefixes,
+ * lower compute capabilities, lower CUDA releases. Implied features carry the source of
+ * the feature that implied them; a direct feature keeps its own. */
+FPULL_API int fpull_featureset_imply(struct fpull_featureset *fs, const struct fpull_tagdb *db,
+                                     fpull_err *err);
+/* 1 when NAME (any spelling) is in the set. */
+FPULL_API int fpull_featureset_has(const struct fpull_featureset *fs, const char *name,
+                                   const struct fpull_tagdb *db);
+FPULL_API size_t fpull_featureset_count(const struct fpull_featureset *fs);
+/* I-th feature in the stable printing order (sorted by name), with its source. */
+FPULL_API const char *fpull_featureset_get(const struct fpull_featureset *fs, size_t i, int *src);
+
+/* ---- the target platform ---- */
+struct fpull_target {
+  char *os;
+  char *architecture; /* normalised: amd64, arm64, arm, ppc64le, ... */
+  char *variant;      /* may be NULL (no variant) */
+  struct fpull_featureset *features;
+};
+
+struct fpull_target_opts {
+  const char *platform;     /* --platform OS/ARCH[/VARIANT][:FEATURE...] or NULL */
+  const char *features;     /* --features LIST or NULL */
+  const char *env_features; /* $FPULL_FEATURES or NULL */
+  const struct fpull_config *config; /* platform-features, detect; may be NULL */
+  const struct fpull_tagdb *tagdb;   /* required */
+  int no_detect;                     /* tests: never run host detection */
+};
+
+/* Builds the target: detection + config + env, or exactly what --features/--platform say,
+ * then implications and the variant rule. Errors: FPULL_EUSAGE for bad syntax. */
+FPULL_API int fpull_target_build(struct fpull_target **out, const struct fpull_target_opts *o,
+                                 fpull_err *err);
+FPULL_API void fpull_target_free(struct fpull_target *t);
+/* "amd64" for "x86_64", "arm64" for "aarch64", else a copy of arch. Caller frees. */
+FPULL_API char *fpull_arch_normalise(const char *arch);
+
+/* ---- eligibility and ranking ---- */
+struct fpull_match_entry {
+  int eligible;
+  char **missing;  /* the entry's features the target lacks (NULL-terminated, maybe empty) */
+  char *why;       /* one-line reason when not eligible ("architecture arm64", ...) or NULL */
+  int rank;        /* 1 for the chosen entry, 2 for the next, ...; 0 when not eligible */
+};
+
+struct fpull_match {
+  struct fpull_match_entry *entries; /* one per index entry, in index order */
+  size_t n;
+  long chosen; /* index of the chosen entry, -1 when none fits */
+};
+
+/* Applies the contract's eligibility rules and five-step ranking to the n descriptors
+ * (entries without platform count as not eligible). Never fails except out of memory. */
+FPULL_API int fpull_match_entries(struct fpull_match **out, const struct fpull_target *t,
+                                  const struct fpull_descriptor *entries, size_t n,
+                                  const struct fpull_tagdb *db, fpull_err *err);
+FPULL_API void fpull_match_free(struct fpull_match *m);
+
+#endif

@@ -1,0 +1,19 @@
+/* fpull: feature-aware OCI registry client. The umbrella header. */
+#ifndef FPULL_H
+#define FPULL_H
+
+#include "common.h"
+#include "error.h"
+#include "log.h"
+#include "ref.h"
+#include "manifest.h"
+#include "features.h"
+#include "detect.h"
+#include "config.h"
+#include "registry.h"
+#include "cache.h"
+#include "unpack.h"
+#include "pull.h"
+#include "spec.h"
+
+#endif

@@ -1,0 +1,92 @@
+/* fpull: the typed model of manifests, indexes and image configs. */
+#ifndef FPULL_MANIFEST_H
+#define FPULL_MANIFEST_H
+
+#include "error.h"
+
+#define FPULL_MT_OCI_INDEX "application/vnd.oci.image.index.v1+json"
+#define FPULL_MT_OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
+#define FPULL_MT_OCI_CONFIG "application/vnd.oci.image.config.v1+json"
+#define FPULL_MT_DOCKER_LIST "application/vnd.docker.distribution.manifest.list.v2+json"
+#define FPULL_MT_DOCKER_MANIFEST "application/vnd.docker.distribution.manifest.v2+json"
+#define FPULL_MT_DOCKER_CONFIG "application/vnd.docker.container.image.v1+json"
+#define FPULL_MT_DOCKER_SCHEMA1 "application/vnd.docker.distribution.manifest.v1+json"
+#define FPULL_MT_DOCKER_SCHEMA1_SIGNED "application/vnd.docker.distribution.manifest.v1+prettyjws"
+
+/* Largest manifest, index or config accepted (contract and distribution-spec). */
+#define FPULL_MANIFEST_MAX (4u * 1024 * 1024)
+
+enum fpull_doc_kind {
+  FPULL_DOC_UNKNOWN = 0,
+  FPULL_DOC_INDEX = 1,    /* OCI index or Docker manifest list */
+  FPULL_DOC_MANIFEST = 2, /* OCI manifest or Docker v2 schema 2 */
+  FPULL_DOC_SCHEMA1 = 3,  /* refused by callers with a clear error */
+};
+
+struct fpull_platform {
+  char *os;
+  char *architecture;
+  char *variant;     /* NULL when absent */
+  char *os_version;  /* NULL when absent */
+  char **os_features; /* NULL-terminated, NULL when absent */
+  char **features;    /* platform.features as listed, NULL-terminated, NULL when absent */
+};
+
+struct fpull_descriptor {
+  char *media_type;
+  char *digest; /* validated with fpull_digest_valid */
+  int64_t size; /* >= 0 */
+  struct fpull_platform *platform; /* index entries only; NULL when absent */
+  char *ref_type; /* annotation "vnd.docker.reference.type" (attestations), or NULL */
+};
+
+struct fpull_index {
+  char *media_type; /* as declared in the body, or the Content-Type when absent */
+  struct fpull_descriptor *manifests;
+  size_t n_manifests;
+};
+
+struct fpull_manifest {
+  char *media_type;
+  struct fpull_descriptor config;
+  struct fpull_descriptor *layers;
+  size_t n_layers;
+};
+
+struct fpull_image_config {
+  char *os;
+  char *architecture;
+  char *variant;
+  char **diff_ids; /* rootfs.diff_ids, NULL-terminated */
+};
+
+/* Which kind of document BYTES is. content_type (may be NULL) is the HTTP Content-Type;
+ * the body's mediaType must agree with it, and a body that has both "manifests" and
+ * "layers" is refused (CVE-2021-41190). Errors: FPULL_EINTEGRITY for ambiguous or
+ * contradictory documents, FPULL_EUSAGE never. */
+FPULL_API int fpull_doc_kind(int *out, const char *bytes, size_t len, const char *content_type,
+                             fpull_err *err);
+
+/* Parsers. Duplicate JSON keys, bad digests, negative sizes and documents over
+ * FPULL_MANIFEST_MAX are refused with FPULL_EINTEGRITY. The caller owns *out. */
+FPULL_API int fpull_index_parse(struct fpull_index **out, const char *bytes, size_t len,
+                                const char *content_type, fpull_err *err);
+FPULL_API int fpull_manifest_parse(struct fpull_manifest **out, const char *bytes, size_t len,
+                                   const char *content_type, fpull_err *err);
+FPULL_API int fpull_image_config_parse(struct fpull_image_config **out, const char *bytes,
+                                       size_t len, fpull_err *err);
+
+FPULL_API void fpull_index_free(struct fpull_index *idx);
+FPULL_API void fpull_manifest_free(struct fpull_manifest *m);
+FPULL_API void fpull_image_config_free(struct fpull_image_config *c);
+FPULL_API void fpull_platform_free(struct fpull_platform *p);
+FPULL_API struct fpull_platform *fpull_platform_dup(const struct fpull_platform *p);
+
+/* Layer compression from a layer media type: 0 none, 1 gzip, 2 zstd, -1 not a layer type
+ * fpull can unpack (foreign layers, encrypted layers, unknown types). */
+FPULL_API int fpull_layer_compression(const char *media_type);
+
+/* "sha256:HEX" of the bytes. Caller frees. */
+FPULL_API char *fpull_digest_of(const void *bytes, size_t len);
+
+#endif

@@ -1,0 +1,60 @@
+/* fpull: the orchestration behind pull, prefetch and inspect. */
+#ifndef FPULL_PULL_H
+#define FPULL_PULL_H
+
+#include "error.h"
+#include "log.h"
+#include "features.h"
+#include "unpack.h"
+
+struct fpull_config;
+
+struct fpull_pull_opts {
+  const struct fpull_config *config; /* may be NULL */
+  const struct fpull_target *target; /* required */
+  const struct fpull_tagdb *tagdb;   /* required */
+  const char *cache_dir;             /* resolved with fpull_cache_resolve_dir */
+  const char *certs_dir;             /* --certs-dir or NULL */
+  int insecure;
+  int offline;
+  int jobs; /* parallel blob downloads; 0: 4 */
+  fpull_progress_fn progress;
+  void *progress_ud;
+  struct fpull_unpack_opts unpack;
+};
+
+struct fpull_pull_result {
+  char *reference;       /* normalised */
+  char *index_digest;    /* NULL for a single manifest */
+  char *manifest_digest;
+  struct fpull_platform *platform; /* the chosen entry's, as listed (from the config for a
+                                      single manifest) */
+  char *rootfs;          /* absolute; NULL for prefetch */
+  size_t layers;
+  uint64_t bytes_downloaded;
+  uint64_t bytes_from_cache;
+};
+FPULL_API void fpull_pull_result_free(struct fpull_pull_result *r);
+
+/* Resolves image, chooses the entry, downloads into the cache, unpacks into dest
+ * (NULL: ./NAME). Returns the contract's codes. */
+FPULL_API int fpull_pull(struct fpull_pull_result **out, const char *image, const char *dest,
+                         const struct fpull_pull_opts *opts, fpull_err *err);
+/* The same without a rootfs. */
+FPULL_API int fpull_prefetch(struct fpull_pull_result **out, const char *image,
+                             const struct fpull_pull_opts *opts, fpull_err *err);
+
+struct fpull_inspect_result {
+  char *reference;
+  char *index_digest; /* NULL for a single manifest */
+  struct fpull_descriptor *entries; /* for a single manifest: one, from its config */
+  size_t n_entries;
+  struct fpull_match *match;
+};
+FPULL_API void fpull_inspect_result_free(struct fpull_inspect_result *r);
+/* Fetches manifests only (and a single manifest's config). Returns FPULL_OK even when
+ * nothing fits: the caller reads match->chosen. */
+FPULL_API int fpull_inspect(struct fpull_inspect_result **out, const char *image,
+                            const struct fpull_pull_opts *opts, fpull_err *err);
+
+#endif

@@ -1,0 +1,35 @@
+/* fpull: building a rootfs from layers, safely (contract, "Rootfs"). */
+#ifndef FPULL_UNPACK_H
+#define FPULL_UNPACK_H
+
+#include "error.h"
+
+struct fpull_layer {
+  const char *path;       /* the (compressed) blob file */
+  const char *media_type; /* decides the decompression */
+  const char *digest;     /* for messages */
+  const char *diff_id;    /* expected sha256 of the uncompressed stream, or NULL */
+};
+
+struct fpull_unpack_opts {
+  int force;             /* DEST may exist; replaced only once the new rootfs is complete */
+  int resolve_fallback;  /* tests: never use openat2, always the O_NOFOLLOW walk */
+  uint64_t max_entries;  /* per layer; 0: default */
+  uint64_t max_bytes;    /* uncompressed bytes per layer; 0: default */
+};
+
+struct fpull_unpack_stats {
+  uint64_t entries;
+  uint64_t devices_skipped;
+  uint64_t whiteouts;
+};
+
+/* Builds the rootfs beside dest (a private staging directory), applies the layers in order
+ * and renames it into place. On failure neither dest (if it did not exist) nor the staging
+ * directory is left. Errors: FPULL_EUNSAFE (naming the layer and entry), FPULL_EINTEGRITY
+ * (DiffID), FPULL_EFAIL (dest exists without force, I/O). */
+FPULL_API int fpull_unpack_rootfs(const char *dest, const struct fpull_layer *layers, size_t n,
+                                  const struct fpull_unpack_opts *opts,
+                                  struct fpull_unpack_stats *stats, fpull_err *err);
+
+#endif

@@ -1,0 +1,88 @@
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define TH_MAX 512
+static struct {
+  const char *name;
+  th_fn fn;
+} tests[TH_MAX];
+static int n_tests;
+static char tmpdir[4096];
+
+void th_register(const char *name, th_fn fn)
+{
+  if (n_tests == TH_MAX) {
+    fprintf(stderr, "harness: too many tests\n");
+    exit(2);
+  }
+  tests[n_tests].name = name;
+  tests[n_tests].fn = fn;
+  n_tests++;
+}
+
+void th_fail(const char *file, int line, const char *fmt, ...)
+{
+  va_list ap;
+  fprintf(stderr, "%s:%d: ", file, line);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  exit(1);
+}
+
+static void rm_tmpdir(void)
+{
+  if (!tmpdir[0])
+    return;
+  char cmd[8400];
+  /* chmod first: tests make unwritable directories on purpose. */
+  snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s' 2>/dev/null; rm -rf '%s'", tmpdir, tmpdir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "harness: could not remove %s\n", tmpdir);
+}
+
+const char *th_tmpdir(void)
+{
+  if (tmpdir[0])
+    return tmpdir;
+  const char *base = getenv("TMPDIR");
+  snprintf(tmpdir, sizeof tmpdir, "%s/fpull-unit-XXXXXX", base && *base ? base : "/tmp");
+  if (!mkdtemp(tmpdir)) {
+    perror("mkdtemp");
+    exit(2);
+  }
+  atexit(rm_tmpdir);
+  return tmpdir;
+}
+
+const char *th_src(const char *rel)
+{
+  static char buf[4096];
+  const char *src = getenv("FPULL_SRC_DIR");
+  snprintf(buf, sizeof buf, "%s/%s", src ? src : ".", rel);
+  return buf;
+}
+
+int main(int argc, char **argv)
+{
+  int ran = 0;
+  for (int i = 0; i < n_tests; i++) {
+    if (argc > 1 && strcmp(argv[1], tests[i].name) != 0)
+      continue;
+    tests[i].fn();
+    printf("ok %s\n", tests[i].name);
+    ran++;
+  }
+  if (ran == 0) {
+    fprintf(stderr, "harness: no test named %s\n", argc > 1 ? argv[1] : "(any)");
+    return 2;
+  }
+  return 0;
+}
