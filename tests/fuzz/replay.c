@@ -1,6 +1,8 @@
 /* Without libFuzzer (gcc builds): feed every file of the corpus directories to the target,
  * so ctest exercises each fuzz target everywhere. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
