@@ -1,0 +1,272 @@
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const struct cli_opt all_opts[] = {
+    {OPT_HELP, "help", 'h', NULL, "show this help and exit"},
+    {OPT_OUTPUT, "output", 'o', "DIR", "destination rootfs directory (default ./NAME)"},
+    {OPT_FORCE, "force", 0, NULL, "replace DEST once the new rootfs is complete"},
+    {OPT_FEATURES, "features", 0, "LIST", "comma-separated features replacing the detected ones"},
+    {OPT_PLATFORM, "platform", 0, "OS/ARCH[/VARIANT][:FEATURE...]", "the target platform"},
+    {OPT_CACHE_DIR, "cache-dir", 0, "DIR", "blob cache directory"},
+    {OPT_CERTS_DIR, "certs-dir", 0, "DIR", "certs.d-style directory searched first"},
+    {OPT_CONFIG, "config", 0, "FILE",
+     "config file (default $FPULL_CONFIG, ~/.config/fpull/config.yaml)"},
+    {OPT_INSECURE, "insecure", 0, NULL, "allow plain HTTP and unverified TLS for the registry"},
+    {OPT_OFFLINE, "offline", 0, NULL, "use only the blob cache; never touch the network"},
+    {OPT_JSON, "json", 0, NULL, "print one JSON document on stdout"},
+    {OPT_QUIET, "quiet", 'q', NULL, "print only errors"},
+    {OPT_VERBOSE, "verbose", 'v', NULL, "print more on stderr"},
+    {OPT_JOBS, "jobs", 'j', "N", "parallel blob downloads (default 4)"},
+    {OPT_TYPE, "type", 0, "oci|docker", "index type to push (default oci)"},
+    {OPT_USERNAME, "username", 'u', "USER", "user name"},
+    {OPT_PASSWORD_STDIN, "password-stdin", 0, NULL, "read the password from standard input"},
+};
+
+const struct cli_opt *cli_opt_find(enum cli_opt_id id)
+{
+  for (size_t i = 0; i < sizeof all_opts / sizeof all_opts[0]; i++)
+    if (all_opts[i].id == id)
+      return &all_opts[i];
+  return NULL;
+}
+
+void cli_print_help(const struct cli_cmd *cmd, FILE *out)
+{
+  fprintf(out, "Usage: fpull %s %s\n%s\n\nOptions:\n", cmd->name, cmd->args, cmd->summary);
+  for (const enum cli_opt_id *id = cmd->opts; *id; id++) {
+    const struct cli_opt *o = cli_opt_find(*id);
+    char left[96];
+    if (o->short_name)
+      snprintf(left, sizeof left, "-%c, --%s%s%s", o->short_name, o->long_name, o->arg ? " " : "",
+               o->arg ? o->arg : "");
+    else
+      snprintf(left, sizeof left, "    --%s%s%s", o->long_name, o->arg ? " " : "",
+               o->arg ? o->arg : "");
+    fprintf(out, "  %-40s %s\n", left, o->help);
+  }
+  fprintf(out, "\nSee fpull(1) for details.\n");
+}
+
+static int usage_error(const struct cli_cmd *cmd, const char *msg, const char *what)
+{
+  fprintf(stderr, "fpull: %s: %s%s%s (see 'fpull %s --help')\n", cmd->name, msg, what ? " " : "",
+          what ? what : "", cmd->name);
+  return FPULL_EUSAGE;
+}
+
+int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_settings *s,
+              int *first_arg)
+{
+  struct option longopts[32];
+  char shortopts[64];
+  size_t nl = 0, ns = 0;
+  shortopts[ns++] = ':'; /* tell a missing argument apart from an unknown option */
+  for (const enum cli_opt_id *id = cmd->opts; *id && nl < 31; id++) {
+    const struct cli_opt *o = cli_opt_find(*id);
+    longopts[nl++] =
+        (struct option){o->long_name, o->arg ? required_argument : no_argument, NULL, (int)o->id};
+    if (o->short_name) {
+      shortopts[ns++] = o->short_name;
+      if (o->arg)
+        shortopts[ns++] = ':';
+    }
+  }
+  longopts[nl] = (struct option){0};
+  shortopts[ns] = '\0';
+
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+    const struct cli_opt *o = NULL;
+    if (c > 0 && c < 256) {
+      for (const enum cli_opt_id *id = cmd->opts; *id; id++)
+        if (cli_opt_find(*id)->short_name == c)
+          o = cli_opt_find(*id);
+    } else if (c >= OPT_HELP) {
+      o = cli_opt_find((enum cli_opt_id)c);
+    }
+    if (c == ':')
+      return usage_error(cmd, "option needs an argument:", argv[optind - 1]);
+    if (c == '?' || !o) {
+      char bad[3] = {'-', (char)optopt, 0};
+      return usage_error(cmd, "unknown option", optopt ? bad : argv[optind - 1]);
+    }
+    switch (o->id) {
+    case OPT_HELP:
+      cli_print_help(cmd, stdout);
+      return -1;
+    case OPT_OUTPUT:
+      s->output = optarg;
+      break;
+    case OPT_FORCE:
+      s->force = 1;
+      break;
+    case OPT_FEATURES:
+      s->features = optarg;
+      break;
+    case OPT_PLATFORM:
+      s->platform = optarg;
+      break;
+    case OPT_CACHE_DIR:
+      s->cache_dir = optarg;
+      break;
+    case OPT_CERTS_DIR:
+      s->certs_dir = optarg;
+      break;
+    case OPT_CONFIG:
+      s->config = optarg;
+      break;
+    case OPT_INSECURE:
+      s->insecure = 1;
+      break;
+    case OPT_OFFLINE:
+      s->offline = 1;
+      break;
+    case OPT_JSON:
+      s->json = 1;
+      break;
+    case OPT_QUIET:
+      s->quiet = 1;
+      break;
+    case OPT_VERBOSE:
+      s->verbose++;
+      break;
+    case OPT_JOBS: {
+      char *end;
+      long n = strtol(optarg, &end, 10);
+      if (*end || n < 1 || n > 64)
+        return usage_error(cmd, "--jobs takes a number from 1 to 64, not", optarg);
+      s->jobs = (int)n;
+      break;
+    }
+    case OPT_TYPE:
+      if (strcmp(optarg, "oci") != 0 && strcmp(optarg, "docker") != 0)
+        return usage_error(cmd, "--type takes oci or docker, not", optarg);
+      s->type = optarg;
+      break;
+    case OPT_USERNAME:
+      s->username = optarg;
+      break;
+    case OPT_PASSWORD_STDIN:
+      s->password_stdin = 1;
+      break;
+    }
+  }
+  int n = argc - optind;
+  if (n < cmd->min_args)
+    return usage_error(cmd, "missing argument;", cmd->args);
+  if (cmd->max_args >= 0 && n > cmd->max_args)
+    return usage_error(cmd, "too many arguments, starting at", argv[optind + cmd->max_args]);
+  *first_arg = optind;
+  return 0;
+}
+
+int cli_fail(const fpull_err *err)
+{
+  fprintf(stderr, "fpull: %s\n", err->msg[0] ? err->msg : "failed");
+  return err->code ? err->code : FPULL_EFAIL;
+}
+
+static void log_to_stderr(void *ud, int level, const char *msg)
+{
+  const struct cli_settings *s = ud;
+  if (level == FPULL_LOG_WARN) {
+    fprintf(stderr, "fpull: warning: %s\n", msg);
+    return;
+  }
+  if (s->quiet || (level == FPULL_LOG_DEBUG && !s->verbose))
+    return;
+  fprintf(stderr, "%s\n", msg);
+}
+
+void cli_install_log(const struct cli_settings *s)
+{
+  fpull_log_set(log_to_stderr, (void *)s);
+}
+
+int cli_env_load(struct cli_env *env, const struct cli_settings *s, int need_target, fpull_err *err)
+{
+  int rc = fpull_config_load(&env->config, s->config, err);
+  if (rc)
+    return rc;
+  env->cache_dir = fpull_cache_resolve_dir(s->cache_dir, env->config);
+  if (!need_target)
+    return 0;
+  rc = fpull_tagdb_load(&env->tagdb, NULL, env->config, err);
+  if (rc)
+    return rc;
+  struct fpull_target_opts to = {
+      .platform = s->platform,
+      .features = s->features,
+      .env_features = getenv("FPULL_FEATURES"),
+      .config = env->config,
+      .tagdb = env->tagdb,
+  };
+  return fpull_target_build(&env->target, &to, err);
+}
+
+void cli_env_free(struct cli_env *env)
+{
+  fpull_target_free(env->target);
+  fpull_tagdb_free(env->tagdb);
+  fpull_config_free(env->config);
+  free(env->cache_dir);
+}
+
+void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
+                   const struct cli_settings *s)
+{
+  memset(o, 0, sizeof *o);
+  o->config = env->config;
+  o->target = env->target;
+  o->tagdb = env->tagdb;
+  o->cache_dir = env->cache_dir;
+  o->certs_dir = s->certs_dir;
+  o->insecure = s->insecure;
+  o->offline = s->offline;
+  o->jobs = s->jobs;
+  o->unpack.force = s->force;
+}
+
+void cli_print_json(void *v)
+{
+  char *text = cJSON_Print(v);
+  fputs(text, stdout);
+  fputc('\n', stdout);
+  free(text);
+  cJSON_Delete(v);
+}
+
+void *cli_json_strv(char *const *v)
+{
+  cJSON *a = cJSON_CreateArray();
+  for (size_t i = 0; v && v[i]; i++)
+    cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
+  return a;
+}
+
+static void add_str_or_null(cJSON *o, const char *k, const char *v)
+{
+  if (v)
+    cJSON_AddStringToObject(o, k, v);
+  else
+    cJSON_AddNullToObject(o, k);
+}
+
+void *cli_json_platform(const struct fpull_platform *p)
+{
+  if (!p)
+    return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject();
+  add_str_or_null(o, "os", p->os);
+  add_str_or_null(o, "architecture", p->architecture);
+  add_str_or_null(o, "variant", p->variant);
+  cJSON_AddItemToObject(o, "features", cli_json_strv(p->features));
+  return o;
+}

@@ -1,0 +1,102 @@
+/* The command line: option tables that drive both getopt_long and --help, and the
+ * settings every subcommand shares. cmd/ only parses options and prints. */
+#ifndef FPULL_CLI_H
+#define FPULL_CLI_H
+
+#include <stdio.h>
+
+#include "fpull/fpull.h"
+
+enum cli_opt_id {
+  OPT_HELP = 1000,
+  OPT_OUTPUT,
+  OPT_FORCE,
+  OPT_FEATURES,
+  OPT_PLATFORM,
+  OPT_CACHE_DIR,
+  OPT_CERTS_DIR,
+  OPT_CONFIG,
+  OPT_INSECURE,
+  OPT_OFFLINE,
+  OPT_JSON,
+  OPT_QUIET,
+  OPT_VERBOSE,
+  OPT_JOBS,
+  OPT_TYPE,
+  OPT_USERNAME,
+  OPT_PASSWORD_STDIN,
+};
+
+struct cli_opt {
+  enum cli_opt_id id;
+  const char *long_name;
+  char short_name; /* 0 for none */
+  const char *arg; /* argument name, NULL for a flag */
+  const char *help;
+};
+
+/* Everything an option can set; each command reads what it needs. */
+struct cli_settings {
+  const char *output;
+  int force;
+  const char *features;
+  const char *platform;
+  const char *cache_dir;
+  const char *certs_dir;
+  const char *config;
+  int insecure;
+  int offline;
+  int json;
+  int quiet;
+  int verbose;
+  int jobs;
+  const char *type;
+  const char *username;
+  int password_stdin;
+};
+
+struct cli_cmd {
+  const char *name;
+  const char *args;            /* "[OPTIONS] IMAGE [DEST]" */
+  const char *summary;         /* one line for fpull --help */
+  const enum cli_opt_id *opts; /* terminated by 0 */
+  int min_args, max_args;      /* positional arguments; max -1: unbounded */
+  int (*run)(struct cli_settings *s, int argc, char **argv);
+};
+
+/* Parses argv (argv[0] is the command name) with cmd's option table; on success argv is
+ * permuted so that positional arguments follow and *first_arg is their index.
+ * Returns 0, FPULL_EUSAGE after printing the error, or -1 when --help was printed. */
+int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_settings *s,
+              int *first_arg);
+void cli_print_help(const struct cli_cmd *cmd, FILE *out);
+const struct cli_opt *cli_opt_find(enum cli_opt_id id);
+
+/* Prints "fpull: MSG" (the one failure line) and returns err->code. */
+int cli_fail(const fpull_err *err);
+/* The stderr message sink for the library, honouring -q / -v. */
+void cli_install_log(const struct cli_settings *s);
+
+/* Loaded once per run by commands that need a target platform. */
+struct cli_env {
+  struct fpull_config *config;
+  struct fpull_tagdb *tagdb;
+  struct fpull_target *target;
+  char *cache_dir;
+};
+int cli_env_load(struct cli_env *env, const struct cli_settings *s, int need_target,
+                 fpull_err *err);
+void cli_env_free(struct cli_env *env);
+void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
+                   const struct cli_settings *s);
+
+/* Writes the JSON document v (a cJSON *) on stdout and frees it. */
+void cli_print_json(void *v);
+/* cJSON helpers shared by the commands' JSON output. */
+void *cli_json_platform(const struct fpull_platform *p);
+void *cli_json_strv(char *const *v);
+
+extern const struct cli_cmd cmd_pull, cmd_prefetch, cmd_inspect, cmd_features, cmd_version,
+    cmd_manifest;
+
+#endif

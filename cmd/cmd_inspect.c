@@ -1,0 +1,140 @@
+/* fpull inspect: every entry, whether it fits, what it lacks, its rank, the chosen one. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void print_target(FILE *out, const struct fpull_target *t)
+{
+  fprintf(out, "target: %s/%s%s%s", t->os, t->architecture, t->variant ? "/" : "",
+          t->variant ? t->variant : "");
+  size_t n = fpull_featureset_count(t->features);
+  for (size_t i = 0; i < n; i++)
+    fprintf(out, "%c%s", i ? ',' : ' ', fpull_featureset_get(t->features, i, NULL));
+  fputc('\n', out);
+}
+
+static const char *short_digest(const char *d)
+{
+  static char buf[16];
+  const char *hex = strchr(d, ':');
+  snprintf(buf, sizeof buf, "%.12s", hex ? hex + 1 : d);
+  return buf;
+}
+
+static void print_table(const struct fpull_inspect_result *r, const struct fpull_target *t)
+{
+  printf("%s%s%s\n", r->reference, r->index_digest ? " index " : " (single manifest)",
+         r->index_digest ? r->index_digest : "");
+  print_target(stdout, t);
+  printf("%-5s %-12s  %-22s %-40s %s\n", "RANK", "DIGEST", "PLATFORM", "FEATURES", "STATUS");
+  for (size_t i = 0; i < r->n_entries; i++) {
+    const struct fpull_descriptor *d = &r->entries[i];
+    const struct fpull_match_entry *m = &r->match->entries[i];
+    char plat[64] = "-", feats[256] = "";
+    if (d->platform)
+      snprintf(plat, sizeof plat, "%s/%s%s%s", d->platform->os ? d->platform->os : "?",
+               d->platform->architecture ? d->platform->architecture : "?",
+               d->platform->variant ? "/" : "", d->platform->variant ? d->platform->variant : "");
+    for (size_t j = 0; d->platform && d->platform->features && d->platform->features[j]; j++) {
+      size_t l = strlen(feats);
+      snprintf(feats + l, sizeof feats - l, "%s%s", j ? "," : "", d->platform->features[j]);
+    }
+    char rank[16] = "-";
+    if (m->eligible)
+      snprintf(rank, sizeof rank, "%d", m->rank);
+    char status[512];
+    if ((long)i == r->match->chosen)
+      snprintf(status, sizeof status, "chosen");
+    else if (m->eligible)
+      snprintf(status, sizeof status, "eligible");
+    else
+      snprintf(status, sizeof status, "%s", m->why ? m->why : "not eligible");
+    printf("%-5s %-12s  %-22s %-40s %s\n", rank, short_digest(d->digest), plat,
+           feats[0] ? feats : "-", status);
+  }
+  if (r->match->chosen >= 0)
+    printf("chosen: %s\n", r->entries[r->match->chosen].digest);
+  else
+    printf("chosen: none\n");
+}
+
+static cJSON *inspect_json(const struct fpull_inspect_result *r, const struct fpull_target *t)
+{
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "reference", r->reference);
+  if (r->index_digest)
+    cJSON_AddStringToObject(o, "index_digest", r->index_digest);
+  else
+    cJSON_AddNullToObject(o, "index_digest");
+  cJSON *tj = cJSON_AddObjectToObject(o, "target");
+  cJSON_AddStringToObject(tj, "os", t->os);
+  cJSON_AddStringToObject(tj, "architecture", t->architecture);
+  if (t->variant)
+    cJSON_AddStringToObject(tj, "variant", t->variant);
+  else
+    cJSON_AddNullToObject(tj, "variant");
+  cJSON *tf = cJSON_AddArrayToObject(tj, "features");
+  for (size_t i = 0; i < fpull_featureset_count(t->features); i++)
+    cJSON_AddItemToArray(tf, cJSON_CreateString(fpull_featureset_get(t->features, i, NULL)));
+  cJSON *entries = cJSON_AddArrayToObject(o, "entries");
+  for (size_t i = 0; i < r->n_entries; i++) {
+    const struct fpull_match_entry *m = &r->match->entries[i];
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "digest", r->entries[i].digest);
+    cJSON_AddItemToObject(e, "platform", cli_json_platform(r->entries[i].platform));
+    cJSON_AddBoolToObject(e, "eligible", m->eligible);
+    cJSON_AddItemToObject(e, "missing", cli_json_strv(m->missing));
+    if (m->eligible)
+      cJSON_AddNumberToObject(e, "rank", m->rank);
+    else
+      cJSON_AddNullToObject(e, "rank");
+    cJSON_AddBoolToObject(e, "chosen", (long)i == r->match->chosen);
+    cJSON_AddItemToArray(entries, e);
+  }
+  if (r->match->chosen >= 0)
+    cJSON_AddStringToObject(o, "chosen", r->entries[r->match->chosen].digest);
+  else
+    cJSON_AddNullToObject(o, "chosen");
+  return o;
+}
+
+static int run_inspect(struct cli_settings *s, int argc, char **argv)
+{
+  fpull_err err = {0};
+  struct cli_env env = {0};
+  struct fpull_inspect_result *r = NULL;
+  int rc = cli_env_load(&env, s, 1, &err);
+  if (rc == 0) {
+    struct fpull_pull_opts o;
+    cli_pull_opts(&o, &env, s);
+    rc = fpull_inspect(&r, argv[0], &o, &err);
+  }
+  if (rc == 0) {
+    if (s->json)
+      cli_print_json(inspect_json(r, env.target));
+    else
+      print_table(r, env.target);
+    if (r->match->chosen < 0)
+      rc = fpull_err_set(&err, FPULL_ENOMATCH, "%s: no entry fits the target platform",
+                         r->reference);
+  }
+  fpull_inspect_result_free(r);
+  cli_env_free(&env);
+  return rc ? cli_fail(&err) : 0;
+}
+
+static const enum cli_opt_id inspect_opts[] = {
+    OPT_HELP,     OPT_FEATURES, OPT_PLATFORM, OPT_CACHE_DIR, OPT_CERTS_DIR, OPT_CONFIG,
+    OPT_INSECURE, OPT_OFFLINE,  OPT_JSON,     OPT_QUIET,     OPT_VERBOSE,   0};
+
+const struct cli_cmd cmd_inspect = {
+    .name = "inspect",
+    .args = "[OPTIONS] IMAGE",
+    .summary = "show every index entry, whether it fits, its rank, and the chosen one",
+    .opts = inspect_opts,
+    .min_args = 1,
+    .max_args = 1,
+    .run = run_inspect,
+};

@@ -1,0 +1,170 @@
+/* pull, prefetch and inspect: the orchestration over registry, matching, cache and
+ * unpack. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "resolve.h"
+#include "util.h"
+#include "fpull/unpack.h"
+
+void fpull_pull_result_free(struct fpull_pull_result *r)
+{
+  if (!r)
+    return;
+  free(r->reference);
+  free(r->index_digest);
+  free(r->manifest_digest);
+  fpull_platform_free(r->platform);
+  free(r->rootfs);
+  free(r);
+}
+
+static int check_layer_types(const struct fpull_manifest *m, fpull_err *err)
+{
+  for (size_t i = 0; i < m->n_layers; i++)
+    if (fpull_layer_compression(m->layers[i].media_type) < 0)
+      return fpull_err_set(err, FPULL_EUNSAFE, "layer %s: unsupported media type %s",
+                           m->layers[i].digest, m->layers[i].media_type);
+  return 0;
+}
+
+static int unpack(struct fp_session *s, const struct fp_resolved *r, const char *dest,
+                  fpull_err *err)
+{
+  size_t n = r->manifest->n_layers;
+  struct fpull_layer *layers = fp_xcalloc(n ? n : 1, sizeof *layers);
+  char **paths = fp_xcalloc(n + 1, sizeof *paths);
+  for (size_t i = 0; i < n; i++) {
+    paths[i] = fpull_cache_blob_path(s->cache, r->manifest->layers[i].digest);
+    layers[i] = (struct fpull_layer){.path = paths[i],
+                                     .media_type = r->manifest->layers[i].media_type,
+                                     .digest = r->manifest->layers[i].digest,
+                                     .diff_id = r->config->diff_ids[i]};
+  }
+  struct fpull_unpack_stats st = {0};
+  int rc = fpull_unpack_rootfs(dest, layers, n, &s->opts->unpack, &st, err);
+  if (rc == 0 && st.devices_skipped)
+    fp_warn("%s: skipped %llu device nodes (not root)", s->reference,
+            (unsigned long long)st.devices_skipped);
+  fpull_strv_free(paths);
+  free(layers);
+  return rc;
+}
+
+static int run(struct fpull_pull_result **out, const char *image, const char *dest,
+               const struct fpull_pull_opts *o, fpull_err *err)
+{
+  *out = NULL;
+  struct fp_session s;
+  struct fp_resolved r = {0};
+  int rc = fp_session_open(&s, image, o, err);
+  if (rc == 0)
+    rc = fp_resolve(&s, &r, 0, err);
+  if (rc == 0)
+    rc = check_layer_types(r.manifest, err);
+  if (rc == 0)
+    rc = fp_fetch_layers(&s, &r, err);
+  if (rc == 0 && dest)
+    rc = unpack(&s, &r, dest, err);
+  if (rc == 0) {
+    struct fpull_pull_result *res = fp_xcalloc(1, sizeof *res);
+    res->reference = fp_xstrdup(s.reference);
+    res->index_digest = fp_xstrdup(r.index_digest);
+    res->manifest_digest = fp_xstrdup(r.manifest_digest);
+    res->platform = steal_pointer(&r.platform);
+    res->layers = r.manifest->n_layers;
+    res->bytes_downloaded = s.bytes_downloaded;
+    res->bytes_from_cache = s.bytes_from_cache;
+    if (dest) {
+      char abs[PATH_MAX];
+      res->rootfs = fp_xstrdup(realpath(dest, abs) ? abs : dest);
+    }
+    *out = res;
+  } else if (s.reference) {
+    fpull_err_prefix(err, "%s", s.reference);
+  }
+  fp_resolved_free(&r);
+  fp_session_close(&s);
+  return rc;
+}
+
+int fpull_pull(struct fpull_pull_result **out, const char *image, const char *dest,
+               const struct fpull_pull_opts *o, fpull_err *err)
+{
+  cleanup_free char *def = NULL;
+  if (!dest) {
+    struct fpull_ref *ref = NULL;
+    int rc = fpull_ref_parse(&ref, image, err);
+    if (rc)
+      return rc;
+    def = fp_xasprintf("./%s", fpull_ref_basename(ref));
+    fpull_ref_free(ref);
+    dest = def;
+  }
+  return run(out, image, dest, o, err);
+}
+
+int fpull_prefetch(struct fpull_pull_result **out, const char *image,
+                   const struct fpull_pull_opts *o, fpull_err *err)
+{
+  return run(out, image, NULL, o, err);
+}
+
+void fpull_inspect_result_free(struct fpull_inspect_result *r)
+{
+  if (!r)
+    return;
+  free(r->reference);
+  free(r->index_digest);
+  /* The entries were taken over from a parsed index: give them back to free them. */
+  struct fpull_index *idx = fp_xcalloc(1, sizeof *idx);
+  idx->manifests = r->entries;
+  idx->n_manifests = r->n_entries;
+  fpull_index_free(idx);
+  fpull_match_free(r->match);
+  free(r);
+}
+
+int fpull_inspect(struct fpull_inspect_result **out, const char *image,
+                  const struct fpull_pull_opts *o, fpull_err *err)
+{
+  *out = NULL;
+  struct fp_session s;
+  struct fp_resolved r = {0};
+  int rc = fp_session_open(&s, image, o, err);
+  if (rc == 0)
+    rc = fp_resolve(&s, &r, 1, err);
+  if (rc == FPULL_ENOMATCH && !r.index && r.platform) {
+    /* A single manifest for another platform: still shown, as an entry that does not fit. */
+    fpull_err_clear(err);
+    rc = 0;
+  }
+  if (rc == 0) {
+    struct fpull_inspect_result *res = fp_xcalloc(1, sizeof *res);
+    res->reference = fp_xstrdup(s.reference);
+    res->index_digest = fp_xstrdup(r.index_digest);
+    if (r.index) {
+      res->entries = steal_pointer(&r.index->manifests);
+      res->n_entries = r.index->n_manifests;
+      r.index->n_manifests = 0;
+      res->match = steal_pointer(&r.match);
+    } else {
+      res->entries = fp_xcalloc(1, sizeof *res->entries);
+      res->n_entries = 1;
+      res->entries[0].media_type = fp_xstrdup(r.manifest->media_type);
+      res->entries[0].digest = fp_xstrdup(r.manifest_digest);
+      res->entries[0].platform = steal_pointer(&r.platform);
+      rc = fpull_match_entries(&res->match, o->target, res->entries, 1, o->tagdb, err);
+    }
+    if (rc == 0)
+      *out = res;
+    else
+      fpull_inspect_result_free(res);
+  }
+  if (rc && s.reference)
+    fpull_err_prefix(err, "%s", s.reference);
+  fp_resolved_free(&r);
+  fp_session_close(&s);
+  return rc;
+}

@@ -1,0 +1,268 @@
+/* Resolving a reference: top document (by tag or digest, online or from the cache),
+ * the index entry for the target, the manifest and its config. */
+#include <string.h>
+
+#include "resolve.h"
+#include "util.h"
+#include "fpull/config.h"
+#include "fpull/features.h"
+#include "fpull/manifest.h"
+
+int fp_session_open(struct fp_session *s, const char *image, const struct fpull_pull_opts *o,
+                    fpull_err *err)
+{
+  memset(s, 0, sizeof *s);
+  s->opts = o;
+  int rc = fpull_ref_parse(&s->ref, image, err);
+  if (rc)
+    return rc;
+  s->reference = fpull_ref_format(s->ref);
+  rc = fpull_cache_open(&s->cache, o->cache_dir, err);
+  if (rc)
+    return rc;
+  if (o->offline)
+    return 0;
+  struct fpull_registry_opts ro = {
+      .insecure = o->insecure || fpull_config_is_insecure(o->config, s->ref->registry),
+      .certs_dir = o->certs_dir,
+      .config_certs_dir = o->config ? o->config->certs_dir : NULL,
+      .mirrors = fpull_config_mirrors(o->config, s->ref->registry),
+      .max_tries = o->config ? o->config->retries : 0,
+  };
+  return fpull_registry_open(&s->reg, s->ref->registry, &ro, err);
+}
+
+void fp_session_close(struct fp_session *s)
+{
+  fpull_registry_free(s->reg);
+  fpull_cache_free(s->cache);
+  fpull_ref_free(s->ref);
+  free(s->reference);
+  memset(s, 0, sizeof *s);
+}
+
+void fp_resolved_free(struct fp_resolved *r)
+{
+  free(r->index_digest);
+  fpull_index_free(r->index);
+  fpull_match_free(r->match);
+  free(r->manifest_digest);
+  fpull_manifest_free(r->manifest);
+  fpull_image_config_free(r->config);
+  fpull_platform_free(r->platform);
+  memset(r, 0, sizeof *r);
+}
+
+/* A manifest or index by tag or digest: from the registry (kept in the cache, tag
+ * recorded for --offline) or, offline, from the cache alone. */
+static int fetch_document(struct fp_session *s, const char *tag_or_digest,
+                          struct fpull_fetched **out, fpull_err *err)
+{
+  int by_digest = fpull_digest_valid(tag_or_digest);
+  if (s->reg) {
+    int rc = fpull_registry_get_manifest(out, s->reg, s->ref->repository, tag_or_digest, err);
+    if (rc)
+      return rc;
+    rc = fpull_cache_put_bytes(s->cache, (*out)->digest, (*out)->data, (*out)->len, err);
+    if (rc == 0 && !by_digest) {
+      cleanup_free char *tagref =
+          fp_xasprintf("%s/%s:%s", s->ref->registry, s->ref->repository, tag_or_digest);
+      rc = fpull_cache_tag_record(s->cache, tagref, (*out)->digest, err);
+    }
+    return rc;
+  }
+  cleanup_free char *digest = NULL;
+  if (by_digest) {
+    digest = fp_xstrdup(tag_or_digest);
+  } else {
+    cleanup_free char *tagref =
+        fp_xasprintf("%s/%s:%s", s->ref->registry, s->ref->repository, tag_or_digest);
+    fpull_err e = {0};
+    if (fpull_cache_tag_lookup(s->cache, tagref, &digest, &e) != 0)
+      return fpull_err_set(err, FPULL_ENOTFOUND, "tag %s is not in the cache (--offline)",
+                           tag_or_digest);
+  }
+  struct fpull_fetched *f = fp_xcalloc(1, sizeof *f);
+  fpull_err e = {0};
+  if (fpull_cache_get_bytes(s->cache, digest, FPULL_MANIFEST_MAX, &f->data, &f->len, &e) != 0) {
+    fpull_fetched_free(f);
+    return fpull_err_set(err, FPULL_ENOTFOUND, "manifest %s is not in the cache (--offline)",
+                         digest);
+  }
+  f->digest = fpull_digest_of(f->data, f->len);
+  if (strcmp(f->digest, digest) != 0) {
+    fpull_fetched_free(f);
+    return fpull_err_set(err, FPULL_EINTEGRITY, "cached manifest %s does not match its digest",
+                         digest);
+  }
+  *out = f;
+  return 0;
+}
+
+/* "no entry fits": name the closest entry for the target's os/architecture and what it
+ * lacks, since that is what the user has to change. */
+static int no_match(const struct fpull_index *idx, const struct fpull_match *m,
+                    const struct fpull_target *t, fpull_err *err)
+{
+  long best = -1;
+  size_t best_missing = 0;
+  for (size_t i = 0; i < m->n; i++) {
+    const struct fpull_platform *p = idx->manifests[i].platform;
+    size_t nm = fpull_strv_len(m->entries[i].missing);
+    if (!p || idx->manifests[i].ref_type || nm == 0)
+      continue;
+    if (best < 0 || nm < best_missing) {
+      best = (long)i;
+      best_missing = nm;
+    }
+  }
+  char plat[128];
+  snprintf(plat, sizeof plat, "%s/%s%s%s", t->os, t->architecture, t->variant ? "/" : "",
+           t->variant ? t->variant : "");
+  if (best < 0)
+    return fpull_err_set(err, FPULL_ENOMATCH, "no entry of the index fits %s (%zu entries)", plat,
+                         m->n);
+  char lacks[512] = "";
+  for (char **f = m->entries[best].missing; *f; f++) {
+    size_t l = strlen(lacks);
+    snprintf(lacks + l, sizeof lacks - l, "%s%s", l ? "," : "", *f);
+  }
+  return fpull_err_set(err, FPULL_ENOMATCH,
+                       "no entry of the index fits %s; closest is %s, which needs %s", plat,
+                       idx->manifests[best].digest, lacks);
+}
+
+static int fetch_small_blob(struct fp_session *s, const struct fpull_descriptor *d, char **data,
+                            size_t *len, fpull_err *err)
+{
+  if (d->size > (int64_t)FPULL_MANIFEST_MAX)
+    return fpull_err_set(err, FPULL_EINTEGRITY, "config %s is larger than 4 MiB", d->digest);
+  int rc = fp_fetch_blob(s, d, err);
+  if (rc)
+    return rc;
+  /* Re-verified on every use: the cache directory may be shared and writable by others. */
+  rc = fpull_cache_verify_blob(s->cache, d->digest, d->size, err);
+  if (rc == FPULL_EINTEGRITY && s->reg) {
+    fpull_err_clear(err);
+    rc = fp_fetch_blob(s, d, err);
+  }
+  if (rc)
+    return rc;
+  return fpull_cache_get_bytes(s->cache, d->digest, FPULL_MANIFEST_MAX, data, len, err);
+}
+
+static int load_manifest(struct fp_session *s, struct fp_resolved *r, const struct fpull_fetched *f,
+                         fpull_err *err)
+{
+  int rc = fpull_manifest_parse(&r->manifest, f->data, f->len, f->content_type, err);
+  if (rc)
+    return rc;
+  r->manifest_digest = fp_xstrdup(f->digest);
+  cleanup_free char *cfg = NULL;
+  size_t cfg_len = 0;
+  rc = fetch_small_blob(s, &r->manifest->config, &cfg, &cfg_len, err);
+  if (rc)
+    return fpull_err_prefix(err, "config %s", r->manifest->config.digest);
+  rc = fpull_image_config_parse(&r->config, cfg, cfg_len, err);
+  if (rc)
+    return fpull_err_prefix(err, "config %s", r->manifest->config.digest);
+  size_t nd = fpull_strv_len(r->config->diff_ids);
+  if (nd != r->manifest->n_layers)
+    return fpull_err_set(err, FPULL_EINTEGRITY,
+                         "manifest %s has %zu layers but its config lists %zu diff_ids",
+                         r->manifest_digest, r->manifest->n_layers, nd);
+  return 0;
+}
+
+static int check_single_platform(struct fp_resolved *r, const struct fpull_target *t,
+                                 fpull_err *err)
+{
+  struct fpull_platform *p = fp_xcalloc(1, sizeof *p);
+  p->os = fp_xstrdup(r->config->os);
+  p->architecture = fp_xstrdup(r->config->architecture);
+  p->variant = fp_xstrdup(r->config->variant);
+  r->platform = p;
+  cleanup_free char *arch = fpull_arch_normalise(p->architecture ? p->architecture : "");
+  if ((p->os && strcmp(p->os, t->os) != 0) || (p->architecture && strcmp(arch, t->architecture)))
+    return fpull_err_set(err, FPULL_ENOMATCH, "the image is for %s/%s, the target is %s/%s",
+                         p->os ? p->os : "?", p->architecture, t->os, t->architecture);
+  return 0;
+}
+
+int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpull_err *err)
+{
+  memset(r, 0, sizeof *r);
+  const char *top = s->ref->digest ? s->ref->digest : s->ref->tag;
+  struct fpull_fetched *f = NULL;
+  int rc = fetch_document(s, top, &f, err);
+  if (rc)
+    return rc;
+  int kind = 0;
+  rc = fpull_doc_kind(&kind, f->data, f->len, f->content_type, err);
+  if (rc == 0 && kind == FPULL_DOC_SCHEMA1)
+    rc = fpull_err_set(err, FPULL_EFAIL,
+                       "schema 1 manifests are not supported (push the "
+                       "image again with a current client)");
+  if (rc == 0 && kind == FPULL_DOC_UNKNOWN)
+    rc = fpull_err_set(err, FPULL_EFAIL, "unknown manifest media type %s",
+                       f->content_type ? f->content_type : "(none)");
+  if (rc == 0 && kind == FPULL_DOC_MANIFEST) {
+    rc = load_manifest(s, r, f, err);
+    if (rc == 0)
+      rc = check_single_platform(r, s->opts->target, err);
+  }
+  if (rc == 0 && kind == FPULL_DOC_INDEX) {
+    r->index_digest = fp_xstrdup(f->digest);
+    rc = fpull_index_parse(&r->index, f->data, f->len, f->content_type, err);
+    if (rc == 0)
+      rc = fpull_match_entries(&r->match, s->opts->target, r->index->manifests,
+                               r->index->n_manifests, s->opts->tagdb, err);
+    if (rc == 0 && r->match->chosen < 0 && !index_only)
+      rc = no_match(r->index, r->match, s->opts->target, err);
+    if (rc == 0 && r->match->chosen >= 0 && !index_only) {
+      const struct fpull_descriptor *d = &r->index->manifests[r->match->chosen];
+      r->platform = fpull_platform_dup(d->platform);
+      fpull_fetched_free(f);
+      f = NULL;
+      rc = fetch_document(s, d->digest, &f, err);
+      if (rc == 0)
+        rc = fpull_doc_kind(&kind, f->data, f->len, f->content_type, err);
+      if (rc == 0 && kind != FPULL_DOC_MANIFEST)
+        rc = fpull_err_set(err, FPULL_EFAIL, "index entry %s is not an image manifest", d->digest);
+      if (rc == 0)
+        rc = load_manifest(s, r, f, err);
+    }
+  }
+  fpull_fetched_free(f);
+  return rc;
+}
+
+int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, fpull_err *err)
+{
+  uint64_t size = (uint64_t)d->size;
+  if (fpull_cache_has_blob(s->cache, d->digest, d->size)) {
+    __atomic_add_fetch(&s->bytes_from_cache, size, __ATOMIC_RELAXED);
+    return 0;
+  }
+  if (!s->reg)
+    return fpull_err_set(err, FPULL_ENOTFOUND, "blob %s is not in the cache (--offline)",
+                         d->digest);
+  struct fpull_cache_writer *w = NULL;
+  int done = 0;
+  int rc = fpull_cache_writer_begin(&w, &done, s->cache, d->digest, d->size, err);
+  if (rc)
+    return rc;
+  if (done) { /* another process fetched it while we waited for the lock */
+    __atomic_add_fetch(&s->bytes_from_cache, size, __ATOMIC_RELAXED);
+    return 0;
+  }
+  uint64_t received = 0;
+  rc = fpull_registry_get_blob(s->reg, s->ref->repository, d->digest, fpull_cache_writer_offset(w),
+                               fpull_cache_writer_sink(w), &received, err);
+  __atomic_add_fetch(&s->bytes_downloaded, received, __ATOMIC_RELAXED);
+  if (rc) {
+    fpull_cache_writer_abort(w);
+    return rc;
+  }
+  return fpull_cache_writer_commit(w, err);
+}

@@ -1,0 +1,46 @@
+/* Internal: resolving an image reference to one manifest, shared by pull, prefetch and
+ * inspect. */
+#ifndef FP_RESOLVE_H
+#define FP_RESOLVE_H
+
+#include "fpull/pull.h"
+#include "fpull/cache.h"
+#include "fpull/registry.h"
+#include "fpull/ref.h"
+
+struct fp_session {
+  const struct fpull_pull_opts *opts;
+  struct fpull_ref *ref;
+  char *reference; /* normalised */
+  fpull_cache *cache;
+  fpull_registry *reg; /* NULL with --offline */
+  uint64_t bytes_downloaded, bytes_from_cache;
+};
+
+struct fp_resolved {
+  char *index_digest;        /* NULL for a single manifest */
+  struct fpull_index *index; /* the index, when there is one */
+  struct fpull_match *match; /* index entries ranked for the target */
+  char *manifest_digest;
+  struct fpull_manifest *manifest;
+  struct fpull_image_config *config;
+  struct fpull_platform *platform; /* the chosen entry's, or from the config */
+};
+
+int fp_session_open(struct fp_session *s, const char *image, const struct fpull_pull_opts *o,
+                    fpull_err *err);
+void fp_session_close(struct fp_session *s);
+
+/* Fetches the top document; for an index, ranks the entries (*r->match) and, unless
+ * index_only, follows the chosen one. Fetches the config of the manifest. FPULL_ENOMATCH
+ * when no entry fits (with the closest entry named). */
+int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpull_err *err);
+void fp_resolved_free(struct fp_resolved *r);
+
+/* Downloads one blob into the cache unless it is there (verified on commit). */
+int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, fpull_err *err);
+
+/* Downloads every layer of r->manifest with opts->jobs workers. */
+int fp_fetch_layers(struct fp_session *s, const struct fp_resolved *r, fpull_err *err);
+
+#endif
