@@ -1,0 +1,329 @@
+/* The blob cache: CACHE/blobs/sha256/HEX, written as CACHE/tmp/HEX.partial under the lock
+ * CACHE/locks/HEX.lock and renamed into place only once size and sha256 match, so nothing
+ * torn or unverified is ever under blobs/. Every access below the cache root is relative to
+ * directory fds opened with O_NOFOLLOW. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cache_internal.h"
+#include "cache_lock.h"
+#include "digest.h"
+#include "fpull/cache.h"
+#include "fpull/config.h"
+#include "fpull/manifest.h"
+#include "fpull/ref.h"
+#include "util.h"
+
+/* A partial download untouched for this long belongs to nobody any more. */
+#define FP_STALE_SECONDS (24 * 3600)
+
+char *fpull_cache_resolve_dir(const char *cli_dir, const struct fpull_config *config)
+{
+  if (cli_dir && *cli_dir)
+    return fp_xstrdup(cli_dir);
+  const char *env = getenv("FPULL_CACHE");
+  if (env && *env)
+    return fp_xstrdup(env);
+  const char *home = getenv("HOME");
+  if (config && config->cache_dir && *config->cache_dir) {
+    if (strncmp(config->cache_dir, "~/", 2) == 0 && home && *home)
+      return fp_xasprintf("%s/%s", home, config->cache_dir + 2);
+    return fp_xstrdup(config->cache_dir);
+  }
+  /* The XDG base directory spec says relative values are to be ignored. */
+  const char *xdg = getenv("XDG_CACHE_HOME");
+  if (xdg && xdg[0] == '/')
+    return fp_xasprintf("%s/fpull", xdg);
+  if (!home || !*home) {
+    struct passwd *pw = getpwuid(getuid());
+    home = pw ? pw->pw_dir : NULL;
+  }
+  if (!home || !*home)
+    return NULL;
+  return fp_xasprintf("%s/.cache/fpull", home);
+}
+
+static int open_subdir(int *out, int parent, const char *name, const char *dir, fpull_err *err)
+{
+  if (mkdirat(parent, name, 0755) < 0 && errno != EEXIST)
+    return fpull_err_set(err, FPULL_EFAIL, "cache %s: cannot create %s: %s", dir, name,
+                         strerror(errno));
+  *out = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (*out < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cache %s: %s: %s", dir, name,
+                         errno == ELOOP || errno == ENOTDIR ? "not a directory (symlink?)"
+                                                            : strerror(errno));
+  return 0;
+}
+
+static int valid_hex_name(const char *name, size_t suffix_len)
+{
+  size_t n = strlen(name);
+  if (n != 64 + suffix_len)
+    return 0;
+  for (size_t i = 0; i < 64; i++)
+    if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+      return 0;
+  return 1;
+}
+
+static int is_stale(int dirfd, const char *name, time_t now)
+{
+  struct stat st;
+  return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+         st.st_mtime < now - FP_STALE_SECONDS;
+}
+
+/* Removes what killed runs left: partial downloads nobody resumed for a day (a younger one
+ * is kept: the next run resumes from it), temporary tag records and orphaned lock files.
+ * Failures are harmless and ignored (another user's files in a shared cache). */
+static void clean_stale(fpull_cache *c)
+{
+  time_t now = time(NULL);
+  int fd = dup(c->tmp_fd);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d && fd >= 0)
+    close(fd);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    const char *name = e->d_name;
+    if (name[0] == '.' || !is_stale(c->tmp_fd, name, now))
+      continue;
+    if (!valid_hex_name(name, strlen(".partial")) || strcmp(name + 64, ".partial") != 0) {
+      unlinkat(c->tmp_fd, name, 0);
+      continue;
+    }
+    char lock[80];
+    snprintf(lock, sizeof lock, "%.64s.lock", name);
+    int lfd;
+    if (fp_lock_take(c->locks_fd, lock, 0, &lfd) != 0)
+      continue; /* someone is resuming it right now */
+    if (is_stale(c->tmp_fd, name, now)) {
+      fp_debug("cache: removing stale partial download %s", name);
+      unlinkat(c->tmp_fd, name, 0);
+    }
+    fp_lock_drop(c->locks_fd, lock, lfd);
+  }
+  if (d)
+    closedir(d);
+
+  fd = dup(c->locks_fd);
+  d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d && fd >= 0)
+    close(fd);
+  while (d && (e = readdir(d))) {
+    if (e->d_name[0] == '.' || !is_stale(c->locks_fd, e->d_name, now))
+      continue;
+    int lfd;
+    if (fp_lock_take(c->locks_fd, e->d_name, 0, &lfd) == 0)
+      fp_lock_drop(c->locks_fd, e->d_name, lfd);
+  }
+  if (d)
+    closedir(d);
+}
+
+void fpull_cache_free(fpull_cache *c)
+{
+  if (!c)
+    return;
+  int *fds[] = {&c->root_fd, &c->blobs_fd, &c->tmp_fd, &c->locks_fd, &c->tags_fd};
+  for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+    if (*fds[i] >= 0)
+      close(*fds[i]);
+  free(c->dir);
+  free(c);
+}
+
+static void cache_freep(fpull_cache **c)
+{
+  fpull_cache_free(*c);
+}
+
+int fpull_cache_open(fpull_cache **out, const char *dir, fpull_err *err)
+{
+  *out = NULL;
+  if (!dir || !*dir)
+    return fpull_err_set(err, FPULL_EFAIL, "cache: no cache directory (set --cache-dir or HOME)");
+  struct stat st;
+  /* Blobs may come from private images: a cache fpull creates is for its owner only. */
+  if (stat(dir, &st) < 0 && errno == ENOENT && fp_mkdir_p(dir, 0700) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cache %s: cannot create: %s", dir, strerror(errno));
+  __attribute__((cleanup(cache_freep))) fpull_cache *c = fp_xcalloc(1, sizeof *c);
+  c->blobs_fd = c->tmp_fd = c->locks_fd = c->tags_fd = -1;
+  c->dir = fp_xstrdup(dir);
+  c->root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (c->root_fd < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cache %s: %s", dir, strerror(errno));
+  if (fstat(c->root_fd, &st) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cache %s: %s", dir, strerror(errno));
+  /* Anyone could swap our files there (security.md C3); sticky /tmp-like dirs are fine. */
+  if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
+    return fpull_err_set(err, FPULL_EFAIL, "cache %s: writable by every user; refusing to use it",
+                         dir);
+  int blobs = -1, r;
+  if ((r = open_subdir(&blobs, c->root_fd, "blobs", dir, err)))
+    return r;
+  r = open_subdir(&c->blobs_fd, blobs, "sha256", dir, err);
+  close(blobs);
+  if (r || (r = open_subdir(&c->tmp_fd, c->root_fd, "tmp", dir, err)) ||
+      (r = open_subdir(&c->locks_fd, c->root_fd, "locks", dir, err)) ||
+      (r = open_subdir(&c->tags_fd, c->root_fd, "tags", dir, err)))
+    return r;
+  clean_stale(c);
+  *out = steal_pointer(&c);
+  return 0;
+}
+
+const char *fpull_cache_dir(const fpull_cache *c)
+{
+  return c ? c->dir : NULL;
+}
+
+char *fpull_cache_blob_path(const fpull_cache *c, const char *digest)
+{
+  if (!c || !fpull_digest_valid(digest))
+    return NULL;
+  return fp_xasprintf("%s/blobs/sha256/%s", c->dir, digest + 7);
+}
+
+int fpull_cache_has_blob(const fpull_cache *c, const char *digest, int64_t size)
+{
+  if (!c || !fpull_digest_valid(digest))
+    return 0;
+  struct stat st;
+  if (fstatat(c->blobs_fd, digest + 7, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return 0;
+  if (!S_ISREG(st.st_mode))
+    return 0;
+  return size < 0 || st.st_size == size;
+}
+
+int fp_cache_remove_if_same(int dirfd, const char *name, const struct stat *seen)
+{
+  /* Only the file that was judged: a fresh copy renamed in meanwhile stays. */
+  struct stat now;
+  if (fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW) < 0)
+    return -1;
+  if (seen && (now.st_dev != seen->st_dev || now.st_ino != seen->st_ino))
+    return -1;
+  return unlinkat(dirfd, name, S_ISDIR(now.st_mode) ? AT_REMOVEDIR : 0);
+}
+
+/* Opens blobs/HEX for reading. A symlink or other non-regular entry is removed (it can only
+ * be tampering) and reported as absent. */
+static int open_blob(int *out, struct stat *st, fpull_cache *c, const char *digest, fpull_err *err)
+{
+  *out = -1;
+  const char *hex = digest + 7;
+  int fd = openat(c->blobs_fd, hex, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0 && errno == ENOENT)
+    return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s not in %s", digest, c->dir);
+  if (fd >= 0 && fstat(fd, st) == 0 && S_ISREG(st->st_mode)) {
+    *out = fd;
+    return 0;
+  }
+  int e = errno;
+  if (fd >= 0)
+    close(fd);
+  if (fd < 0 && e != ELOOP)
+    return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: %s", digest, strerror(e));
+  fp_cache_remove_if_same(c->blobs_fd, hex, NULL);
+  return fpull_err_set(err, FPULL_EINTEGRITY,
+                       "cache: %s/blobs/sha256/%s is not a regular file; removed", c->dir, hex);
+}
+
+int fpull_cache_verify_blob(fpull_cache *c, const char *digest, int64_t size, fpull_err *err)
+{
+  if (!fpull_digest_valid(digest))
+    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: invalid digest");
+  struct stat st;
+  cleanup_close int fd = -1;
+  int r = open_blob(&fd, &st, c, digest, err);
+  if (r)
+    return r;
+  if (size >= 0 && st.st_size != size) {
+    fp_cache_remove_if_same(c->blobs_fd, digest + 7, &st);
+    return fpull_err_set(err, FPULL_EINTEGRITY,
+                         "cache: blob %s has %lld bytes, expected %lld; removed", digest,
+                         (long long)st.st_size, (long long)size);
+  }
+  cleanup_sha256 struct fp_sha256 h = {0};
+  char got[72];
+  if (fp_sha256_fd(&h, fd, (uint64_t)st.st_size) < 0 || fp_sha256_final(&h, got) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: cannot read: %s", digest,
+                         strerror(errno));
+  if (strcmp(got, digest) != 0) {
+    fp_cache_remove_if_same(c->blobs_fd, digest + 7, &st);
+    return fpull_err_set(err, FPULL_EINTEGRITY,
+                         "cache: blob %s is corrupt (its sha256 is %s); removed", digest, got);
+  }
+  return 0;
+}
+
+int fpull_cache_get_bytes(fpull_cache *c, const char *digest, size_t max, char **data, size_t *len,
+                          fpull_err *err)
+{
+  *data = NULL;
+  *len = 0;
+  if (!fpull_digest_valid(digest))
+    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: invalid digest");
+  struct stat st;
+  cleanup_close int fd = -1;
+  int r = open_blob(&fd, &st, c, digest, err);
+  if (r == FPULL_EINTEGRITY) {
+    /* Tampering removed: absent now, so the caller fetches it again. */
+    fp_warn("%s", err ? err->msg : "cache: bad entry removed");
+    return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s not in %s", digest, c->dir);
+  }
+  if (r)
+    return r;
+  if ((uint64_t)st.st_size > max)
+    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s has %lld bytes, over %zu", digest,
+                         (long long)st.st_size, max);
+  cleanup_free char *buf = fp_xmalloc((size_t)st.st_size + 1);
+  size_t got = 0;
+  while (got < (size_t)st.st_size) {
+    ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: short read", digest);
+    got += (size_t)n;
+  }
+  buf[got] = '\0';
+  /* Parse only bytes that were hashed (security.md rule 1); a corrupt entry is dropped so
+   * the caller fetches it again. */
+  cleanup_free char *actual = fpull_digest_of(buf, got);
+  if (!actual || strcmp(actual, digest) != 0) {
+    fp_warn("cache: blob %s is corrupt; removed", digest);
+    fp_cache_remove_if_same(c->blobs_fd, digest + 7, &st);
+    return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s was corrupt and is removed", digest);
+  }
+  *len = got;
+  *data = steal_pointer(&buf);
+  return 0;
+}
+
+int fpull_cache_put_bytes(fpull_cache *c, const char *digest, const void *data, size_t len,
+                          fpull_err *err)
+{
+  struct fpull_cache_writer *w = NULL;
+  int done = 0;
+  int r = fpull_cache_writer_begin(&w, &done, c, digest, (int64_t)len, err);
+  if (r || done)
+    return r;
+  /* A partial left by someone else may hold other bytes: small blobs are rewritten whole. */
+  const struct fpull_blob_sink *s = fpull_cache_writer_sink(w);
+  if ((r = s->restart(s->ud, 0, err)) == 0)
+    r = s->write(s->ud, data, len, err);
+  if (r) {
+    fpull_cache_writer_abort(w);
+    return r;
+  }
+  return fpull_cache_writer_commit(w, err);
+}

@@ -1,0 +1,20 @@
+/* What cache.c and cache_writer.c share. */
+#ifndef FP_CACHE_INTERNAL_H
+#define FP_CACHE_INTERNAL_H
+
+#include <sys/stat.h>
+
+struct fpull_cache {
+  char *dir;
+  int root_fd;  /* CACHE */
+  int blobs_fd; /* CACHE/blobs/sha256: verified blobs only */
+  int tmp_fd;   /* CACHE/tmp: HEX.partial downloads, temporary tag records */
+  int locks_fd; /* CACHE/locks: HEX.lock */
+  int tags_fd;  /* CACHE/tags: tag -> digest records */
+};
+
+/* Unlinks dirfd/name when it is still the file seen (same inode); seen NULL: whatever is
+ * there. 0 or -1. */
+int fp_cache_remove_if_same(int dirfd, const char *name, const struct stat *seen);
+
+#endif

@@ -1,0 +1,109 @@
+/* tag -> digest records for --offline: CACHE/tags/SHA256(REFERENCE).json holding the
+ * reference, the digest and when it was resolved. Hashing the name keeps any reference a
+ * safe, fixed-length file name; the reference inside guards against a mixed-up file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache_internal.h"
+#include "fpull/cache.h"
+#include "fpull/manifest.h"
+#include "fpull/ref.h"
+#include "json_strict.h"
+#include "util.h"
+
+#define FP_TAG_RECORD_MAX (64 * 1024)
+
+static char *record_name(const char *reference)
+{
+  cleanup_free char *d = fpull_digest_of(reference, strlen(reference));
+  return d ? fp_xasprintf("%s.json", d + 7) : NULL;
+}
+
+int fpull_cache_tag_record(fpull_cache *c, const char *reference, const char *digest,
+                           fpull_err *err)
+{
+  if (!reference || !*reference)
+    return fpull_err_set(err, FPULL_EFAIL, "cache: empty reference for a tag record");
+  if (!fpull_digest_valid(digest))
+    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: invalid digest for %s", reference);
+  cleanup_free char *name = record_name(reference);
+  if (!name)
+    return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 unavailable");
+  cleanup_json cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "reference", reference);
+  cJSON_AddStringToObject(j, "digest", digest);
+  cJSON_AddNumberToObject(j, "time", (double)time(NULL));
+  cleanup_free char *text = cJSON_PrintUnformatted(j);
+  if (!text)
+    abort();
+  size_t len = strlen(text);
+
+  /* Written beside its place and renamed in: a reader sees the old or the new record. */
+  cleanup_free char *tmp = fp_xasprintf("%s/tmp/tag-XXXXXX", c->dir);
+  cleanup_close int fd = mkostemp(tmp, O_CLOEXEC);
+  if (fd < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cache %s: tag record: %s", c->dir, strerror(errno));
+  const char *base = strrchr(tmp, '/') + 1;
+  int ok = fchmod(fd, 0644) == 0;
+  for (size_t off = 0; ok && off < len;) {
+    ssize_t n = write(fd, text + off, len - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    ok = n > 0;
+    off += ok ? (size_t)n : 0;
+  }
+  if (!ok || write(fd, "\n", 1) != 1 || renameat(c->tmp_fd, base, c->tags_fd, name) < 0) {
+    int e = errno;
+    unlinkat(c->tmp_fd, base, 0);
+    return fpull_err_set(err, FPULL_EFAIL, "cache %s: tag record for %s: %s", c->dir, reference,
+                         strerror(e));
+  }
+  return 0;
+}
+
+int fpull_cache_tag_lookup(fpull_cache *c, const char *reference, char **digest, fpull_err *err)
+{
+  *digest = NULL;
+  if (!reference || !*reference)
+    return fpull_err_set(err, FPULL_ENOTFOUND, "cache: empty reference");
+  cleanup_free char *name = record_name(reference);
+  if (!name)
+    return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 unavailable");
+  cleanup_close int fd = openat(c->tags_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT)
+    return fpull_err_set(err, FPULL_ENOTFOUND,
+                         "%s: not in the cache %s (no earlier pull recorded it)", reference,
+                         c->dir);
+  if (fd < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cache %s: tag record for %s: %s", c->dir, reference,
+                         strerror(errno));
+  struct fp_buf b = {.max = FP_TAG_RECORD_MAX};
+  char chunk[4096];
+  for (;;) {
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0 || fp_buf_append(&b, chunk, (size_t)n) < 0) {
+      if (n == 0)
+        break;
+      fp_buf_free(&b);
+      return fpull_err_set(err, FPULL_EFAIL, "cache %s: tag record for %s unreadable", c->dir,
+                           reference);
+    }
+  }
+  cleanup_json cJSON *j = NULL;
+  fpull_err jerr = {0};
+  int r = fp_json_parse_strict(&j, b.data, b.len, FP_TAG_RECORD_MAX, "tag record", &jerr);
+  fp_buf_free(&b);
+  const cJSON *ref = r ? NULL : cJSON_GetObjectItemCaseSensitive(j, "reference");
+  const cJSON *d = r ? NULL : cJSON_GetObjectItemCaseSensitive(j, "digest");
+  if (!cJSON_IsString(ref) || strcmp(ref->valuestring, reference) != 0 || !cJSON_IsString(d) ||
+      !fpull_digest_valid(d->valuestring))
+    return fpull_err_set(err, FPULL_EFAIL, "cache %s: tag record for %s is corrupt", c->dir,
+                         reference);
+  *digest = fp_xstrdup(d->valuestring);
+  return 0;
+}

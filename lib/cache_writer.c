@@ -1,0 +1,232 @@
+/* Writing one blob into the cache: lock, resume, verify while streaming, rename. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache_internal.h"
+#include "cache_lock.h"
+#include "digest.h"
+#include "fpull/cache.h"
+#include "fpull/ref.h"
+#include "fpull/registry.h"
+#include "util.h"
+
+struct fpull_cache_writer {
+  fpull_cache *c;
+  char digest[72];
+  char partial[80]; /* HEX.partial in tmp/ */
+  char lock[80];    /* HEX.lock in locks/ */
+  uint64_t size;
+  uint64_t offset; /* bytes in the partial file, all hashed into sha */
+  int fd;
+  int lock_fd;
+  struct fp_sha256 sha;
+  struct fpull_blob_sink sink;
+};
+
+static void writer_free(struct fpull_cache_writer *w)
+{
+  if (!w)
+    return;
+  if (w->fd >= 0)
+    close(w->fd);
+  fp_lock_drop(w->c->locks_fd, w->lock, w->lock_fd);
+  fp_sha256_free(&w->sha);
+  free(w);
+}
+
+static void writer_freep(struct fpull_cache_writer **w)
+{
+  writer_free(*w);
+}
+
+static int io_error(struct fpull_cache_writer *w, const char *what, fpull_err *err)
+{
+  return fpull_err_set(err, FPULL_EFAIL, "cache %s: blob %s: %s: %s", w->c->dir, w->digest, what,
+                       strerror(errno));
+}
+
+static int sink_write(void *ud, const void *data, size_t len, fpull_err *err)
+{
+  struct fpull_cache_writer *w = ud;
+  /* Stop a lying or endless server at the declared size instead of filling the disk. */
+  if (len > w->size - w->offset)
+    return fpull_err_set(err, FPULL_EINTEGRITY, "blob %s: more data than its declared size %llu",
+                         w->digest, (unsigned long long)w->size);
+  const char *p = data;
+  size_t left = len;
+  uint64_t at = w->offset;
+  while (left) {
+    ssize_t n = pwrite(w->fd, p, left, (off_t)at);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return io_error(w, "write", err);
+    p += n;
+    left -= (size_t)n;
+    at += (uint64_t)n;
+  }
+  if (fp_sha256_update(&w->sha, data, len) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "blob %s: sha256 failed", w->digest);
+  w->offset += len;
+  return 0;
+}
+
+/* Keeps the first offset bytes and the hash state over exactly them. */
+static int truncate_to(struct fpull_cache_writer *w, uint64_t offset, fpull_err *err)
+{
+  if (ftruncate(w->fd, (off_t)offset) < 0)
+    return io_error(w, "truncate", err);
+  if (fp_sha256_fd(&w->sha, w->fd, offset) < 0)
+    return io_error(w, "re-hash", err);
+  w->offset = offset;
+  return 0;
+}
+
+static int sink_restart(void *ud, uint64_t offset, fpull_err *err)
+{
+  struct fpull_cache_writer *w = ud;
+  if (offset == w->offset)
+    return 0;
+  if (offset > w->offset)
+    return fpull_err_set(err, FPULL_EFAIL, "blob %s: cannot resume at byte %llu, only %llu stored",
+                         w->digest, (unsigned long long)offset, (unsigned long long)w->offset);
+  return truncate_to(w, offset, err);
+}
+
+/* Size and sha256 checked, then renamed into blobs/. 0, or an error with the partial left
+ * for the caller to remove. */
+static int finish(struct fpull_cache_writer *w, fpull_err *err)
+{
+  if (w->offset != w->size)
+    return fpull_err_set(err, FPULL_EINTEGRITY, "blob %s: size mismatch: expected %llu, got %llu",
+                         w->digest, (unsigned long long)w->size, (unsigned long long)w->offset);
+  char got[72];
+  int r = fp_sha256_final(&w->sha, got);
+  /* The context is spent either way; keep it usable for a restart. */
+  fp_sha256_reset(&w->sha);
+  if (r < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "blob %s: sha256 failed", w->digest);
+  if (strcmp(got, w->digest) != 0) {
+    w->offset = 0;
+    return fpull_err_set(err, FPULL_EINTEGRITY, "blob %s: digest mismatch: expected %s, got %s",
+                         w->digest, w->digest, got);
+  }
+  /* Readers may be other users of a shared cache; the cache root guards privacy. */
+  if (fchmod(w->fd, 0644) < 0)
+    return io_error(w, "chmod", err);
+  if (renameat(w->c->tmp_fd, w->partial, w->c->blobs_fd, w->digest + 7) < 0)
+    return io_error(w, "rename into blobs/", err);
+  return 0;
+}
+
+/* Opens tmp/HEX.partial, never through a symlink planted there. */
+static int open_partial(struct fpull_cache_writer *w, fpull_err *err)
+{
+  for (int tries = 0; tries < 2; tries++) {
+    w->fd = openat(w->c->tmp_fd, w->partial, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    struct stat st;
+    if (w->fd >= 0 && fstat(w->fd, &st) == 0 && S_ISREG(st.st_mode))
+      return 0;
+    if (w->fd < 0 && errno != ELOOP)
+      return io_error(w, "open partial download", err);
+    if (w->fd >= 0)
+      close(w->fd);
+    w->fd = -1;
+    fp_cache_remove_if_same(w->c->tmp_fd, w->partial, NULL);
+  }
+  return fpull_err_set(err, FPULL_EFAIL, "cache %s: tmp/%s is not a regular file", w->c->dir,
+                       w->partial);
+}
+
+int fpull_cache_writer_begin(struct fpull_cache_writer **out, int *done, fpull_cache *c,
+                             const char *digest, int64_t size, fpull_err *err)
+{
+  *out = NULL;
+  *done = 0;
+  if (!fpull_digest_valid(digest))
+    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: invalid digest");
+  if (size < 0)
+    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s: negative size", digest);
+  if (fpull_cache_has_blob(c, digest, size)) {
+    *done = 1;
+    return 0;
+  }
+  __attribute__((cleanup(writer_freep))) struct fpull_cache_writer *w = fp_xcalloc(1, sizeof *w);
+  w->c = c;
+  w->fd = w->lock_fd = -1;
+  w->size = (uint64_t)size;
+  snprintf(w->digest, sizeof w->digest, "%s", digest);
+  snprintf(w->partial, sizeof w->partial, "%s.partial", digest + 7);
+  snprintf(w->lock, sizeof w->lock, "%s.lock", digest + 7);
+  if (fp_sha256_init(&w->sha) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 unavailable");
+  w->sink = (struct fpull_blob_sink){.ud = w, .write = sink_write, .restart = sink_restart};
+
+  /* Waits while another process or thread downloads this blob. */
+  if (fp_lock_take(c->locks_fd, w->lock, 1, &w->lock_fd) < 0) {
+    w->lock_fd = -1;
+    return fpull_err_set(err, FPULL_EFAIL, "cache %s: lock for %s: %s", c->dir, digest,
+                         strerror(errno));
+  }
+  if (fpull_cache_has_blob(c, digest, size)) {
+    *done = 1;
+    return 0;
+  }
+  /* A wrong-sized or non-regular entry cannot be right: clear the name for the rename. */
+  struct stat st;
+  if (fstatat(c->blobs_fd, digest + 7, &st, AT_SYMLINK_NOFOLLOW) == 0)
+    fp_cache_remove_if_same(c->blobs_fd, digest + 7, &st);
+
+  int r = open_partial(w, err);
+  if (r)
+    return r;
+  if (fstat(w->fd, &st) < 0)
+    return io_error(w, "stat partial download", err);
+  /* Resume across runs: what a killed run stored is hashed again, the rest is fetched. */
+  uint64_t have = (uint64_t)st.st_size <= w->size ? (uint64_t)st.st_size : 0;
+  if ((r = truncate_to(w, have, err)))
+    return r;
+  if (w->offset == w->size) {
+    fpull_err tmp = {0};
+    if (finish(w, &tmp) == 0) {
+      close(w->fd);
+      w->fd = -1;
+      *done = 1;
+      return 0;
+    }
+    fp_debug("cache: complete partial download of %s did not verify; starting over", digest);
+    if ((r = truncate_to(w, 0, err)))
+      return r;
+  }
+  *out = steal_pointer(&w);
+  return 0;
+}
+
+uint64_t fpull_cache_writer_offset(const struct fpull_cache_writer *w)
+{
+  return w ? w->offset : 0;
+}
+
+const struct fpull_blob_sink *fpull_cache_writer_sink(struct fpull_cache_writer *w)
+{
+  return w ? &w->sink : NULL;
+}
+
+int fpull_cache_writer_commit(struct fpull_cache_writer *w, fpull_err *err)
+{
+  if (!w)
+    return fpull_err_set(err, FPULL_EFAIL, "cache: commit without a writer");
+  int r = finish(w, err);
+  if (r)
+    unlinkat(w->c->tmp_fd, w->partial, 0);
+  writer_free(w);
+  return r;
+}
+
+void fpull_cache_writer_abort(struct fpull_cache_writer *w)
+{
+  writer_free(w);
+}
