@@ -1,0 +1,61 @@
+"""The CLI and its documentation agree: every option of every command is in the man
+page, the man page renders without warnings, and usage errors exit 2."""
+import os
+import re
+import subprocess
+import unittest
+
+import fpull
+
+SRC = os.environ["FPULL_SRC_DIR"]
+MAN = os.path.join(SRC, "man", "fpull.1")
+COMMANDS = ["pull", "prefetch", "inspect", "features", "version"]
+
+
+def man_text():
+    with open(MAN) as f:
+        return f.read().replace("\\-", "-")
+
+
+class CliDocs(unittest.TestCase):
+    def test_every_option_is_in_the_man_page(self):
+        text = man_text()
+        seen = 0
+        for cmd in COMMANDS + (["manifest"] if fpull.run(["manifest", "--help"]).returncode == 0 else []):
+            r = fpull.run([cmd, "--help"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            opts = re.findall(r"--([a-z][a-z0-9-]*)", r.stdout)
+            self.assertIn("help", opts, r.stdout)
+            for o in opts:
+                seen += 1
+                self.assertIn("--" + o, text, "option --%s of %s missing from fpull.1" % (o, cmd))
+            self.assertIn(cmd, text)
+        self.assertGreater(seen, 20)
+
+    def test_man_page_lints_clean(self):
+        r = subprocess.run(["mandoc", "-Tlint", "-Wwarning", MAN], capture_output=True, text=True)
+        self.assertEqual((r.returncode, r.stdout + r.stderr), (0, ""))
+        r = subprocess.run(["groff", "-ww", "-man", "-Tutf8", MAN], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(r.stderr, "")
+        self.assertIn("EXIT STATUS", r.stdout)
+
+    def test_usage_errors_exit_2_with_one_line(self):
+        for args in (["pull", "--no-such-option", "x"], ["pull"], ["pull", "Bad/Ref"],
+                     ["inspect", "a", "b"], ["pull", "--jobs", "0", "x"],
+                     ["pull", "ubuntu@sha256:abc"]):
+            r = fpull.run(args)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            lines = r.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, (args, r.stderr))
+            self.assertTrue(lines[0].startswith("fpull: "), lines[0])
+
+    def test_help_and_version(self):
+        r = fpull.run(["--help"])
+        self.assertEqual(r.returncode, 0)
+        for cmd in COMMANDS:
+            self.assertIn(cmd, r.stdout)
+        r = fpull.run(["version"])
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"^fpull \d+\.\d+\.\d+\n$")
+        self.assertEqual(fpull.run([]).returncode, 2)
