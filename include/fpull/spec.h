@@ -9,12 +9,16 @@ struct fpull_spec_entry {
   char *image;
   struct fpull_platform platform;
   unsigned line, column; /* where the entry starts, for messages */
+  /* Where each of platform.features was written (same order), for warnings. */
+  unsigned *feature_lines, *feature_columns;
 };
 
 struct fpull_spec {
   char *image; /* the target */
   struct fpull_spec_entry *entries;
   size_t n_entries;
+  char **tags; /* "tags:": more tags to push the same index to; NULL when absent */
+  char *name;  /* the file name used in messages */
 };
 
 /* Errors: FPULL_EUSAGE naming the file, line and column (unknown keys, duplicate
@@ -23,5 +27,53 @@ FPULL_API int fpull_spec_load(struct fpull_spec **out, const char *path, fpull_e
 FPULL_API int fpull_spec_parse(struct fpull_spec **out, const char *text, size_t len,
                                const char *name, fpull_err *err);
 FPULL_API void fpull_spec_free(struct fpull_spec *s);
+
+struct fpull_tagdb;
+/* Warns (fpull: warning: FILE:LINE:COLUMN: ...) about every feature name fpull does not
+ * know: not a CPU tag or ISA extension of db (may be NULL: CPU names are then not
+ * checked), not an NVIDIA driver, compute-capability or CUDA name, or not usable on the
+ * command line. Never refuses a name. Returns the number of warnings. */
+FPULL_API unsigned fpull_spec_check_features(const struct fpull_spec *s,
+                                             const struct fpull_tagdb *db);
+
+enum fpull_push_type {
+  FPULL_PUSH_OCI = 0,    /* application/vnd.oci.image.index.v1+json */
+  FPULL_PUSH_DOCKER = 1, /* application/vnd.docker.distribution.manifest.list.v2+json */
+};
+
+struct fpull_config;
+
+struct fpull_push_opts {
+  int type;                          /* enum fpull_push_type */
+  int insecure;                      /* --insecure: for every registry involved */
+  const char *certs_dir;             /* --certs-dir or NULL */
+  const struct fpull_config *config; /* insecure-registries, certs-dir, retries; may be NULL */
+};
+
+struct fpull_push_result {
+  char *reference;  /* the normalised target, REGISTRY/REPO:TAG */
+  char *digest;     /* of the pushed index */
+  char *media_type; /* of the pushed index */
+  int64_t size;
+  struct fpull_descriptor *manifests; /* the index entries as pushed */
+  size_t n_manifests;
+  size_t copied; /* entries whose manifest was copied in from another repository */
+};
+FPULL_API void fpull_push_result_free(struct fpull_push_result *r);
+
+/* Resolves every entry of spec to its digest, size and media type (for a source that is
+ * an index: its entry for the entry's os/architecture/variant), copies manifests from
+ * other repositories into the target repository (blobs first: mounted within a registry,
+ * else downloaded and uploaded), builds the index with each platform as written in the
+ * spec, and pushes it to the target tag and to every extra tag.
+ * Errors: FPULL_EUSAGE (no entry of a source index fits, a schema 1 source),
+ * FPULL_ENOTFOUND, FPULL_EAUTH, FPULL_ENET, FPULL_EINTEGRITY, each naming the entry. */
+FPULL_API int fpull_spec_push(struct fpull_push_result **out, const struct fpull_spec *spec,
+                              const struct fpull_push_opts *opts, fpull_err *err);
+
+/* The index bytes fpull_spec_push would push for these resolved entries (platforms as
+ * given, features in their order). Caller frees. */
+FPULL_API char *fpull_index_build(const struct fpull_descriptor *entries, size_t n, int type,
+                                  size_t *len);
 
 #endif
