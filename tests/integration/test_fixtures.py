@@ -8,8 +8,10 @@ import os
 import socket
 import stat
 import subprocess
+import sys
 import tarfile
 import tempfile
+import time
 import unittest
 
 import demo_index
@@ -291,6 +293,36 @@ class ImageFixtures(unittest.TestCase):
         self.assertEqual(len(seen), 11, "demo entries must be distinct images")
         last = doc["manifests"][-1]["platform"]["features"]
         self.assertEqual(last, ["broadwell", "nv-compute-5-2", "nvidia-396-44"])
+
+
+class DemoServe(unittest.TestCase):
+    def test_serve_mode_used_by_scripts_demo(self):
+        with tempfile.TemporaryDirectory() as d:
+            info = os.path.join(d, "info.json")
+            proc = subprocess.Popen([sys.executable, demo_index.__file__, "--serve",
+                                     "--info", info, "--timeout", "120"])
+            try:
+                deadline = time.monotonic() + 60
+                while not os.path.exists(info) and time.monotonic() < deadline:
+                    self.assertIsNone(proc.poll(), "demo_index --serve exited early")
+                    time.sleep(0.1)
+                with open(info) as f:
+                    doc = json.load(f)
+                self.assertEqual(doc["reference"], doc["registry"] + "/qnib/cv-tf:1.12.0-rev9")
+                self.assertEqual([e["name"] for e in doc["entries"]],
+                                 [r[0] for r in demo_index.DEMO_ROWS])
+                client = images.Client("http://" + doc["registry"])
+                st, h, _ = client.get("/v2/qnib/cv-tf/manifests/1.12.0-rev9")
+                self.assertEqual((st, h["Docker-Content-Digest"]), (200, doc["index_digest"]))
+                self.assertTrue(os.path.isdir(doc["workdir"]))
+            finally:
+                proc.terminate()
+                rc = proc.wait(timeout=30)
+            self.assertEqual(rc, 0)
+            host, port = doc["registry"].rsplit(":", 1)
+            with self.assertRaises(OSError):
+                socket.create_connection((host, int(port)), timeout=1).close()
+            self.assertFalse(os.path.exists(doc["workdir"]), "the registry's temp dir was kept")
 
 
 class LayerHelpers(unittest.TestCase):
