@@ -1,0 +1,202 @@
+/* Eligibility and ranking of index entries against the target (contract, "Features and
+ * matching"): the same input always gives the same choice. */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "tagdb.h"
+#include "util.h"
+
+/* What ranking compares, computed once per eligible entry. */
+struct rank_key {
+  size_t index;
+  size_t n_features; /* rule 1: distinct features named */
+  long variant;      /* rule 2: -1 for none */
+  size_t isa_size;   /* rule 3: the largest CPU tag's ISA set, 0 for none */
+  long compute;      /* rule 4: major * 1000 + minor, -1 for none */
+};
+
+/* "v3" -> 3, "v8.2" -> 8002; -1 when it is not such a variant. */
+static long variant_number(const char *v)
+{
+  if (!v || tolower((unsigned char)v[0]) != 'v' || !isdigit((unsigned char)v[1]))
+    return -1;
+  char *end;
+  long major = strtol(v + 1, &end, 10), minor = 0;
+  if (*end == '.' && isdigit((unsigned char)end[1]))
+    minor = strtol(end + 1, &end, 10);
+  if (*end || major > 1000 || minor > 999)
+    return -1;
+  return major * 1000 + minor;
+}
+
+/* 1 when an entry with variant ev may run on a target with variant tv. amd64 v1 < v2 <
+ * v3 < v4 and arm v5 < v6 < v7 < v8 order by their number; anything else must be equal. */
+static int variant_fits(const char *ev, const char *tv)
+{
+  if (!ev)
+    return 1;
+  if (!tv)
+    return 0;
+  if (strcasecmp(ev, tv) == 0)
+    return 1;
+  long e = variant_number(ev), t = variant_number(tv);
+  return e >= 0 && t >= 0 && e <= t;
+}
+
+static int is_os(const char *a, const char *b)
+{
+  return a && b && strcasecmp(a, b) == 0;
+}
+
+/* Why an entry can never be chosen, whatever the target: it is not an image. */
+static const char *not_an_image(const struct fpull_descriptor *d)
+{
+  if (d->ref_type)
+    return strcmp(d->ref_type, "attestation-manifest") == 0 ? "attestation" : "not an image";
+  if (!d->platform)
+    return "no platform";
+  if (is_os(d->platform->os, "unknown") && is_os(d->platform->architecture, "unknown"))
+    return "not an image (unknown/unknown)";
+  return NULL;
+}
+
+/* The entry's features, folded and made canonical, each once (NULL-terminated). */
+static char **entry_features(const struct fpull_descriptor *d, const struct fpull_tagdb *db)
+{
+  char **v = fp_xcalloc(1, sizeof *v);
+  for (size_t i = 0; d->platform && d->platform->features && d->platform->features[i]; i++) {
+    cleanup_free char *low = fp_xstrdup_lower(d->platform->features[i]);
+    const char *canon = fpull_tagdb_canonical(db, low);
+    if (!fp_strv_contains(v, canon ? canon : low))
+      v = fp_strv_push(v, canon ? canon : low);
+  }
+  return v;
+}
+
+static void rank_key_fill(struct rank_key *k, size_t index, const struct fpull_descriptor *d,
+                          char *const *features, const struct fpull_tagdb *db)
+{
+  memset(k, 0, sizeof *k);
+  k->index = index;
+  k->n_features = fpull_strv_len(features);
+  k->variant = d->platform->variant ? variant_number(d->platform->variant) : -1;
+  k->compute = -1;
+  for (size_t i = 0; features[i]; i++) {
+    const struct fp_tag *t = fp_tagdb_find(db, features[i]);
+    if (t && t->n_isa > k->isa_size)
+      k->isa_size = t->n_isa;
+    struct fp_version v;
+    if (strncmp(features[i], "nv-compute-", 11) == 0 &&
+        fp_version_parse(&v, features[i] + 11, '-') == 0 && v.n == 2) {
+      long c = (long)v.v[0] * 1000 + v.v[1];
+      if (c > k->compute)
+        k->compute = c;
+    }
+  }
+}
+
+/* Orders the better entry first. Rule 3 compares set sizes: a strict superset is always
+ * larger, and the contract breaks incomparable sets by their count too. */
+static int rank_cmp(const void *pa, const void *pb)
+{
+  const struct rank_key *a = pa, *b = pb;
+  if (a->n_features != b->n_features)
+    return a->n_features > b->n_features ? -1 : 1;
+  if (a->variant != b->variant)
+    return a->variant > b->variant ? -1 : 1;
+  if (a->isa_size != b->isa_size)
+    return a->isa_size > b->isa_size ? -1 : 1;
+  if (a->compute != b->compute)
+    return a->compute > b->compute ? -1 : 1;
+  return a->index < b->index ? -1 : a->index > b->index;
+}
+
+static char *join_missing(char *const *missing)
+{
+  struct fp_buf b = {0};
+  fp_buf_append(&b, "lacks ", 6);
+  for (size_t i = 0; missing[i]; i++) {
+    if (i)
+      fp_buf_append(&b, ", ", 2);
+    fp_buf_append(&b, missing[i], strlen(missing[i]));
+  }
+  return b.data;
+}
+
+static void check_entry(struct fpull_match_entry *e, const struct fpull_target *t,
+                        const struct fpull_descriptor *d, const struct fpull_tagdb *db)
+{
+  /* Missing features are named as the index lists them (lower case), each once. */
+  e->missing = fp_xcalloc(1, sizeof *e->missing);
+  char *const *listed = d->platform ? d->platform->features : NULL;
+  for (size_t i = 0; listed && listed[i]; i++) {
+    cleanup_free char *low = fp_xstrdup_lower(listed[i]);
+    if (!fpull_featureset_has(t->features, low, db) && !fp_strv_contains(e->missing, low))
+      e->missing = fp_strv_push(e->missing, low);
+  }
+
+  const char *bad = not_an_image(d);
+  if (bad) {
+    e->why = fp_xstrdup(bad);
+    return;
+  }
+  const struct fpull_platform *p = d->platform;
+  if (!is_os(p->os, t->os)) {
+    e->why = fp_xasprintf("os %s", p->os ? p->os : "(none)");
+    return;
+  }
+  cleanup_free char *arch = fpull_arch_normalise(p->architecture ? p->architecture : "");
+  if (strcmp(arch, t->architecture) != 0) {
+    e->why = fp_xasprintf("architecture %s", *arch ? arch : "(none)");
+    return;
+  }
+  if (!variant_fits(p->variant, t->variant)) {
+    e->why = fp_xasprintf("variant %s above %s", p->variant, t->variant ? t->variant : "none");
+    return;
+  }
+  if (e->missing[0]) {
+    e->why = join_missing(e->missing);
+    return;
+  }
+  e->eligible = 1;
+}
+
+void fpull_match_free(struct fpull_match *m)
+{
+  if (!m)
+    return;
+  for (size_t i = 0; i < m->n; i++) {
+    fpull_strv_free(m->entries[i].missing);
+    free(m->entries[i].why);
+  }
+  free(m->entries);
+  free(m);
+}
+
+int fpull_match_entries(struct fpull_match **out, const struct fpull_target *t,
+                        const struct fpull_descriptor *entries, size_t n,
+                        const struct fpull_tagdb *db, fpull_err *err)
+{
+  struct fpull_match *m = fp_xcalloc(1, sizeof *m);
+  m->entries = fp_xcalloc(n, sizeof *m->entries);
+  m->n = n;
+  m->chosen = -1;
+  struct rank_key *keys = fp_xcalloc(n, sizeof *keys);
+  size_t n_keys = 0;
+  for (size_t i = 0; i < n; i++) {
+    cleanup_strv char **features = entry_features(&entries[i], db);
+    check_entry(&m->entries[i], t, &entries[i], db);
+    if (m->entries[i].eligible)
+      rank_key_fill(&keys[n_keys++], i, &entries[i], features, db);
+  }
+  qsort(keys, n_keys, sizeof *keys, rank_cmp);
+  for (size_t r = 0; r < n_keys; r++)
+    m->entries[keys[r].index].rank = (int)r + 1;
+  if (n_keys)
+    m->chosen = (long)keys[0].index;
+  free(keys);
+  *out = m;
+  return 0;
+}

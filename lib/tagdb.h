@@ -1,0 +1,53 @@
+/* Internal view of the CPU tag table and the CUDA tables (lib/tagdb.c), shared by the
+ * feature set, target and matching code. */
+#ifndef FP_TAGDB_H
+#define FP_TAGDB_H
+
+#include <stddef.h>
+
+#include "fpull/features.h"
+
+struct fp_tag {
+  char *name; /* canonical, lower case */
+  char *arch; /* normalised architecture */
+  char **aliases;
+  char **isa; /* sorted, no duplicates */
+  size_t n_isa;
+};
+
+/* A CUDA release or a driver version as numeric components ("550.54.14" -> 550,54,14). */
+#define FP_VER_MAX 4
+struct fp_version {
+  unsigned v[FP_VER_MAX];
+  size_t n;
+};
+
+struct fp_driver_min {
+  struct fp_version cuda;   /* major.minor */
+  struct fp_version driver; /* the oldest driver that supports it */
+};
+
+struct fpull_tagdb {
+  struct fp_tag *tags;
+  size_t n_tags;
+  char **archs;      /* the architectures named by tags */
+  char ***arch_tags; /* per archs[i]: canonical names in table order */
+  size_t n_archs;
+  struct fp_version *cuda; /* CUDA releases, oldest first */
+  size_t n_cuda;
+  struct fp_driver_min *drivers; /* sorted by driver version */
+  size_t n_drivers;
+};
+
+/* The tag with this canonical name or alias (already lower case), or NULL. */
+const struct fp_tag *fp_tagdb_find(const struct fpull_tagdb *db, const char *name);
+/* 1 when every extension of a is in b. */
+int fp_tag_subset(const struct fp_tag *a, const struct fp_tag *b);
+/* Parses "550.54.14" with separator sep into v; 0, or -1 when it is not such a version. */
+int fp_version_parse(struct fp_version *v, const char *s, char sep);
+/* <0, 0, >0 comparing component by component; a missing component counts as 0. */
+int fp_version_cmp(const struct fp_version *a, const struct fp_version *b);
+/* 1 when name matches [a-z0-9._-]+ (after folding to lower case). */
+int fp_feature_name_valid(const char *name);
+
+#endif

@@ -1,0 +1,248 @@
+/* The target platform: what the host is (or what --platform/--features say it is), its
+ * features with their sources, and its variant (contract, "Which features the target
+ * has"). */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "fpull/config.h"
+#include "fpull/detect.h"
+#include "tagdb.h"
+#include "util.h"
+
+char *fpull_arch_normalise(const char *arch)
+{
+  static const struct {
+    const char *from, *to;
+  } map[] = {
+      {"x86_64", "amd64"}, {"x86-64", "amd64"}, {"aarch64", "arm64"}, {"armhf", "arm"},
+      {"armel", "arm"},    {"i386", "386"},     {"i686", "386"},      {"ppc64el", "ppc64le"},
+  };
+  char *low = fp_xstrdup_lower(arch ? arch : "");
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (strcmp(low, map[i].from) == 0) {
+      free(low);
+      return fp_xstrdup(map[i].to);
+    }
+  /* uname's armv7l, armv6l, ... are 32-bit arm. */
+  if (strncmp(low, "armv", 4) == 0 && isdigit((unsigned char)low[4])) {
+    free(low);
+    return fp_xstrdup("arm");
+  }
+  return low;
+}
+
+void fpull_target_free(struct fpull_target *t)
+{
+  if (!t)
+    return;
+  free(t->os);
+  free(t->architecture);
+  free(t->variant);
+  fpull_featureset_free(t->features);
+  free(t);
+}
+
+static void target_freep(struct fpull_target **t)
+{
+  fpull_target_free(*t);
+}
+
+static void cpu_info_freep(struct fpull_cpu_info **c)
+{
+  fpull_cpu_info_free(*c);
+}
+
+static void nvidia_info_freep(struct fpull_nvidia_info **n)
+{
+  fpull_nvidia_info_free(*n);
+}
+
+/* --platform OS/ARCH[/VARIANT][:FEATURE...]. */
+static int parse_platform(struct fpull_target *t, const char *spec, const struct fpull_tagdb *db,
+                          fpull_err *err)
+{
+  const char *colon = strchr(spec, ':');
+  cleanup_free char *head = fp_xstrndup(spec, colon ? (size_t)(colon - spec) : strlen(spec));
+  char *parts[4] = {0};
+  size_t n = 0;
+  for (char *p = head, *slash; n < 4; p = slash + 1) {
+    parts[n++] = p;
+    if (!(slash = strchr(p, '/')))
+      break;
+    *slash = '\0';
+  }
+  if (n < 2 || n > 3 || strchr(parts[n - 1], '/'))
+    return fpull_err_set(err, FPULL_EUSAGE,
+                         "--platform \"%s\": expected OS/ARCH[/VARIANT][:FEATURE...]", spec);
+  for (size_t i = 0; i < n; i++)
+    if (!fp_feature_name_valid(parts[i]))
+      return fpull_err_set(err, FPULL_EUSAGE, "--platform \"%s\": bad component \"%s\"", spec,
+                           parts[i]);
+  t->os = fp_xstrdup_lower(parts[0]);
+  t->architecture = fpull_arch_normalise(parts[1]);
+  if (n == 3)
+    t->variant = fp_xstrdup_lower(parts[2]);
+  for (const char *p = colon; p; p = strchr(p, ':')) {
+    p++;
+    const char *end = strchr(p, ':');
+    cleanup_free char *f = fp_xstrndup(p, end ? (size_t)(end - p) : strlen(p));
+    int r = fpull_featureset_add(t->features, f, FPULL_SRC_CLI, db, err);
+    if (r)
+      return fpull_err_prefix(err, "--platform \"%s\"", spec);
+  }
+  return 0;
+}
+
+static void host_os_arch(struct fpull_target *t)
+{
+  struct utsname u;
+  if (uname(&u) < 0) {
+    t->os = fp_xstrdup("linux");
+    t->architecture = fp_xstrdup("unknown");
+    return;
+  }
+  t->os = fp_xstrdup_lower(u.sysname);
+  t->architecture = fpull_arch_normalise(u.machine);
+}
+
+static int add_detected_cpu(struct fpull_target *t, const struct fpull_cpu_info *ci,
+                            const struct fpull_tagdb *db, fpull_err *err)
+{
+  for (size_t i = 0; ci->isa && ci->isa[i]; i++) {
+    int r = fpull_featureset_add(t->features, ci->isa[i], FPULL_SRC_CPU, db, err);
+    if (r)
+      return fpull_err_prefix(err, "CPU detection");
+  }
+  /* A tag is present when the CPU has every extension of its set. */
+  const char *const *tags = fpull_tagdb_tags(db, t->architecture);
+  for (size_t i = 0; tags[i]; i++) {
+    const char *const *isa = fpull_tagdb_isa(db, tags[i]);
+    size_t k = 0;
+    while (isa[k] && fp_strv_contains(ci->isa, isa[k]))
+      k++;
+    if (!isa[k])
+      fpull_featureset_add(t->features, tags[i], FPULL_SRC_CPU, db, NULL);
+  }
+  return 0;
+}
+
+static void add_detected_nvidia(struct fpull_target *t, const struct fpull_nvidia_info *ni,
+                                const struct fpull_tagdb *db)
+{
+  char buf[128];
+  if (ni->driver_version) {
+    cleanup_free char *name = fp_xasprintf("nvidia-%s", ni->driver_version);
+    for (char *p = name; *p; p++)
+      if (*p == '.')
+        *p = '-';
+    /* An odd version string from the driver is not worth failing a pull over. */
+    if (fpull_featureset_add(t->features, name, FPULL_SRC_NVIDIA, db, NULL) != 0)
+      fp_warn("NVIDIA driver version \"%s\" is not a feature name", ni->driver_version);
+  }
+  if (ni->cuda_version > 0) {
+    snprintf(buf, sizeof buf, "cuda-%d-%d", ni->cuda_version / 1000,
+             (ni->cuda_version % 1000) / 10);
+    fpull_featureset_add(t->features, buf, FPULL_SRC_NVIDIA, db, NULL);
+  }
+  /* Only what every GPU has: lower minors of one major, so GPUs of different majors
+   * share no capability at all. */
+  if (ni->n_gpus) {
+    int major = ni->gpus[0].cc_major, minor = ni->gpus[0].cc_minor;
+    for (size_t i = 1; i < ni->n_gpus; i++) {
+      if (ni->gpus[i].cc_major != major)
+        major = -1;
+      if (ni->gpus[i].cc_minor < minor)
+        minor = ni->gpus[i].cc_minor;
+    }
+    if (major >= 0 && minor >= 0) {
+      snprintf(buf, sizeof buf, "nv-compute-%d-%d", major, minor);
+      fpull_featureset_add(t->features, buf, FPULL_SRC_NVIDIA, db, NULL);
+    }
+  }
+}
+
+static int detect(struct fpull_target *t, const struct fpull_tagdb *db, fpull_err *err)
+{
+  __attribute__((cleanup(cpu_info_freep))) struct fpull_cpu_info *ci = NULL;
+  __attribute__((cleanup(nvidia_info_freep))) struct fpull_nvidia_info *ni = NULL;
+  int r = fpull_detect_cpu(&ci, err);
+  if (r)
+    return r;
+  if ((r = add_detected_cpu(t, ci, db, err)))
+    return r;
+  if ((r = fpull_detect_nvidia(&ni, err)))
+    return r;
+  add_detected_nvidia(t, ni, db);
+  return 0;
+}
+
+/* Highest x86-64 psABI level among the features ("v1" when none). */
+static char *amd64_level(const struct fpull_featureset *fs)
+{
+  static const char *const levels[] = {"x86-64-v4", "x86-64-v3", "x86-64-v2"};
+  for (size_t i = 0; i < 3; i++)
+    if (fpull_featureset_has(fs, levels[i], NULL))
+      return fp_xasprintf("v%c", levels[i][8]);
+  return fp_xstrdup("v1");
+}
+
+static int arm_variant(char **out, int no_detect, fpull_err *err)
+{
+  __attribute__((cleanup(cpu_info_freep))) struct fpull_cpu_info *ci = NULL;
+  *out = NULL;
+  if (no_detect)
+    return 0;
+  int r = fpull_detect_cpu(&ci, err);
+  if (!r && ci->variant)
+    *out = fp_xstrdup(ci->variant);
+  return r;
+}
+
+int fpull_target_build(struct fpull_target **out, const struct fpull_target_opts *o, fpull_err *err)
+{
+  *out = NULL;
+  __attribute__((cleanup(target_freep))) struct fpull_target *t = fp_xcalloc(1, sizeof *t);
+  t->features = fpull_featureset_new();
+  const struct fpull_tagdb *db = o->tagdb;
+  int r;
+
+  if (o->platform || o->features) {
+    /* --features and --platform replace everything else; together, their union. */
+    if (o->platform && (r = parse_platform(t, o->platform, db, err)))
+      return r;
+    if (!o->platform)
+      host_os_arch(t);
+    if (o->features &&
+        (r = fpull_featureset_add_list(t->features, o->features, FPULL_SRC_CLI, db, err)))
+      return fpull_err_prefix(err, "--features");
+  } else {
+    host_os_arch(t);
+    int want_detect = !o->no_detect && (!o->config || o->config->detect);
+    if (want_detect && (r = detect(t, db, err)))
+      return r;
+    for (size_t i = 0; o->config && o->config->platform_features && o->config->platform_features[i];
+         i++)
+      if ((r = fpull_featureset_add(t->features, o->config->platform_features[i], FPULL_SRC_CONFIG,
+                                    db, err)))
+        return fpull_err_prefix(err, "%s: platform-features",
+                                o->config->path ? o->config->path : "config");
+    if ((r = fpull_featureset_add_list(t->features, o->env_features, FPULL_SRC_CONFIG, db, err)))
+      return fpull_err_prefix(err, "FPULL_FEATURES");
+  }
+  if ((r = fpull_featureset_imply(t->features, db, err)))
+    return r;
+
+  if (!t->variant) {
+    if (strcmp(t->architecture, "amd64") == 0)
+      t->variant = amd64_level(t->features);
+    else if (strcmp(t->architecture, "arm64") == 0)
+      t->variant = fp_xstrdup("v8");
+    else if (strcmp(t->architecture, "arm") == 0 &&
+             (r = arm_variant(&t->variant, o->no_detect, err)))
+      return r;
+  }
+  *out = steal_pointer(&t);
+  return 0;
+}
