@@ -1,0 +1,724 @@
+/* The registry client: ping, auth, retries, mirrors, manifests and blobs (pull side). */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <openssl/evp.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "fpull/ref.h"
+#include "registry_internal.h"
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init(void)
+{
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *ud)
+{
+  fpull_registry *r = ud;
+  pthread_mutex_lock(&r->share_locks[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *ud)
+{
+  fpull_registry *r = ud;
+  pthread_mutex_unlock(&r->share_locks[data]);
+}
+
+static void endpoint_free(struct fp_endpoint *ep)
+{
+  free(ep->hostport);
+  free(ep->https_base);
+  free(ep->http_base);
+  free(ep->base);
+  free(ep->realm);
+  free(ep->service);
+  fp_tls_free(&ep->tls);
+  fp_creds_free(&ep->creds);
+  for (struct fp_token *t = ep->tokens, *n; t; t = n) {
+    n = t->next;
+    explicit_bzero(t->token, strlen(t->token));
+    free(t->token);
+    free(t->scope);
+    free(t);
+  }
+}
+
+void fpull_registry_free(fpull_registry *r)
+{
+  if (!r)
+    return;
+  for (size_t i = 0; i < r->neps; i++)
+    endpoint_free(&r->eps[i]);
+  free(r->eps);
+  for (size_t i = 0; i < r->npool; i++)
+    curl_easy_cleanup(r->pool[i]);
+  free(r->pool);
+  if (r->share)
+    curl_share_cleanup(r->share);
+  for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+    pthread_mutex_destroy(&r->share_locks[i]);
+  pthread_mutex_destroy(&r->mu);
+  pthread_mutex_destroy(&r->pool_mu);
+  free(r->name);
+  free(r->host);
+  free(r);
+}
+
+static int endpoint_init(struct fp_endpoint *ep, const char *hostport, const char *scheme,
+                         const char *prefix, int insecure, const struct fpull_registry_opts *opts,
+                         fpull_err *err)
+{
+  ep->hostport = fp_xstrdup(hostport);
+  int loopback = fpull_ref_host_is_loopback(hostport);
+  int lax = insecure || loopback;
+  if (!scheme || strcmp(scheme, "https") == 0)
+    ep->https_base = fp_xasprintf("https://%s%s", hostport, prefix);
+  /* Insecure and loopback registries: HTTPS unverified first, then HTTP. */
+  if ((!scheme && lax) || (scheme && strcmp(scheme, "http") == 0))
+    ep->http_base = fp_xasprintf("http://%s%s", hostport, prefix);
+  ep->verify_tls = !lax;
+  int rc = fp_tls_find(&ep->tls, hostport, opts ? opts->certs_dir : NULL,
+                       opts ? opts->config_certs_dir : NULL, err);
+  if (rc)
+    return rc;
+  return fp_creds_lookup(&ep->creds, hostport, err);
+}
+
+/* "https://mirror.example.org/prefix/" -> scheme, host[:port], "/prefix". */
+static int mirror_init(struct fp_endpoint *ep, const char *url, int insecure,
+                       const struct fpull_registry_opts *opts, fpull_err *err)
+{
+  const char *scheme = "https", *rest = url;
+  if (strncasecmp(url, "https://", 8) == 0)
+    rest = url + 8;
+  else if (strncasecmp(url, "http://", 7) == 0)
+    scheme = "http", rest = url + 7;
+  else if (strstr(url, "://"))
+    return fpull_err_set(err, FPULL_EUSAGE, "registry mirror %s: only http(s) mirrors", url);
+  size_t hl = strcspn(rest, "/?#");
+  cleanup_free char *hostport = fp_xstrndup(rest, hl);
+  cleanup_free char *prefix = fp_xstrndup(rest + hl, strcspn(rest + hl, "?#"));
+  size_t pl = strlen(prefix);
+  while (pl && prefix[pl - 1] == '/')
+    prefix[--pl] = '\0';
+  if (!*hostport)
+    return fpull_err_set(err, FPULL_EUSAGE, "registry mirror %s: no host", url);
+  /* An http:// mirror only where plain HTTP is acceptable for that host. */
+  if (strcmp(scheme, "http") == 0 && !insecure && !fpull_ref_host_is_loopback(hostport))
+    return fpull_err_set(err, FPULL_EUSAGE,
+                         "registry mirror %s: plain HTTP for a host that is not insecure", url);
+  ep->is_mirror = 1;
+  return endpoint_init(ep, hostport, scheme, prefix, insecure, opts, err);
+}
+
+int fpull_registry_open(fpull_registry **out, const char *registry,
+                        const struct fpull_registry_opts *opts, fpull_err *err)
+{
+  *out = NULL;
+  if (!registry || !*registry || strpbrk(registry, "/?#@ \t\r\n"))
+    return fpull_err_set(err, FPULL_EUSAGE, "bad registry name \"%s\"", registry ? registry : "");
+  pthread_once(&curl_once, curl_init);
+  fpull_registry *r = fp_xcalloc(1, sizeof *r);
+  r->name = fp_xstrdup(registry);
+  struct fpull_ref ref = {.registry = r->name};
+  r->host = fp_xstrdup(fpull_ref_api_host(&ref));
+  r->max_tries = opts && opts->max_tries > 0 ? opts->max_tries : 5;
+  for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+    pthread_mutex_init(&r->share_locks[i], NULL);
+  pthread_mutex_init(&r->mu, NULL);
+  pthread_mutex_init(&r->pool_mu, NULL);
+  /* DNS and TLS sessions are shared between threads; connections stay with the pooled
+   * easy handles (libcurl's shared connection cache is not meant for concurrent threads). */
+  r->share = curl_share_init();
+  curl_share_setopt(r->share, CURLSHOPT_LOCKFUNC, share_lock);
+  curl_share_setopt(r->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+  curl_share_setopt(r->share, CURLSHOPT_USERDATA, r);
+  curl_share_setopt(r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+  curl_share_setopt(r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  size_t nm = opts ? fpull_strv_len(opts->mirrors) : 0;
+  r->eps = fp_xcalloc(nm + 1, sizeof *r->eps);
+  int insecure = opts && opts->insecure;
+  for (size_t i = 0; i < nm; i++) {
+    fpull_err merr = {0};
+    if (mirror_init(&r->eps[r->neps], opts->mirrors[i], insecure, opts, &merr)) {
+      fp_warn("%s", merr.msg);
+      endpoint_free(&r->eps[r->neps]);
+      memset(&r->eps[r->neps], 0, sizeof *r->eps);
+      continue;
+    }
+    r->neps++;
+  }
+  int rc = endpoint_init(&r->eps[r->neps++], r->host, NULL, "", insecure, opts, err);
+  if (rc) {
+    fpull_registry_free(r);
+    return rc;
+  }
+  *out = r;
+  return 0;
+}
+
+/* ---- retries ---- */
+
+static long env_ms(const char *name, long def)
+{
+  const char *v = getenv(name);
+  return v && *v ? strtol(v, NULL, 10) : def;
+}
+
+static void sleep_ms(long ms)
+{
+  if (ms <= 0)
+    return;
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) < 0)
+    ;
+}
+
+/* Exponential backoff with jitter; a Retry-After from the server wins (bounded). */
+static long backoff_ms(int attempt, const char *retry_after)
+{
+  if (retry_after && *retry_after) {
+    long max = env_ms("FPULL_RETRY_AFTER_MAX_MS", 60000);
+    long ms = -1;
+    if (isdigit((unsigned char)retry_after[0])) {
+      ms = strtol(retry_after, NULL, 10) * 1000;
+    } else {
+      time_t when = curl_getdate(retry_after, NULL);
+      if (when > 0)
+        ms = (long)(when - time(NULL)) * 1000;
+    }
+    if (ms >= 0)
+      return ms > max ? max : ms;
+  }
+  long base = env_ms("FPULL_RETRY_BASE_MS", 500);
+  long d = base;
+  for (int i = 1; i < attempt && d < 30000; i++)
+    d *= 2;
+  if (d > 30000)
+    d = 30000;
+  unsigned seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)&d ^ (unsigned)attempt;
+  return d / 2 + (d > 1 ? (long)(rand_r(&seed) % (d / 2 + 1)) : 0);
+}
+
+static int status_retryable(long s)
+{
+  return s == 429 || (s >= 500 && s != 501 && s != 505);
+}
+
+/* ---- ping ---- */
+
+static int ensure_ready(fpull_registry *r, struct fp_endpoint *ep, fpull_err *err)
+{
+  pthread_mutex_lock(&r->mu);
+  if (ep->pinged) {
+    pthread_mutex_unlock(&r->mu);
+    return 0;
+  }
+  const char *bases[] = {ep->https_base, ep->http_base};
+  struct fp_http_resp resp = {0};
+  int rc = FPULL_ENET;
+  char last[CURL_ERROR_SIZE + 128] = "";
+  int transient = 0;
+  for (int attempt = 1; attempt <= r->max_tries; attempt++) {
+    transient = 0;
+    for (size_t i = 0; i < 2; i++) {
+      if (!bases[i])
+        continue;
+      cleanup_free char *url = fp_xasprintf("%s/v2/", bases[i]);
+      cleanup_free char *origin = fp_url_origin(url);
+      struct fp_http_req req = {.method = "GET",
+                                .url = url,
+                                .origin = origin,
+                                .max_body = FP_ERRBODY_MAX,
+                                .tls = &ep->tls,
+                                .verify_tls = ep->verify_tls};
+      if (fp_http_perform(r, &req, &resp) == 0 && !status_retryable(resp.status)) {
+        ep->base = fp_xstrdup(bases[i]);
+        if (resp.status == 401)
+          rc = fp_auth_challenge(ep, resp.www_authenticate, err);
+        else
+          rc = 0;
+        ep->pinged = rc == 0;
+        fp_http_resp_free(&resp);
+        pthread_mutex_unlock(&r->mu);
+        return rc;
+      }
+      if (resp.status)
+        snprintf(last, sizeof last, "%s answered HTTP %ld", url, resp.status), transient = 1;
+      else
+        snprintf(last, sizeof last, "%s: %s", url, fp_curl_describe(&resp)),
+            transient = transient || fp_curl_transient(resp.curl);
+      fp_http_resp_free(&resp);
+    }
+    if (!transient || attempt == r->max_tries)
+      break;
+    sleep_ms(backoff_ms(attempt, NULL));
+  }
+  pthread_mutex_unlock(&r->mu);
+  return fpull_err_set(err, rc, "cannot reach registry %s: %s", ep->hostport, last);
+}
+
+/* ---- one request with auth and retries ---- */
+
+typedef int (*fp_before_fn)(void *ud, int attempt, struct fp_http_req *req, fpull_err *err);
+
+struct call {
+  const char *method;
+  const char *path; /* "/v2/..." under the endpoint's base, or an absolute URL */
+  const char *repo;
+  const char *scope;
+  struct curl_slist *headers;
+  size_t max_body;
+  fp_http_sink sink;
+  void *sink_ud;
+  fp_before_fn before;
+  void *before_ud;
+  const void *body;
+  size_t body_len;
+  FILE *upload;
+  uint64_t upload_len;
+};
+
+/* 0 with resp filled when an HTTP answer came that retrying would not change; else the
+ * error. The caller maps resp->status. */
+static int do_call(fpull_registry *r, struct fp_endpoint *ep, const struct call *c,
+                   struct fp_http_resp *resp, fpull_err *err)
+{
+  memset(resp, 0, sizeof *resp);
+  int rc = ensure_ready(r, ep, err);
+  if (rc)
+    return rc;
+  cleanup_free char *url = strncmp(c->path, "http", 4) == 0
+                               ? fp_xstrdup(c->path)
+                               : fp_xasprintf("%s%s", ep->base, c->path);
+  cleanup_free char *origin = fp_url_origin(ep->base);
+  int refresh = 0, reauthed = 0;
+  for (int attempt = 1;; attempt++) {
+    cleanup_free char *authz = NULL;
+    pthread_mutex_lock(&r->mu);
+    rc = fp_auth_header(r, ep, c->scope, refresh, &authz, err);
+    pthread_mutex_unlock(&r->mu);
+    if (rc == FPULL_EAUTH)
+      return fpull_err_prefix(err, "authentication refused by %s for %s", ep->hostport, c->repo);
+    if (rc)
+      return rc;
+    refresh = 0;
+    struct fp_http_req req = {.method = c->method,
+                              .url = url,
+                              .headers = c->headers,
+                              .authorization = authz,
+                              .origin = origin,
+                              .allow_http_redirect = ep->http_base != NULL,
+                              .body = c->body,
+                              .body_len = c->body_len,
+                              .upload = c->upload,
+                              .upload_len = c->upload_len,
+                              .max_body = c->max_body,
+                              .sink = c->sink,
+                              .sink_ud = c->sink_ud,
+                              .tls = &ep->tls,
+                              .verify_tls = ep->verify_tls};
+    if (c->before && (rc = c->before(c->before_ud, attempt, &req, err)))
+      return rc;
+    int prc = fp_http_perform(r, &req, resp);
+    if (authz)
+      explicit_bzero(authz, strlen(authz));
+    if (prc) {
+      if (resp->sink_rc) {
+        rc = resp->sink_rc;
+        if (err)
+          *err = resp->sink_err;
+        fp_http_resp_free(resp);
+        return rc;
+      }
+      if (resp->too_large) {
+        fp_http_resp_free(resp);
+        return fpull_err_set(err, FPULL_EFAIL, "%s: answer for %s over %zu bytes refused",
+                             ep->hostport, c->path, c->max_body);
+      }
+      int transient = !resp->redirect_refused && fp_curl_transient(resp->curl);
+      if (transient && attempt < r->max_tries) {
+        fp_debug("%s: %s; retrying", ep->hostport, fp_curl_describe(resp));
+        fp_http_resp_free(resp);
+        sleep_ms(backoff_ms(attempt, NULL));
+        continue;
+      }
+      rc = fpull_err_set(err, FPULL_ENET, "%s: %s%s", ep->hostport, fp_curl_describe(resp),
+                         transient ? " (giving up after retries)" : "");
+      fp_http_resp_free(resp);
+      return rc;
+    }
+    if (resp->status == 401 && !reauthed) {
+      /* A first 401, or an expired token: take the challenge and get a fresh token. */
+      pthread_mutex_lock(&r->mu);
+      rc = fp_auth_challenge(ep, resp->www_authenticate, err);
+      pthread_mutex_unlock(&r->mu);
+      if (rc) {
+        fp_http_resp_free(resp);
+        return rc;
+      }
+      reauthed = 1;
+      refresh = 1;
+      fp_http_resp_free(resp);
+      attempt--;
+      continue;
+    }
+    if (status_retryable(resp->status) && attempt < r->max_tries) {
+      long ms = backoff_ms(attempt, resp->retry_after);
+      fp_debug("%s: HTTP %ld; retrying in %ld ms", ep->hostport, resp->status, ms);
+      fp_http_resp_free(resp);
+      sleep_ms(ms);
+      continue;
+    }
+    return 0;
+  }
+}
+
+/* The registry's error code from an error body ("MANIFEST_UNKNOWN"), or NULL. */
+static char *error_code(const struct fp_http_resp *resp)
+{
+  if (!resp->body.data)
+    return NULL;
+  cJSON *j = cJSON_ParseWithLength(resp->body.data, resp->body.len);
+  const cJSON *errs = cJSON_GetObjectItemCaseSensitive(j, "errors");
+  const cJSON *first = cJSON_IsArray(errs) ? cJSON_GetArrayItem(errs, 0) : NULL;
+  const cJSON *code = first ? cJSON_GetObjectItemCaseSensitive(first, "code") : NULL;
+  char *out = NULL;
+  if (cJSON_IsString(code)) {
+    out = fp_xstrndup(code->valuestring, 64);
+    for (char *p = out; *p; p++)
+      if (!isalnum((unsigned char)*p) && *p != '_')
+        *p = '?';
+  }
+  cJSON_Delete(j);
+  return out;
+}
+
+static int map_status(const struct fp_endpoint *ep, const struct fp_http_resp *resp,
+                      const char *repo, const char *what, fpull_err *err)
+{
+  long s = resp->status;
+  cleanup_free char *code = error_code(resp);
+  if (s == 401 || s == 403)
+    return fpull_err_set(err, FPULL_EAUTH, "authentication refused by %s for %s (HTTP %ld%s%s)",
+                         ep->hostport, repo, s, code ? " " : "", code ? code : "");
+  if (s == 404)
+    return fpull_err_set(err, FPULL_ENOTFOUND, "%s not found in %s/%s%s%s%s", what, ep->hostport,
+                         repo, code ? " (" : "", code ? code : "", code ? ")" : "");
+  if (status_retryable(s))
+    return fpull_err_set(err, FPULL_ENET, "%s answered HTTP %ld for %s of %s (after retries)",
+                         ep->hostport, s, what, repo);
+  return fpull_err_set(err, FPULL_EFAIL, "%s answered HTTP %ld for %s of %s%s%s%s", ep->hostport, s,
+                       what, repo, code ? " (" : "", code ? code : "", code ? ")" : "");
+}
+
+/* Names that end up in URLs are checked first (CVE-2024-3727). */
+static int repo_ok(const char *repo)
+{
+  if (!repo || !*repo || strlen(repo) > 255 || repo[0] == '/' || strstr(repo, "..") ||
+      strstr(repo, "//"))
+    return 0;
+  for (const char *p = repo; *p; p++)
+    if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || strchr("._-/", *p)))
+      return 0;
+  return 1;
+}
+
+static int tag_ok(const char *t)
+{
+  if (!t || !*t || strlen(t) > 128 || !(isalnum((unsigned char)t[0]) || t[0] == '_'))
+    return 0;
+  for (const char *p = t; *p; p++)
+    if (!(isalnum((unsigned char)*p) || strchr("._-", *p)))
+      return 0;
+  return 1;
+}
+
+static void sha256_hex(const void *data, size_t len, char out[72])
+{
+  unsigned char md[32];
+  unsigned int mdlen = 0;
+  EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
+  fp_digest_format(out, md);
+}
+
+/* ---- manifests ---- */
+
+static const char *const manifest_accept =
+    "Accept: application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "
+    "application/vnd.docker.distribution.manifest.list.v2+json, "
+    "application/vnd.docker.distribution.manifest.v2+json";
+
+void fpull_fetched_free(struct fpull_fetched *f)
+{
+  if (!f)
+    return;
+  free(f->data);
+  free(f->content_type);
+  free(f->digest);
+  free(f);
+}
+
+static int is_schema1(const char *ct, const char *data, size_t len)
+{
+  if (ct && strncmp(ct, "application/vnd.docker.distribution.manifest.v1", 48) == 0)
+    return 1;
+  cJSON *j = cJSON_ParseWithLength(data, len);
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "schemaVersion");
+  int one = cJSON_IsNumber(v) && v->valuedouble == 1;
+  cJSON_Delete(j);
+  return one;
+}
+
+static int manifest_from(fpull_registry *r, struct fp_endpoint *ep, const char *repo,
+                         const char *ref, struct fpull_fetched **out, fpull_err *err)
+{
+  cleanup_free char *path = fp_xasprintf("/v2/%s/manifests/%s", repo, ref);
+  cleanup_free char *scope = fp_xasprintf("repository:%s:pull", repo);
+  struct curl_slist *hdrs = curl_slist_append(NULL, manifest_accept);
+  struct call c = {.method = "GET",
+                   .path = path,
+                   .repo = repo,
+                   .scope = scope,
+                   .headers = hdrs,
+                   .max_body = FP_MANIFEST_MAX};
+  struct fp_http_resp resp;
+  int rc = do_call(r, ep, &c, &resp, err);
+  curl_slist_free_all(hdrs);
+  if (rc == FPULL_EFAIL && err && strstr(err->msg, "over "))
+    return fpull_err_set(err, FPULL_EFAIL, "manifest %s/%s:%s is over 4 MiB: refused", ep->hostport,
+                         repo, ref);
+  if (rc)
+    return rc;
+  if (resp.status != 200) {
+    cleanup_free char *what = fp_xasprintf("manifest %s", ref);
+    rc = map_status(ep, &resp, repo, what, err);
+    fp_http_resp_free(&resp);
+    return rc;
+  }
+  const char *data = resp.body.data ? resp.body.data : "";
+  size_t len = resp.body.len;
+  char got[72];
+  sha256_hex(data, len, got);
+  const char *sep = fpull_digest_valid(ref) ? "@" : ":";
+  if (fpull_digest_valid(ref) && strcmp(got, ref) != 0) {
+    fp_http_resp_free(&resp);
+    return fpull_err_set(err, FPULL_EINTEGRITY, "manifest %s/%s@%s from %s has digest %s", r->name,
+                         repo, ref, ep->hostport, got);
+  }
+  const char *dcd = resp.docker_content_digest;
+  if (dcd && strncmp(dcd, "sha256:", 7) == 0 && strcmp(dcd, got) != 0) {
+    rc = fpull_err_set(err, FPULL_EINTEGRITY,
+                       "manifest %s/%s%s%s from %s: Docker-Content-Digest %.80s but the bytes "
+                       "hash to %s",
+                       r->name, repo, sep, ref, ep->hostport, dcd, got);
+    fp_http_resp_free(&resp);
+    return rc;
+  }
+  cleanup_free char *ct = NULL;
+  if (resp.content_type) {
+    ct = fp_xstrndup(resp.content_type, strcspn(resp.content_type, "; \t"));
+    for (char *p = ct; *p; p++)
+      *p = (char)tolower((unsigned char)*p);
+  }
+  if (is_schema1(ct, data, len)) {
+    fp_http_resp_free(&resp);
+    return fpull_err_set(err, FPULL_EUNSAFE,
+                         "%s/%s%s%s is a Docker schema 1 manifest, which fpull does not support "
+                         "(push it again with a current docker or skopeo)",
+                         r->name, repo, sep, ref);
+  }
+  struct fpull_fetched *f = fp_xcalloc(1, sizeof *f);
+  f->data = resp.body.data ? steal_pointer(&resp.body.data) : fp_xstrdup("");
+  f->len = len;
+  f->content_type = steal_pointer(&ct);
+  f->digest = fp_xstrdup(got);
+  fp_http_resp_free(&resp);
+  *out = f;
+  return 0;
+}
+
+int fpull_registry_get_manifest(struct fpull_fetched **out, fpull_registry *r, const char *repo,
+                                const char *ref, fpull_err *err)
+{
+  *out = NULL;
+  if (!repo_ok(repo))
+    return fpull_err_set(err, FPULL_EUSAGE, "bad repository name \"%s\"", repo ? repo : "");
+  if (!ref || (strncmp(ref, "sha256:", 7) == 0 ? !fpull_digest_valid(ref) : !tag_ok(ref)))
+    return fpull_err_set(err, FPULL_EUSAGE, "bad tag or digest \"%s\"", ref ? ref : "");
+  int rc = 0;
+  for (size_t i = 0; i < r->neps; i++) {
+    struct fp_endpoint *ep = &r->eps[i];
+    fpull_err e = {0};
+    rc = manifest_from(r, ep, repo, ref, out, &e);
+    if (rc == 0)
+      return 0;
+    if (ep->is_mirror && rc != FPULL_EUNSAFE) {
+      fp_debug("mirror %s: %s; trying the next source", ep->hostport, e.msg);
+      continue;
+    }
+    if (err)
+      *err = e;
+    return rc;
+  }
+  return rc;
+}
+
+/* ---- blobs ---- */
+
+struct blob_xfer {
+  const struct fpull_blob_sink *sink;
+  const char *digest;
+  uint64_t pos; /* bytes the sink holds */
+  uint64_t *received;
+  int first;      /* no body byte yet in this attempt */
+  int restarted;  /* the server ignored the Range */
+  EVP_MD_CTX *md; /* over the whole body, when it started at 0 (mirrors) */
+  int md_valid;
+  struct curl_slist *hdrs; /* this attempt's Range */
+};
+
+static int blob_before(void *ud, int attempt, struct fp_http_req *req, fpull_err *err)
+{
+  struct blob_xfer *b = ud;
+  b->first = 1;
+  int rc = b->sink->restart(b->sink->ud, b->pos, err);
+  if (rc)
+    return rc;
+  if (b->md && b->pos == 0) {
+    EVP_DigestInit_ex(b->md, EVP_sha256(), NULL);
+    b->md_valid = 1;
+  } else {
+    b->md_valid = 0;
+  }
+  curl_slist_free_all(b->hdrs);
+  b->hdrs = NULL;
+  if (b->pos > 0) {
+    char range[64];
+    snprintf(range, sizeof range, "Range: bytes=%llu-", (unsigned long long)b->pos);
+    b->hdrs = curl_slist_append(b->hdrs, range);
+  }
+  req->headers = b->hdrs;
+  return 0;
+}
+
+static int blob_write(void *ud, const struct fp_http_resp *resp, const void *data, size_t len,
+                      fpull_err *err)
+{
+  struct blob_xfer *b = ud;
+  if (b->first) {
+    b->first = 0;
+    if (b->pos > 0 && resp->status == 200) {
+      /* The server ignored the Range: start over from the first byte. */
+      fp_debug("blob %s: the server ignored the Range request; starting over", b->digest);
+      int rc = b->sink->restart(b->sink->ud, 0, err);
+      if (rc)
+        return rc;
+      b->pos = 0;
+      b->restarted = 1;
+      if (b->md) {
+        EVP_DigestInit_ex(b->md, EVP_sha256(), NULL);
+        b->md_valid = 1;
+      }
+    } else if (b->pos > 0) {
+      unsigned long long start = 0;
+      const char *cr = resp->content_range;
+      if (!cr || sscanf(cr, "bytes %llu-", &start) != 1 || start != b->pos)
+        return fpull_err_set(err, FPULL_ENET,
+                             "blob %s: answer to a Range request from %llu starts elsewhere (%s)",
+                             b->digest, (unsigned long long)b->pos, cr ? cr : "no Content-Range");
+    }
+  }
+  int rc = b->sink->write(b->sink->ud, data, len, err);
+  if (rc)
+    return rc;
+  if (b->md_valid)
+    EVP_DigestUpdate(b->md, data, len);
+  b->pos += len;
+  if (b->received)
+    __atomic_add_fetch(b->received, len, __ATOMIC_RELAXED);
+  return 0;
+}
+
+static int blob_from(fpull_registry *r, struct fp_endpoint *ep, const char *repo,
+                     const char *digest, struct blob_xfer *b, fpull_err *err)
+{
+  cleanup_free char *path = fp_xasprintf("/v2/%s/blobs/%s", repo, digest);
+  cleanup_free char *scope = fp_xasprintf("repository:%s:pull", repo);
+  struct call c = {.method = "GET",
+                   .path = path,
+                   .repo = repo,
+                   .scope = scope,
+                   .sink = blob_write,
+                   .sink_ud = b,
+                   .before = blob_before,
+                   .before_ud = b};
+  struct fp_http_resp resp;
+  for (int range_retry = 0;; range_retry++) {
+    int rc = do_call(r, ep, &c, &resp, err);
+    if (rc)
+      return fpull_err_prefix(err, "blob %s", digest);
+    if (resp.status == 416 && b->pos > 0 && !range_retry) {
+      /* What we hold is not a prefix the server agrees with: fetch it all. */
+      fp_http_resp_free(&resp);
+      b->pos = 0;
+      continue;
+    }
+    break;
+  }
+  if (resp.status != 200 && resp.status != 206) {
+    cleanup_free char *what = fp_xasprintf("blob %s", digest);
+    int rc = map_status(ep, &resp, repo, what, err);
+    fp_http_resp_free(&resp);
+    return rc;
+  }
+  fp_http_resp_free(&resp);
+  if (b->md && b->md_valid) {
+    unsigned char md[32];
+    unsigned int n = 0;
+    char got[72];
+    EVP_DigestFinal_ex(b->md, md, &n);
+    fp_digest_format(got, md);
+    if (strcmp(got, digest) != 0)
+      return fpull_err_set(err, FPULL_EINTEGRITY, "blob %s from %s has digest %s", digest,
+                           ep->hostport, got);
+  }
+  return 0;
+}
+
+int fpull_registry_get_blob(fpull_registry *r, const char *repo, const char *digest,
+                            uint64_t offset, const struct fpull_blob_sink *sink, uint64_t *received,
+                            fpull_err *err)
+{
+  if (!repo_ok(repo))
+    return fpull_err_set(err, FPULL_EUSAGE, "bad repository name \"%s\"", repo ? repo : "");
+  if (!fpull_digest_valid(digest))
+    return fpull_err_set(err, FPULL_EUSAGE, "bad blob digest \"%.80s\"", digest ? digest : "");
+  int rc = 0;
+  for (size_t i = 0; i < r->neps; i++) {
+    struct fp_endpoint *ep = &r->eps[i];
+    /* A mirror's bytes are checked here so that a lying mirror only costs a retry from the
+     * registry; that needs the whole body, so mirrors start at 0. */
+    struct blob_xfer b = {
+        .sink = sink, .digest = digest, .pos = ep->is_mirror ? 0 : offset, .received = received};
+    if (ep->is_mirror)
+      b.md = EVP_MD_CTX_new();
+    fpull_err e = {0};
+    rc = blob_from(r, ep, repo, digest, &b, &e);
+    EVP_MD_CTX_free(b.md);
+    curl_slist_free_all(b.hdrs);
+    if (rc == 0)
+      return 0;
+    if (ep->is_mirror) {
+      fp_debug("mirror %s: %s; trying the next source", ep->hostport, e.msg);
+      continue;
+    }
+    if (err)
+      *err = e;
+    return rc;
+  }
+  return rc;
+}

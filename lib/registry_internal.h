@@ -1,0 +1,127 @@
+/* Internals of the registry client, shared by registry.c, http.c, auth.c and tls.c. */
+#ifndef FP_REGISTRY_INTERNAL_H
+#define FP_REGISTRY_INTERNAL_H
+
+#include <curl/curl.h>
+#include <pthread.h>
+
+#include "creds.h"
+#include "fpull/registry.h"
+#include "util.h"
+
+#define FP_MANIFEST_MAX (4u << 20)
+#define FP_TOKEN_MAX (1u << 20)
+#define FP_ERRBODY_MAX (64u << 10)
+#define FP_MAX_REDIRECTS 10
+
+/* CA and client certificates for one host from the certs.d directories. */
+struct fp_tls {
+  char *ca_blob; /* system CAs + every *.crt found (PEM), or NULL: the defaults */
+  size_t ca_len;
+  char *client_cert, *client_key; /* from the first directory that has both */
+};
+int fp_tls_find(struct fp_tls *out, const char *hostport, const char *certs_dir,
+                const char *config_certs_dir, fpull_err *err);
+void fp_tls_free(struct fp_tls *t);
+
+struct fp_token {
+  char *scope;
+  char *token;
+  struct fp_token *next;
+};
+
+enum { FP_AUTH_NONE, FP_AUTH_BASIC, FP_AUTH_BEARER };
+
+/* One place blobs and manifests come from: a mirror or the registry itself. */
+struct fp_endpoint {
+  char *hostport;   /* what credentials and certs.d are looked up by */
+  char *https_base; /* "https://host:port[/prefix]" */
+  char *http_base;  /* NULL unless plain HTTP is allowed */
+  char *base;       /* the one that answered the ping */
+  int verify_tls;
+  int pinged;
+  int is_mirror;
+  struct fp_tls tls;
+  struct fp_creds creds;
+  int auth; /* FP_AUTH_* from the ping's challenge */
+  char *realm, *service;
+  struct fp_token *tokens;
+};
+
+struct fpull_registry {
+  char *name; /* as given: "docker.io" */
+  char *host; /* API host: "registry-1.docker.io" */
+  int max_tries;
+  struct fp_endpoint *eps; /* mirrors first, the registry last */
+  size_t neps;
+  CURLSH *share;
+  pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
+  pthread_mutex_t mu; /* endpoint state: ping, tokens */
+  pthread_mutex_t pool_mu;
+  CURL **pool; /* idle easy handles: each keeps its own connections alive */
+  size_t npool;
+};
+
+struct fp_http_resp;
+/* Streams a 2xx body; returning nonzero aborts the transfer (code kept in resp). */
+typedef int (*fp_http_sink)(void *ud, const struct fp_http_resp *resp, const void *data, size_t len,
+                            fpull_err *err);
+
+struct fp_http_req {
+  const char *method; /* "GET", "HEAD", "POST", "PUT" */
+  const char *url;
+  struct curl_slist *headers; /* sent on every hop (Accept, Range, Content-Type) */
+  const char *authorization;  /* "Bearer ..." / "Basic ...": only to `origin` */
+  const char *origin;         /* "scheme://host:port" that may see authorization */
+  int allow_http_redirect;    /* an https origin may redirect to http (insecure registries) */
+  const void *body;           /* request body (PUT/POST) or NULL */
+  size_t body_len;
+  FILE *upload; /* or a file as the body */
+  uint64_t upload_len;
+  size_t max_body; /* bound for `out` */
+  fp_http_sink sink;
+  void *sink_ud;
+  const struct fp_tls *tls;
+  int verify_tls;
+};
+
+struct fp_http_resp {
+  long status;
+  char *www_authenticate, *content_type, *docker_content_digest, *location, *retry_after,
+      *content_range;
+  struct fp_buf body; /* 2xx body when no sink; error bodies (bounded) otherwise */
+  char *final_url;    /* after redirects */
+  CURLcode curl;      /* transport error, CURLE_OK when an HTTP answer came */
+  char errbuf[CURL_ERROR_SIZE];
+  int sink_rc; /* what the sink returned */
+  fpull_err sink_err;
+  int too_large;
+  int redirect_refused; /* message in errbuf */
+};
+void fp_http_resp_free(struct fp_http_resp *resp);
+
+/* One request with manual redirects (at most 10, http(s) only, Authorization only to the
+ * same origin). Returns 0 when an HTTP answer came (any status), -1 on a transport error
+ * (resp->curl, resp->errbuf), a refused redirect, a sink error or a body over the bound. */
+int fp_http_perform(fpull_registry *r, const struct fp_http_req *req, struct fp_http_resp *resp);
+/* "scheme://host:port" of url (default ports filled in); NULL when unparsable. */
+char *fp_url_origin(const char *url);
+/* Resolves ref against base (RFC 3986); NULL when unparsable. */
+char *fp_url_resolve(const char *base, const char *ref);
+/* Whether a transport error is worth retrying (connection, timeouts, resets). */
+int fp_curl_transient(CURLcode c);
+/* "TLS: certificate problem: ..." style text for a transport failure. */
+const char *fp_curl_describe(const struct fp_http_resp *resp);
+
+/* Bearer: a token for scope ("repository:x/y:pull") from ep's realm, cached. Caller
+ * holds r->mu. Errors FPULL_EAUTH, FPULL_ENET. */
+int fp_auth_token(fpull_registry *r, struct fp_endpoint *ep, const char *scope, int refresh,
+                  const char **token, fpull_err *err);
+/* Parses a 401's challenge into ep (realm, service, scheme). Caller holds r->mu. */
+int fp_auth_challenge(struct fp_endpoint *ep, const char *www_authenticate, fpull_err *err);
+/* The Authorization header value for ep and scope, or NULL when none is needed. Caller
+ * holds r->mu; the result is a copy. */
+int fp_auth_header(fpull_registry *r, struct fp_endpoint *ep, const char *scope, int refresh,
+                   char **out, fpull_err *err);
+
+#endif
