@@ -29,18 +29,24 @@ struct fpull_config {
   int retries; /* "retries:", 0 when not set */
 };
 
-/* Reads path, or when path is NULL: $FPULL_CONFIG, ~/.config/fpull/config.yaml,
- * /etc/fpull/config.yaml (first that exists; none is an empty config). A named file
- * that is missing or malformed is FPULL_EUSAGE naming the file, line and column.
- * Unknown keys are warnings. */
+/* Reads path, or when path is NULL: $FPULL_CONFIG, ~/.config/fpull/config.yaml
+ * ($XDG_CONFIG_HOME/fpull/config.yaml when that is set), /etc/fpull/config.yaml (first
+ * that exists; none is an empty config). A set, non-empty $FPULL_CONFIG is the only
+ * candidate: when its file is missing the config is empty (so jobs and tests can say
+ * "this file or nothing"). An explicit path that is missing, and any file that is
+ * malformed or has a value of the wrong type, is FPULL_EUSAGE naming the file, line and
+ * column. Unknown keys are warnings. "~/" in cache-dir and certs-dir means $HOME. */
 FPULL_API int fpull_config_load(struct fpull_config **out, const char *path, fpull_err *err);
 /* Parses YAML text (for tests and fuzzing); name is used in messages. */
 FPULL_API int fpull_config_parse(struct fpull_config **out, const char *text, size_t len,
                                  const char *name, fpull_err *err);
 FPULL_API void fpull_config_free(struct fpull_config *c);
-/* The mirrors configured for registry (NULL-terminated, owned by c) or NULL. */
+/* The mirrors configured for registry (NULL-terminated, owned by c) or NULL. Docker Hub's
+ * names (docker.io, index.docker.io, registry-1.docker.io) share one entry. */
 FPULL_API char *const *fpull_config_mirrors(const struct fpull_config *c, const char *registry);
-/* 1 when hostport is listed in insecure-registries. */
+/* 1 when hostport is listed in insecure-registries: exactly (case-insensitive), as a
+ * host without a port (any port), as an http(s):// URL, or inside an IPv4 CIDR entry.
+ * Loopback addresses are not implied here (that is the registry client's rule). */
 FPULL_API int fpull_config_is_insecure(const struct fpull_config *c, const char *hostport);
 
 #endif
