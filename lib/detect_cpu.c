@@ -137,7 +137,7 @@ static int detect_x86(struct fpull_cpu_info *ci, fpull_err *err)
 }
 #endif
 
-#if defined(__linux__) && (defined(__arm__) || defined(__aarch64__) || defined(__powerpc64__))
+#if defined(__linux__) && (defined(__arm__) || defined(__powerpc64__))
 static const char *platform_string(void)
 {
   return (const char *)getauxval(AT_PLATFORM);

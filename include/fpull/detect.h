@@ -6,14 +6,17 @@
 
 struct fpull_cpu_info {
   char *architecture; /* normalised: amd64, arm64, arm, ppc64le, ... */
-  char *variant;      /* arm32 from HWCAP ("v7"), ppc64le from AT_PLATFORM; else NULL */
+  char *variant;      /* arm64 "v8"; arm from AT_PLATFORM/HWCAP ("v7"); ppc64le from
+                         AT_PLATFORM ("power9"); else NULL (amd64: derived from the levels) */
   char *vendor;       /* information only */
   char *codename;     /* information only (libcpuid's guess, often wrong on VMs) */
   char **isa;         /* extensions CPUID reports and the OS enables, lower case, names as in
                          data/cputags.yaml ("avx2", "rdseed", "avx512f"); NULL-terminated */
 };
 
-/* Reads the host CPU. Never fails on an unknown CPU: isa is then empty. */
+/* Reads the host CPU. Never fails on an unknown CPU: isa is then empty. On x86,
+ * $FPULL_CPUID_FILE names a text CPUID dump (tests/fixtures/cpuid format) to decode instead
+ * of this CPU, for tests and support; an unreadable or malformed one is FPULL_EUSAGE. */
 FPULL_API int fpull_detect_cpu(struct fpull_cpu_info **out, fpull_err *err);
 FPULL_API void fpull_cpu_info_free(struct fpull_cpu_info *ci);
 
@@ -30,9 +33,11 @@ struct fpull_nvidia_info {
   char *note; /* why nothing was found ("libnvidia-ml.so.1 not found"), or NULL */
 };
 
-/* Loads libnvidia-ml.so.1 with dlopen; falls back to /proc/driver/nvidia/version for the
- * driver version. No library, no GPU or an NVML error is not an error: the info is then
- * empty with a note. */
+/* Loads libnvidia-ml.so.1 with dlopen ($FPULL_NVML_LIBRARY overrides the name, else the
+ * loader's search path, LD_LIBRARY_PATH included); falls back to /proc/driver/nvidia/version
+ * ($FPULL_NVIDIA_PROC_VERSION overrides the path) for the driver version. No library, no GPU
+ * or an NVML error is not an error: the info is then empty with a note. GPUs are listed only
+ * when every one's compute capability could be read. */
 FPULL_API int fpull_detect_nvidia(struct fpull_nvidia_info **out, fpull_err *err);
 FPULL_API void fpull_nvidia_info_free(struct fpull_nvidia_info *ni);
 
