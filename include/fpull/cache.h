@@ -9,45 +9,62 @@
 struct fpull_config;
 typedef struct fpull_cache fpull_cache;
 
-/* --cache-dir, else $FPULL_CACHE, else the config's cache-dir, else
- * $XDG_CACHE_HOME/fpull, else ~/.cache/fpull. Caller frees. */
+/* --cache-dir, else $FPULL_CACHE, else the config's cache-dir (a leading "~/" is $HOME),
+ * else $XDG_CACHE_HOME/fpull (when absolute), else ~/.cache/fpull. Empty values count as
+ * unset. Caller frees; NULL when there is no home directory to use. */
 FPULL_API char *fpull_cache_resolve_dir(const char *cli_dir, const struct fpull_config *config);
 
-/* Creates the directory layout when missing. */
+/* Creates the directory layout when missing (a new cache root is mode 0700: blobs may come
+ * from private images) and removes what killed runs left behind: partial downloads that
+ * nobody holds and nobody touched for a day (younger ones are kept for resume). A root
+ * writable by everyone without the sticky bit, or a subdirectory that is a symlink, is
+ * refused (FPULL_EFAIL). */
 FPULL_API int fpull_cache_open(fpull_cache **out, const char *dir, fpull_err *err);
 FPULL_API void fpull_cache_free(fpull_cache *c);
 FPULL_API const char *fpull_cache_dir(const fpull_cache *c);
 
 /* Path a verified blob has (or would have). Caller frees. */
 FPULL_API char *fpull_cache_blob_path(const fpull_cache *c, const char *digest);
-/* 1 when a regular file (not a symlink) of the right size is there. */
+/* 1 when a regular file (not a symlink) of the right size is there (size < 0: any size).
+ * Cheap (lstat): use fpull_cache_verify_blob before trusting the bytes. */
 FPULL_API int fpull_cache_has_blob(const fpull_cache *c, const char *digest, int64_t size);
-/* Re-hashes a cached blob; a corrupt one is removed and FPULL_EINTEGRITY returned. */
+/* Re-hashes a cached blob (size < 0: any size); a corrupt, wrong-sized or non-regular
+ * (symlink) entry is removed and FPULL_EINTEGRITY returned; FPULL_ENOTFOUND when absent. */
 FPULL_API int fpull_cache_verify_blob(fpull_cache *c, const char *digest, int64_t size,
                                       fpull_err *err);
 
-/* Writing one blob: takes the blob's lock (waiting for another process that holds it),
- * reopens a partial download left by an earlier run (re-hashing it), and gives a sink.
- * *done is set to 1 when the blob turned out to be complete already (then *out is NULL). */
+/* Writing one blob: takes the blob's lock (waiting for another process or thread that holds
+ * it), reopens a partial download left by an earlier run (re-hashing it), and gives a sink.
+ * *done is set to 1 when the blob turned out to be complete already (then *out is NULL):
+ * in the cache, committed by the process we waited for, or a complete partial download
+ * that verified. Otherwise fetch from fpull_cache_writer_offset on. The sink refuses bytes
+ * beyond size (FPULL_EINTEGRITY); its restart(offset) truncates to offset (0: start over).
+ * Bad digests and negative sizes: FPULL_EINTEGRITY. */
 struct fpull_cache_writer;
 FPULL_API int fpull_cache_writer_begin(struct fpull_cache_writer **out, int *done, fpull_cache *c,
                                        const char *digest, int64_t size, fpull_err *err);
 FPULL_API uint64_t fpull_cache_writer_offset(const struct fpull_cache_writer *w);
 FPULL_API const struct fpull_blob_sink *fpull_cache_writer_sink(struct fpull_cache_writer *w);
 /* Verifies size and sha256, renames into place, unlocks, frees w. On mismatch the partial
- * file is removed and FPULL_EINTEGRITY returned. */
+ * file is removed and FPULL_EINTEGRITY returned, naming the digest, expected and got. */
 FPULL_API int fpull_cache_writer_commit(struct fpull_cache_writer *w, fpull_err *err);
 /* Keeps the partial file for a later resume, unlocks, frees w. NULL is a no-op. */
 FPULL_API void fpull_cache_writer_abort(struct fpull_cache_writer *w);
 
-/* Small verified blobs (manifests, configs) kept in memory. */
+/* Small blobs (manifests, configs) that are in memory: stored through a writer, so bytes
+ * that do not match digest are refused with FPULL_EINTEGRITY. */
 FPULL_API int fpull_cache_put_bytes(fpull_cache *c, const char *digest, const void *data,
                                     size_t len, fpull_err *err);
-/* Reads a cached blob of at most max bytes; FPULL_ENOTFOUND when absent. Caller frees. */
+/* Reads a cached blob of at most max bytes (more: FPULL_EINTEGRITY) and re-verifies it;
+ * FPULL_ENOTFOUND when absent, and also when the entry was corrupt or a symlink (it is then
+ * removed with a warning, so the caller fetches it again). *data is NUL-terminated. Caller
+ * frees. */
 FPULL_API int fpull_cache_get_bytes(fpull_cache *c, const char *digest, size_t max, char **data,
                                     size_t *len, fpull_err *err);
 
-/* tag -> digest records for --offline (normalised reference without digest). */
+/* tag -> digest records for --offline (normalised reference without digest), kept with
+ * the time of the resolution in CACHE/tags/ and replaced atomically. Lookup of a reference
+ * never recorded: FPULL_ENOTFOUND; a damaged record: FPULL_EFAIL. */
 FPULL_API int fpull_cache_tag_record(fpull_cache *c, const char *reference, const char *digest,
                                      fpull_err *err);
 FPULL_API int fpull_cache_tag_lookup(fpull_cache *c, const char *reference, char **digest,

@@ -24,18 +24,18 @@ enum fpull_doc_kind {
 };
 
 struct fpull_platform {
-  char *os;
-  char *architecture;
-  char *variant;     /* NULL when absent */
-  char *os_version;  /* NULL when absent */
+  char *os;           /* "" when the document leaves it out (as Go reads it): fits nothing */
+  char *architecture; /* likewise */
+  char *variant;      /* NULL when absent */
+  char *os_version;   /* NULL when absent */
   char **os_features; /* NULL-terminated, NULL when absent */
   char **features;    /* platform.features as listed, NULL-terminated, NULL when absent */
 };
 
 struct fpull_descriptor {
   char *media_type;
-  char *digest; /* validated with fpull_digest_valid */
-  int64_t size; /* >= 0 */
+  char *digest;                    /* validated with fpull_digest_valid */
+  int64_t size;                    /* >= 0 */
   struct fpull_platform *platform; /* index entries only; NULL when absent */
   char *ref_type; /* annotation "vnd.docker.reference.type" (attestations), or NULL */
 };
@@ -54,21 +54,29 @@ struct fpull_manifest {
 };
 
 struct fpull_image_config {
-  char *os;
-  char *architecture;
-  char *variant;
-  char **diff_ids; /* rootfs.diff_ids, NULL-terminated */
+  char *os;           /* "" when absent */
+  char *architecture; /* "" when absent */
+  char *variant;      /* NULL when absent */
+  char **diff_ids;    /* rootfs.diff_ids, validated, NULL-terminated; empty (not NULL) when the
+                         config has no rootfs */
 };
 
 /* Which kind of document BYTES is. content_type (may be NULL) is the HTTP Content-Type;
- * the body's mediaType must agree with it, and a body that has both "manifests" and
- * "layers" is refused (CVE-2021-41190). Errors: FPULL_EINTEGRITY for ambiguous or
- * contradictory documents, FPULL_EUSAGE never. */
+ * the body's mediaType must agree with it when it names a manifest or index type (a generic
+ * one such as application/json is ignored), and a body that has both "manifests" and
+ * "layers" or "config" is refused (CVE-2021-41190). schemaVersion must be 2; 1 (or a
+ * schema 1 Content-Type) gives FPULL_DOC_SCHEMA1 with 0 returned. Errors: FPULL_EINTEGRITY
+ * for malformed, ambiguous or contradictory documents, FPULL_EUNSAFE for a mediaType fpull
+ * does not know (artifact manifests, ...), FPULL_EUSAGE never. */
 FPULL_API int fpull_doc_kind(int *out, const char *bytes, size_t len, const char *content_type,
                              fpull_err *err);
 
-/* Parsers. Duplicate JSON keys, bad digests, negative sizes and documents over
- * FPULL_MANIFEST_MAX are refused with FPULL_EINTEGRITY. The caller owns *out. */
+/* Parsers. Duplicate JSON keys (at any depth, and keys fpull reads spelt in another case,
+ * which Go would match), nesting over 64, NUL characters, bad digests, negative or
+ * non-integer sizes or sizes of 2^53 and more, and documents over FPULL_MANIFEST_MAX are
+ * refused with FPULL_EINTEGRITY, as is the other kind of document (an index given to
+ * fpull_manifest_parse) and schema 1. Descriptors need mediaType, digest and size. The
+ * caller owns *out. */
 FPULL_API int fpull_index_parse(struct fpull_index **out, const char *bytes, size_t len,
                                 const char *content_type, fpull_err *err);
 FPULL_API int fpull_manifest_parse(struct fpull_manifest **out, const char *bytes, size_t len,
@@ -83,10 +91,11 @@ FPULL_API void fpull_platform_free(struct fpull_platform *p);
 FPULL_API struct fpull_platform *fpull_platform_dup(const struct fpull_platform *p);
 
 /* Layer compression from a layer media type: 0 none, 1 gzip, 2 zstd, -1 not a layer type
- * fpull can unpack (foreign layers, encrypted layers, unknown types). */
+ * fpull can unpack (foreign and non-distributable layers, encrypted layers, unknown
+ * types). OCI tar/tar+gzip/tar+zstd and Docker rootfs.diff.tar[.gzip|.zstd] are known. */
 FPULL_API int fpull_layer_compression(const char *media_type);
 
-/* "sha256:HEX" of the bytes. Caller frees. */
+/* "sha256:HEX" of the bytes. Caller frees. NULL only if OpenSSL fails. */
 FPULL_API char *fpull_digest_of(const void *bytes, size_t len);
 
 #endif

@@ -1,0 +1,715 @@
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fpull/cache.h"
+#include "fpull/config.h"
+#include "fpull/manifest.h"
+#include "fpull/registry.h"
+#include "harness.h"
+
+#define HELLO "hello, cache world: some bytes to store"
+
+static char *path_in(const char *dir, const char *rel)
+{
+  char *p = NULL;
+  CHECK(asprintf(&p, "%s/%s", dir, rel) > 0);
+  return p;
+}
+
+static fpull_cache *open_cache(const char *sub)
+{
+  char *dir = path_in(th_tmpdir(), sub);
+  fpull_cache *c = NULL;
+  fpull_err err = {0};
+  if (fpull_cache_open(&c, dir, &err) != 0)
+    th_fail(__FILE__, __LINE__, "open %s: %s", dir, err.msg);
+  free(dir);
+  return c;
+}
+
+/* Entries in CACHE/rel, not counting . and .. */
+static int count_entries(const fpull_cache *c, const char *rel)
+{
+  char *p = path_in(fpull_cache_dir(c), rel);
+  DIR *d = opendir(p);
+  free(p);
+  CHECK(d != NULL);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+      n++;
+  closedir(d);
+  return n;
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  char *buf = calloc(1, 1 << 20);
+  *len = fread(buf, 1, (1 << 20) - 1, f);
+  fclose(f);
+  return buf;
+}
+
+static void write_file(const char *path, const char *data, size_t len)
+{
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL);
+  CHECK_INT_EQ(fwrite(data, 1, len, f), len);
+  fclose(f);
+}
+
+/* begin + write everything in two pieces + commit. */
+static int store(fpull_cache *c, const char *digest, int64_t size, const char *data, size_t len,
+                 fpull_err *err)
+{
+  struct fpull_cache_writer *w = NULL;
+  int done = 0;
+  int r = fpull_cache_writer_begin(&w, &done, c, digest, size, err);
+  if (r || done)
+    return r;
+  const struct fpull_blob_sink *s = fpull_cache_writer_sink(w);
+  size_t off = (size_t)fpull_cache_writer_offset(w);
+  size_t half = off + (len - off) / 2;
+  if ((r = s->write(s->ud, data + off, half - off, err)) ||
+      (r = s->write(s->ud, data + half, len - half, err))) {
+    fpull_cache_writer_abort(w);
+    return r;
+  }
+  return fpull_cache_writer_commit(w, err);
+}
+
+TEST(write_and_commit)
+{
+  fpull_cache *c = open_cache("c");
+  fpull_err err = {0};
+  char *digest = fpull_digest_of(HELLO, strlen(HELLO));
+  CHECK(!fpull_cache_has_blob(c, digest, (int64_t)strlen(HELLO)));
+
+  struct fpull_cache_writer *w = NULL;
+  int done = -1;
+  CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, digest, (int64_t)strlen(HELLO), &err), 0);
+  CHECK_INT_EQ(done, 0);
+  CHECK(w != NULL);
+  CHECK_INT_EQ(fpull_cache_writer_offset(w), 0);
+  const struct fpull_blob_sink *s = fpull_cache_writer_sink(w);
+  CHECK_INT_EQ(s->restart(s->ud, 0, &err), 0);
+  CHECK_INT_EQ(s->write(s->ud, HELLO, 10, &err), 0);
+  CHECK_INT_EQ(s->write(s->ud, HELLO + 10, strlen(HELLO) - 10, &err), 0);
+  /* Until the commit nothing is under blobs/. */
+  CHECK_INT_EQ(count_entries(c, "blobs/sha256"), 0);
+  CHECK_INT_EQ(count_entries(c, "tmp"), 1);
+  CHECK_INT_EQ(fpull_cache_writer_commit(w, &err), 0);
+
+  CHECK(fpull_cache_has_blob(c, digest, (int64_t)strlen(HELLO)));
+  CHECK(!fpull_cache_has_blob(c, digest, 3));
+  char *path = fpull_cache_blob_path(c, digest);
+  CHECK_CONTAINS(path, "/blobs/sha256/");
+  CHECK_CONTAINS(path, digest + 7);
+  size_t len = 0;
+  char *data = read_all(path, &len);
+  CHECK_INT_EQ(len, strlen(HELLO));
+  CHECK(memcmp(data, HELLO, len) == 0);
+  struct stat st;
+  CHECK_INT_EQ(stat(path, &st), 0);
+  CHECK_INT_EQ(st.st_mode & 0777, 0644);
+  free(data);
+  free(path);
+  /* No partial, no lock left behind. */
+  CHECK_INT_EQ(count_entries(c, "tmp"), 0);
+  CHECK_INT_EQ(count_entries(c, "locks"), 0);
+  CHECK_INT_EQ(fpull_cache_verify_blob(c, digest, (int64_t)strlen(HELLO), &err), 0);
+
+  /* A second writer finds it done. */
+  w = (void *)1;
+  CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, digest, (int64_t)strlen(HELLO), &err), 0);
+  CHECK_INT_EQ(done, 1);
+  CHECK_NULL(w);
+  fpull_cache_writer_abort(NULL);
+  free(digest);
+  fpull_cache_free(c);
+  fpull_cache_free(NULL);
+}
+
+TEST(cache_root_private_and_checked)
+{
+  fpull_cache *c = open_cache("new/deeper/cache");
+  struct stat st;
+  CHECK_INT_EQ(stat(fpull_cache_dir(c), &st), 0);
+  CHECK_INT_EQ(st.st_mode & 0777, 0700);
+  fpull_cache_free(c);
+  /* A directory anyone can write to is refused. */
+  char *dir = path_in(th_tmpdir(), "open");
+  CHECK_INT_EQ(mkdir(dir, 0777), 0);
+  CHECK_INT_EQ(chmod(dir, 0777), 0);
+  fpull_err err = {0};
+  c = NULL;
+  CHECK_INT_EQ(fpull_cache_open(&c, dir, &err), FPULL_EFAIL);
+  CHECK_CONTAINS(err.msg, "writable by every user");
+  CHECK_NULL(c);
+  /* With the sticky bit, like /tmp, it is fine. */
+  CHECK_INT_EQ(chmod(dir, 01777), 0);
+  CHECK_INT_EQ(fpull_cache_open(&c, dir, &err), 0);
+  fpull_cache_free(c);
+  free(dir);
+  /* A subdirectory replaced by a symlink is not followed. */
+  dir = path_in(th_tmpdir(), "evil");
+  CHECK_INT_EQ(mkdir(dir, 0700), 0);
+  char *outside = path_in(th_tmpdir(), "outside");
+  CHECK_INT_EQ(mkdir(outside, 0700), 0);
+  char *tmp = path_in(dir, "tmp");
+  CHECK_INT_EQ(symlink(outside, tmp), 0);
+  CHECK_INT_EQ(fpull_cache_open(&c, dir, &err), FPULL_EFAIL);
+  CHECK_CONTAINS(err.msg, "tmp");
+  free(tmp);
+  free(outside);
+  free(dir);
+}
+
+TEST(mismatch_leaves_nothing)
+{
+  fpull_cache *c = open_cache("c");
+  fpull_err err = {0};
+  char *digest = fpull_digest_of(HELLO, strlen(HELLO));
+  char evil[sizeof HELLO];
+  memcpy(evil, HELLO, sizeof evil);
+  evil[3] ^= 1;
+  CHECK_INT_EQ(store(c, digest, (int64_t)strlen(HELLO), evil, strlen(evil), &err),
+               FPULL_EINTEGRITY);
+  CHECK_CONTAINS(err.msg, digest);
+  CHECK_CONTAINS(err.msg, "expected");
+  CHECK_CONTAINS(err.msg, "got sha256:");
+  CHECK_INT_EQ(count_entries(c, "blobs/sha256"), 0);
+  CHECK_INT_EQ(count_entries(c, "tmp"), 0);
+  CHECK_INT_EQ(count_entries(c, "locks"), 0);
+
+  /* Too short: a size mismatch, same cleanliness. */
+  CHECK_INT_EQ(store(c, digest, (int64_t)strlen(HELLO) + 5, HELLO, strlen(HELLO), &err),
+               FPULL_EINTEGRITY);
+  CHECK_CONTAINS(err.msg, "size mismatch");
+  CHECK_INT_EQ(count_entries(c, "blobs/sha256"), 0);
+  CHECK_INT_EQ(count_entries(c, "tmp"), 0);
+  free(digest);
+  fpull_cache_free(c);
+}
+
+TEST(write_beyond_declared_size_fails_early)
+{
+  fpull_cache *c = open_cache("c");
+  fpull_err err = {0};
+  char *digest = fpull_digest_of(HELLO, strlen(HELLO));
+  struct fpull_cache_writer *w = NULL;
+  int done = 0;
+  CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, digest, 8, &err), 0);
+  const struct fpull_blob_sink *s = fpull_cache_writer_sink(w);
+  CHECK_INT_EQ(s->write(s->ud, HELLO, 5, &err), 0);
+  CHECK_INT_EQ(s->write(s->ud, HELLO + 5, 4, &err), FPULL_EINTEGRITY);
+  CHECK_CONTAINS(err.msg, "declared size 8");
+  /* Nothing past the limit reached the disk. */
+  char *p = path_in(fpull_cache_dir(c), "tmp");
+  char *partial = NULL;
+  CHECK(asprintf(&partial, "%s/%s.partial", p, digest + 7) > 0);
+  struct stat st;
+  CHECK_INT_EQ(stat(partial, &st), 0);
+  CHECK_INT_EQ(st.st_size, 5);
+  fpull_cache_writer_abort(w);
+  free(partial);
+  free(p);
+  /* Bad digests and sizes never reach a path. */
+  CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, "sha256:../../etc/passwd", 1, &err),
+               FPULL_EINTEGRITY);
+  CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, digest, -1, &err), FPULL_EINTEGRITY);
+  CHECK_NULL(fpull_cache_blob_path(c, "sha256:../x"));
+  CHECK(!fpull_cache_has_blob(c, "sha256:..", -1));
+  free(digest);
+  fpull_cache_free(c);
+}
+
+TEST(resume_from_partial)
+{
+  fpull_cache *c = open_cache("c");
+  fpull_err err = {0};
+  size_t len = strlen(HELLO), half = len / 2;
+  char *digest = fpull_digest_of(HELLO, len);
+  struct fpull_cache_writer *w = NULL;
+  int done = 0;
+  CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, digest, (int64_t)len, &err), 0);
+  const struct fpull_blob_sink *s = fpull_cache_writer_sink(w);
+  CHECK_INT_EQ(s->write(s->ud, HELLO, half, &err), 0);
+  fpull_cache_writer_abort(w);
+  fpull_cache_free(c);
+
+  /* A later run (a fresh cache handle) continues where the first one stopped. */
+  c = open_cache("c");
+  CHECK_INT_EQ(count_entries(c, "tmp"), 1);
+  CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, digest, (int64_t)len, &err), 0);
+  CHECK_INT_EQ(done, 0);
+  CHECK_INT_EQ(fpull_cache_writer_offset(w), half);
+  s = fpull_cache_writer_sink(w);
+  CHECK_INT_EQ(s->restart(s->ud, half, &err), 0);
+  CHECK_INT_EQ(s->write(s->ud, HELLO + half, len - half, &err), 0);
+  CHECK_INT_EQ(fpull_cache_writer_commit(w, &err), 0);
+  CHECK_INT_EQ(fpull_cache_verify_blob(c, digest, (int64_t)len, &err), 0);
+  free(digest);
+  fpull_cache_free(c);
+}
+
+TEST(complete_partial_is_committed_at_begin)
+{
+  fpull_cache *c = open_cache("c");
+  fpull_err err = {0};
+  size_t len = strlen(HELLO);
+  char *digest = fpull_digest_of(HELLO, len);
+  struct fpull_cache_writer *w = NULL;
+  int done = 0;
+  CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, digest, (int64_t)len, &err), 0);
+  const struct fpull_blob_sink *s = fpull_cache_writer_sink(w);
+  CHECK_INT_EQ(s->write(s->ud, HELLO, len, &err), 0);
+  fpull_cache_writer_abort(w); /* killed right before the rename */
+  CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, digest, (int64_t)len, &err), 0);
+  CHECK_INT_EQ(done, 1);
+  CHECK_NULL(w);
+  CHECK(fpull_cache_has_blob(c, digest, (int64_t)len));
+  CHECK_INT_EQ(count_entries(c, "tmp"), 0);
+
+  /* A complete-sized partial with wrong bytes starts over instead. */
+  char *d2 = fpull_digest_of("0123456789", 10);
+  char *tmp = path_in(fpull_cache_dir(c), "tmp");
+  char *partial = NULL;
+  CHECK(asprintf(&partial, "%s/%s.partial", tmp, d2 + 7) > 0);
+  write_file(partial, "9876543210", 10);
+  CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, d2, 10, &err), 0);
+  CHECK_INT_EQ(done, 0);
+  CHECK_INT_EQ(fpull_cache_writer_offset(w), 0);
+  fpull_cache_writer_abort(w);
+  free(partial);
+  free(tmp);
+  free(d2);
+  free(digest);
+  fpull_cache_free(c);
+}
+
+TEST(restart_discards)
+{
+  fpull_cache *c = open_cache("c");
+  fpull_err err = {0};
+  size_t len = strlen(HELLO);
+  char *digest = fpull_digest_of(HELLO, len);
+  struct fpull_cache_writer *w = NULL;
+  int done = 0;
+  CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, digest, (int64_t)len, &err), 0);
+  const struct fpull_blob_sink *s = fpull_cache_writer_sink(w);
+  CHECK_INT_EQ(s->write(s->ud, "garbage garbage", 15, &err), 0);
+  /* The server ignored the Range: everything so far goes. */
+  CHECK_INT_EQ(s->restart(s->ud, 0, &err), 0);
+  CHECK_INT_EQ(fpull_cache_writer_offset(w), 0);
+  CHECK_INT_EQ(s->write(s->ud, HELLO, len - 4, &err), 0);
+  /* Back to the middle: the hash must cover exactly what stays. */
+  CHECK_INT_EQ(s->restart(s->ud, 7, &err), 0);
+  CHECK_INT_EQ(fpull_cache_writer_offset(w), 7);
+  CHECK_INT_EQ(s->restart(s->ud, 9, &err), FPULL_EFAIL);
+  CHECK_INT_EQ(s->write(s->ud, HELLO + 7, len - 7, &err), 0);
+  CHECK_INT_EQ(fpull_cache_writer_commit(w, &err), 0);
+  CHECK_INT_EQ(fpull_cache_verify_blob(c, digest, (int64_t)len, &err), 0);
+  free(digest);
+  fpull_cache_free(c);
+}
+
+TEST(empty_blob)
+{
+  fpull_cache *c = open_cache("c");
+  fpull_err err = {0};
+  char *digest = fpull_digest_of("", 0);
+  struct fpull_cache_writer *w = NULL;
+  int done = 0;
+  CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, digest, 0, &err), 0);
+  CHECK_INT_EQ(done, 1);
+  CHECK(fpull_cache_has_blob(c, digest, 0));
+  free(digest);
+  fpull_cache_free(c);
+}
+
+/* One child per process: each tries to store the same blob; the counter file gets one byte
+ * per actual download. */
+static void concurrent_child(const char *dir, const char *digest, const char *data, size_t len,
+                             const char *counter)
+{
+  fpull_cache *c = NULL;
+  fpull_err err = {0};
+  if (fpull_cache_open(&c, dir, &err) != 0)
+    _exit(10);
+  struct fpull_cache_writer *w = NULL;
+  int done = 0;
+  if (fpull_cache_writer_begin(&w, &done, c, digest, (int64_t)len, &err) != 0)
+    _exit(11);
+  if (!done) {
+    int fd = open(counter, O_WRONLY | O_APPEND | O_CREAT, 0600);
+    if (fd < 0 || write(fd, "x", 1) != 1)
+      _exit(12);
+    close(fd);
+    const struct fpull_blob_sink *s = fpull_cache_writer_sink(w);
+    for (size_t off = 0; off < len; off += 4096) {
+      size_t n = len - off < 4096 ? len - off : 4096;
+      if (s->write(s->ud, data + off, n, &err) != 0)
+        _exit(13);
+      usleep(500); /* keep the others waiting on the lock for a while */
+    }
+    if (fpull_cache_writer_commit(w, &err) != 0)
+      _exit(14);
+  }
+  if (!fpull_cache_has_blob(c, digest, (int64_t)len) ||
+      fpull_cache_verify_blob(c, digest, (int64_t)len, &err) != 0)
+    _exit(15);
+  fpull_cache_free(c);
+  _exit(0); /* not exit(): the harness would remove the test directory */
+}
+
+TEST(concurrent_processes_fetch_once)
+{
+  fpull_cache *c = open_cache("shared");
+  const char *dir = fpull_cache_dir(c);
+  size_t len = 200 * 1024;
+  char *data = malloc(len);
+  for (size_t i = 0; i < len; i++)
+    data[i] = (char)(i * 7 + i / 251);
+  char *digest = fpull_digest_of(data, len);
+  char *counter = path_in(th_tmpdir(), "counter");
+  int go[2];
+  CHECK_INT_EQ(pipe(go), 0);
+  pid_t pids[8];
+  for (int i = 0; i < 8; i++) {
+    pids[i] = fork();
+    CHECK(pids[i] >= 0);
+    if (pids[i] == 0) {
+      char b;
+      close(go[1]);
+      if (read(go[0], &b, 1) != 0) /* start together when the parent closes the pipe */
+        _exit(9);
+      concurrent_child(dir, digest, data, len, counter);
+    }
+  }
+  close(go[0]);
+  close(go[1]);
+  for (int i = 0; i < 8; i++) {
+    int status = 0;
+    CHECK_INT_EQ(waitpid(pids[i], &status, 0), pids[i]);
+    CHECK(WIFEXITED(status));
+    CHECK_INT_EQ(WEXITSTATUS(status), 0);
+  }
+  struct stat st;
+  CHECK_INT_EQ(stat(counter, &st), 0);
+  CHECK_INT_EQ(st.st_size, 1);
+  fpull_err err = {0};
+  CHECK_INT_EQ(fpull_cache_verify_blob(c, digest, (int64_t)len, &err), 0);
+  CHECK_INT_EQ(count_entries(c, "blobs/sha256"), 1);
+  CHECK_INT_EQ(count_entries(c, "tmp"), 0);
+  CHECK_INT_EQ(count_entries(c, "locks"), 0);
+  free(counter);
+  free(digest);
+  free(data);
+  fpull_cache_free(c);
+}
+
+struct thread_arg {
+  fpull_cache *c;
+  const char *digest;
+  const char *data;
+  size_t len;
+  int wrote, ok;
+};
+
+static pthread_mutex_t count_mu = PTHREAD_MUTEX_INITIALIZER;
+static int writes_started;
+
+static void *thread_store(void *p)
+{
+  struct thread_arg *a = p;
+  fpull_err err = {0};
+  struct fpull_cache_writer *w = NULL;
+  int done = 0;
+  if (fpull_cache_writer_begin(&w, &done, a->c, a->digest, (int64_t)a->len, &err) != 0)
+    return NULL;
+  if (!done) {
+    pthread_mutex_lock(&count_mu);
+    writes_started++;
+    pthread_mutex_unlock(&count_mu);
+    a->wrote = 1;
+    const struct fpull_blob_sink *s = fpull_cache_writer_sink(w);
+    usleep(20000);
+    if (s->write(s->ud, a->data, a->len, &err) != 0 || fpull_cache_writer_commit(w, &err) != 0)
+      return NULL;
+  }
+  a->ok = fpull_cache_has_blob(a->c, a->digest, (int64_t)a->len);
+  return NULL;
+}
+
+TEST(concurrent_threads_fetch_once)
+{
+  /* Parallel downloads of one process share a cache handle; the lock must hold between
+   * threads too. */
+  fpull_cache *c = open_cache("c");
+  char *digest = fpull_digest_of(HELLO, strlen(HELLO));
+  struct thread_arg args[6];
+  pthread_t t[6];
+  for (int i = 0; i < 6; i++) {
+    args[i] = (struct thread_arg){c, digest, HELLO, strlen(HELLO), 0, 0};
+    CHECK_INT_EQ(pthread_create(&t[i], NULL, thread_store, &args[i]), 0);
+  }
+  for (int i = 0; i < 6; i++)
+    pthread_join(t[i], NULL);
+  CHECK_INT_EQ(writes_started, 1);
+  for (int i = 0; i < 6; i++)
+    CHECK_INT_EQ(args[i].ok, 1);
+  free(digest);
+  fpull_cache_free(c);
+}
+
+TEST(symlinked_entries_refused)
+{
+  fpull_cache *c = open_cache("c");
+  fpull_err err = {0};
+  size_t len = strlen(HELLO);
+  char *digest = fpull_digest_of(HELLO, len);
+  /* A symlink with the right name pointing at a file with the right bytes. */
+  char *victim = path_in(th_tmpdir(), "victim");
+  write_file(victim, HELLO, len);
+  char *path = fpull_cache_blob_path(c, digest);
+  CHECK_INT_EQ(symlink(victim, path), 0);
+  CHECK(!fpull_cache_has_blob(c, digest, (int64_t)len));
+  CHECK_INT_EQ(fpull_cache_verify_blob(c, digest, (int64_t)len, &err), FPULL_EINTEGRITY);
+  CHECK_CONTAINS(err.msg, "not a regular file");
+  struct stat st;
+  CHECK(lstat(path, &st) < 0 && errno == ENOENT);
+  CHECK_INT_EQ(stat(victim, &st), 0);
+
+  /* get_bytes: removed and reported absent, so the caller fetches it again. */
+  CHECK_INT_EQ(symlink(victim, path), 0);
+  char *data = NULL;
+  size_t n = 0;
+  CHECK_INT_EQ(fpull_cache_get_bytes(c, digest, 1024, &data, &n, &err), FPULL_ENOTFOUND);
+  CHECK_NULL(data);
+  CHECK(lstat(path, &st) < 0);
+
+  /* The writer replaces it with a real, verified file. */
+  CHECK_INT_EQ(symlink(victim, path), 0);
+  CHECK_INT_EQ(store(c, digest, (int64_t)len, HELLO, len, &err), 0);
+  CHECK_INT_EQ(lstat(path, &st), 0);
+  CHECK(S_ISREG(st.st_mode));
+
+  /* A symlink planted as the partial file is not written through. */
+  char *d2 = fpull_digest_of("0123456789", 10);
+  char *tmp = path_in(fpull_cache_dir(c), "tmp");
+  char *partial = NULL;
+  CHECK(asprintf(&partial, "%s/%s.partial", tmp, d2 + 7) > 0);
+  CHECK_INT_EQ(symlink(victim, partial), 0);
+  CHECK_INT_EQ(store(c, d2, 10, "0123456789", 10, &err), 0);
+  size_t vlen = 0;
+  char *vdata = read_all(victim, &vlen);
+  CHECK_INT_EQ(vlen, len);
+  CHECK(memcmp(vdata, HELLO, len) == 0);
+  free(vdata);
+  free(partial);
+  free(tmp);
+  free(d2);
+  free(path);
+  free(victim);
+  free(digest);
+  fpull_cache_free(c);
+}
+
+TEST(verify_detects_corruption)
+{
+  fpull_cache *c = open_cache("c");
+  fpull_err err = {0};
+  size_t len = strlen(HELLO);
+  char *digest = fpull_digest_of(HELLO, len);
+  CHECK_INT_EQ(fpull_cache_verify_blob(c, digest, (int64_t)len, &err), FPULL_ENOTFOUND);
+  CHECK_INT_EQ(store(c, digest, (int64_t)len, HELLO, len, &err), 0);
+  char *path = fpull_cache_blob_path(c, digest);
+  /* Same size, one byte flipped: only a re-hash can tell. */
+  char bad[sizeof HELLO];
+  memcpy(bad, HELLO, sizeof bad);
+  bad[0] = 'J';
+  write_file(path, bad, len);
+  CHECK(fpull_cache_has_blob(c, digest, (int64_t)len));
+  CHECK_INT_EQ(fpull_cache_verify_blob(c, digest, (int64_t)len, &err), FPULL_EINTEGRITY);
+  CHECK_CONTAINS(err.msg, "corrupt");
+  CHECK(!fpull_cache_has_blob(c, digest, -1));
+
+  /* Wrong size: removed too, and a writer is no longer told it is done. */
+  write_file(path, HELLO, len - 1);
+  CHECK_INT_EQ(fpull_cache_verify_blob(c, digest, (int64_t)len, &err), FPULL_EINTEGRITY);
+  CHECK(!fpull_cache_has_blob(c, digest, -1));
+  write_file(path, HELLO, len - 1);
+  CHECK_INT_EQ(store(c, digest, (int64_t)len, HELLO, len, &err), 0);
+  CHECK_INT_EQ(fpull_cache_verify_blob(c, digest, (int64_t)len, &err), 0);
+
+  /* get_bytes re-verifies: a corrupt entry is dropped and reported absent. */
+  write_file(path, bad, len);
+  char *data = NULL;
+  size_t n = 0;
+  CHECK_INT_EQ(fpull_cache_get_bytes(c, digest, 1024, &data, &n, &err), FPULL_ENOTFOUND);
+  CHECK(!fpull_cache_has_blob(c, digest, -1));
+  free(path);
+  free(digest);
+  fpull_cache_free(c);
+}
+
+TEST(put_and_get_bytes)
+{
+  fpull_cache *c = open_cache("c");
+  fpull_err err = {0};
+  const char *doc = "{\"schemaVersion\":2}";
+  char *digest = fpull_digest_of(doc, strlen(doc));
+  char *data = NULL;
+  size_t n = 0;
+  CHECK_INT_EQ(fpull_cache_get_bytes(c, digest, 1024, &data, &n, &err), FPULL_ENOTFOUND);
+  CHECK_INT_EQ(fpull_cache_put_bytes(c, digest, doc, strlen(doc), &err), 0);
+  CHECK_INT_EQ(fpull_cache_put_bytes(c, digest, doc, strlen(doc), &err), 0);
+  CHECK_INT_EQ(fpull_cache_get_bytes(c, digest, 1024, &data, &n, &err), 0);
+  CHECK_INT_EQ(n, strlen(doc));
+  CHECK_STR_EQ(data, doc);
+  free(data);
+  data = NULL;
+  CHECK(fpull_cache_get_bytes(c, digest, 5, &data, &n, &err) != 0);
+  CHECK_NULL(data);
+  /* Bytes that do not match the digest never enter. */
+  CHECK_INT_EQ(fpull_cache_put_bytes(c, digest, "{\"schemaVersion\":3}", strlen(doc), &err),
+               0); /* already there: nothing written */
+  char *other = fpull_digest_of("x", 1);
+  CHECK_INT_EQ(fpull_cache_put_bytes(c, other, "y", 1, &err), FPULL_EINTEGRITY);
+  CHECK(!fpull_cache_has_blob(c, other, -1));
+  free(other);
+  free(digest);
+  fpull_cache_free(c);
+}
+
+TEST(stale_partials_cleaned_at_open)
+{
+  fpull_cache *c = open_cache("c");
+  char *tmp = path_in(fpull_cache_dir(c), "tmp");
+  char *locks = path_in(fpull_cache_dir(c), "locks");
+  const char *hex_old = "1111111111111111111111111111111111111111111111111111111111111111";
+  const char *hex_young = "2222222222222222222222222222222222222222222222222222222222222222";
+  const char *hex_busy = "3333333333333333333333333333333333333333333333333333333333333333";
+  char p_old[4200], p_young[4200], p_busy[4200], p_junk[4200], l_busy[4200];
+  snprintf(p_old, sizeof p_old, "%s/%s.partial", tmp, hex_old);
+  snprintf(p_young, sizeof p_young, "%s/%s.partial", tmp, hex_young);
+  snprintf(p_busy, sizeof p_busy, "%s/%s.partial", tmp, hex_busy);
+  snprintf(p_junk, sizeof p_junk, "%s/tag-abcdef", tmp);
+  snprintf(l_busy, sizeof l_busy, "%s/%s.lock", locks, hex_busy);
+  write_file(p_old, "old", 3);
+  write_file(p_young, "young", 5);
+  write_file(p_busy, "busy", 4);
+  write_file(p_junk, "{}", 2);
+  struct timespec two_days[2] = {{time(NULL) - 2 * 86400, 0}, {time(NULL) - 2 * 86400, 0}};
+  CHECK_INT_EQ(utimensat(AT_FDCWD, p_old, two_days, 0), 0);
+  CHECK_INT_EQ(utimensat(AT_FDCWD, p_busy, two_days, 0), 0);
+  CHECK_INT_EQ(utimensat(AT_FDCWD, p_junk, two_days, 0), 0);
+  /* Someone is resuming the busy one right now: holds its lock. */
+  int lfd = open(l_busy, O_RDWR | O_CREAT, 0644);
+  CHECK(lfd >= 0);
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+  CHECK_INT_EQ(fcntl(lfd, F_OFD_SETLK, &fl), 0);
+  fpull_cache_free(c);
+
+  c = open_cache("c");
+  struct stat st;
+  CHECK(stat(p_old, &st) < 0 && errno == ENOENT);
+  CHECK(stat(p_junk, &st) < 0 && errno == ENOENT);
+  CHECK_INT_EQ(stat(p_young, &st), 0);
+  CHECK_INT_EQ(stat(p_busy, &st), 0);
+  CHECK_INT_EQ(stat(l_busy, &st), 0);
+  close(lfd);
+  fpull_cache_free(c);
+  free(tmp);
+  free(locks);
+}
+
+TEST(tag_records)
+{
+  fpull_cache *c = open_cache("c");
+  fpull_err err = {0};
+  const char *d1 = "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+  const char *d2 = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+  char *got = NULL;
+  CHECK_INT_EQ(fpull_cache_tag_lookup(c, "docker.io/library/ubuntu:latest", &got, &err),
+               FPULL_ENOTFOUND);
+  CHECK_CONTAINS(err.msg, "docker.io/library/ubuntu:latest");
+  CHECK_NULL(got);
+  CHECK_INT_EQ(fpull_cache_tag_record(c, "docker.io/library/ubuntu:latest", d1, &err), 0);
+  CHECK_INT_EQ(fpull_cache_tag_record(c, "127.0.0.1:5000/a/b:v1", d2, &err), 0);
+  CHECK_INT_EQ(fpull_cache_tag_lookup(c, "docker.io/library/ubuntu:latest", &got, &err), 0);
+  CHECK_STR_EQ(got, d1);
+  free(got);
+  CHECK_INT_EQ(fpull_cache_tag_lookup(c, "127.0.0.1:5000/a/b:v1", &got, &err), 0);
+  CHECK_STR_EQ(got, d2);
+  free(got);
+  /* A newer resolution replaces the old one. */
+  CHECK_INT_EQ(fpull_cache_tag_record(c, "docker.io/library/ubuntu:latest", d2, &err), 0);
+  CHECK_INT_EQ(fpull_cache_tag_lookup(c, "docker.io/library/ubuntu:latest", &got, &err), 0);
+  CHECK_STR_EQ(got, d2);
+  free(got);
+  CHECK_INT_EQ(count_entries(c, "tags"), 2);
+  CHECK_INT_EQ(count_entries(c, "tmp"), 0);
+  /* Names with path characters stay inside tags/. */
+  CHECK_INT_EQ(fpull_cache_tag_record(c, "../../../../etc/passwd", d1, &err), 0);
+  CHECK_INT_EQ(count_entries(c, "tags"), 3);
+  CHECK_INT_EQ(fpull_cache_tag_record(c, "x/y:z", "sha256:../../x", &err), FPULL_EINTEGRITY);
+  fpull_cache_free(c);
+
+  /* The records survive a new handle (another run). */
+  c = open_cache("c");
+  CHECK_INT_EQ(fpull_cache_tag_lookup(c, "127.0.0.1:5000/a/b:v1", &got, &err), 0);
+  CHECK_STR_EQ(got, d2);
+  free(got);
+  fpull_cache_free(c);
+}
+
+TEST(resolve_dir_order)
+{
+  struct fpull_config cfg = {0};
+  cfg.cache_dir = "/from/config";
+  setenv("FPULL_CACHE", "/from/env", 1);
+  setenv("XDG_CACHE_HOME", "/xdg", 1);
+  setenv("HOME", "/home/u", 1);
+  char *d = fpull_cache_resolve_dir("/from/cli", &cfg);
+  CHECK_STR_EQ(d, "/from/cli");
+  free(d);
+  d = fpull_cache_resolve_dir(NULL, &cfg);
+  CHECK_STR_EQ(d, "/from/env");
+  free(d);
+  setenv("FPULL_CACHE", "", 1);
+  d = fpull_cache_resolve_dir("", &cfg);
+  CHECK_STR_EQ(d, "/from/config");
+  free(d);
+  cfg.cache_dir = "~/scratch/cache";
+  d = fpull_cache_resolve_dir(NULL, &cfg);
+  CHECK_STR_EQ(d, "/home/u/scratch/cache");
+  free(d);
+  unsetenv("FPULL_CACHE");
+  d = fpull_cache_resolve_dir(NULL, NULL);
+  CHECK_STR_EQ(d, "/xdg/fpull");
+  free(d);
+  /* Relative XDG values are ignored, as the XDG spec says. */
+  setenv("XDG_CACHE_HOME", "relative", 1);
+  d = fpull_cache_resolve_dir(NULL, NULL);
+  CHECK_STR_EQ(d, "/home/u/.cache/fpull");
+  free(d);
+  unsetenv("XDG_CACHE_HOME");
+  d = fpull_cache_resolve_dir(NULL, NULL);
+  CHECK_STR_EQ(d, "/home/u/.cache/fpull");
+  free(d);
+}
