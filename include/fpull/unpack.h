@@ -16,12 +16,20 @@ struct fpull_unpack_opts {
   int resolve_fallback;  /* tests: never use openat2, always the O_NOFOLLOW walk */
   uint64_t max_entries;  /* per layer; 0: default */
   uint64_t max_bytes;    /* uncompressed bytes per layer; 0: default */
+  int unprivileged;      /* tests: behave as a non-root caller even when root */
 };
+
+/* Defaults of the limits above. */
+#define FPULL_UNPACK_MAX_ENTRIES 10000000ull
+#define FPULL_UNPACK_MAX_BYTES (1ull << 40)
 
 struct fpull_unpack_stats {
   uint64_t entries;
   uint64_t devices_skipped;
   uint64_t whiteouts;
+  uint64_t bytes;          /* uncompressed layer bytes read */
+  uint64_t xattrs_skipped; /* not on the allowlist, or refused by the file system */
+  uint64_t owners_failed;  /* as root, where the file system refused chown */
 };
 
 /* Builds the rootfs beside dest (a private staging directory), applies the layers in order

@@ -1,0 +1,478 @@
+/* Writing tar entries into the rootfs (see entry_write.h). Every object is created relative
+ * to a directory fd from the in-root resolver, with O_NOFOLLOW / AT_SYMLINK_NOFOLLOW, and its
+ * metadata is set on the fd we created or with the no-follow *at() variants: never through
+ * a symlink (containerd CVE-2021-32760, libarchive CVE-2021-31566). */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "entry_write.h"
+#include "util.h"
+
+void fp_writer_init(struct fp_writer *w, int rootfd, int force_fallback, int privileged,
+                    struct fpull_unpack_stats *stats)
+{
+  memset(w, 0, sizeof *w);
+  fp_root_init(&w->root, rootfd, force_fallback);
+  w->privileged = privileged;
+  w->stats = stats;
+  w->cache_fd = -1;
+  w->max_file = UINT64_MAX;
+}
+
+void fp_writer_forget(struct fp_writer *w)
+{
+  if (w->cache_fd >= 0)
+    close(w->cache_fd);
+  w->cache_fd = -1;
+  w->cache_path[0] = '\0';
+}
+
+void fp_writer_free(struct fp_writer *w)
+{
+  fp_writer_forget(w);
+  fp_pathset_free(&w->layer);
+  for (size_t i = 0; i < w->n_dirs; i++)
+    free(w->dirs[i].path);
+  free(w->dirs);
+  free(w->dir_index);
+  w->dirs = NULL;
+  w->dir_index = NULL;
+  w->n_dirs = w->cap_dirs = w->dir_index_cap = 0;
+}
+
+void fp_writer_layer_begin(struct fp_writer *w)
+{
+  fp_pathset_clear(&w->layer);
+  fp_writer_forget(w);
+}
+
+static const char *type_name(mode_t t)
+{
+  switch (t) {
+  case AE_IFREG:
+    return "file";
+  case AE_IFDIR:
+    return "directory";
+  case AE_IFLNK:
+    return "symlink";
+  case AE_IFIFO:
+    return "fifo";
+  case AE_IFCHR:
+    return "character device";
+  case AE_IFBLK:
+    return "block device";
+  case AE_IFSOCK:
+    return "socket";
+  default:
+    return "unknown type";
+  }
+}
+
+/* The resolved parent of path; owned by the writer (cached). Missing parents are created. */
+static int get_parent(struct fp_writer *w, const char *path, const char **base)
+{
+  const char *slash = strrchr(path, '/');
+  size_t plen = slash ? (size_t)(slash - path) : 0;
+  *base = slash ? slash + 1 : path;
+  if (w->cache_fd >= 0 && strncmp(w->cache_path, path, plen) == 0 && w->cache_path[plen] == '\0')
+    return w->cache_fd;
+  fp_writer_forget(w);
+  const char *b;
+  int fd = fp_inroot_parent(&w->root, path, 1, &b);
+  if (fd < 0)
+    return -1;
+  memcpy(w->cache_path, path, plen);
+  w->cache_path[plen] = '\0';
+  w->cache_fd = fd;
+  return fd;
+}
+
+/* Tar semantics for an entry landing on an existing name: a directory onto a directory
+ * keeps it (and its content); anything else is removed first, a symlink itself, never
+ * what it points to. Only children of the cached parent are removed, so the cache holds. */
+static int make_room(int dfd, const char *base, int keep_dir, int *kept)
+{
+  struct stat st;
+  if (kept)
+    *kept = 0;
+  if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT ? 0 : -1;
+  if (keep_dir && S_ISDIR(st.st_mode)) {
+    *kept = 1;
+    return 0;
+  }
+  if (S_ISDIR(st.st_mode))
+    return fp_rm_rf_at(dfd, base);
+  return unlinkat(dfd, base, 0) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+static void entry_times(struct archive_entry *e, struct timespec t[2])
+{
+  t[1].tv_sec = archive_entry_mtime(e);
+  t[1].tv_nsec = archive_entry_mtime_nsec(e);
+  if (!archive_entry_mtime_is_set(e)) {
+    t[1].tv_sec = 0;
+    t[1].tv_nsec = UTIME_NOW;
+  }
+  if (archive_entry_atime_is_set(e)) {
+    t[0].tv_sec = archive_entry_atime(e);
+    t[0].tv_nsec = archive_entry_atime_nsec(e);
+  } else {
+    t[0] = t[1];
+  }
+  if (t[0].tv_nsec < 0 || t[0].tv_nsec > 999999999)
+    t[0].tv_nsec = 0;
+  if (t[1].tv_nsec < 0 || (t[1].tv_nsec > 999999999 && t[1].tv_nsec != UTIME_NOW))
+    t[1].tv_nsec = 0;
+}
+
+static void owner_failed(struct fp_writer *w, const char *path)
+{
+  if (!w->stats->owners_failed++)
+    fp_warn("cannot set owners in this rootfs (%s: %s); keeping the caller's", path,
+            strerror(errno));
+}
+
+/* Extended attributes from the allowlist: user.* always, security.capability as root.
+ * trusted.*, system.* (ACLs) and the rest are dropped and counted. */
+static void apply_xattrs(struct fp_writer *w, struct archive_entry *e, int fd)
+{
+  const char *name;
+  const void *value;
+  size_t size;
+  if (archive_entry_xattr_reset(e) == 0)
+    return;
+  while (archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
+    int allowed = strncmp(name, "user.", 5) == 0 ||
+                  (w->privileged && strcmp(name, "security.capability") == 0);
+    if (!allowed || strlen(name) > 255 || size > 65536 || fd < 0 ||
+        fsetxattr(fd, name, value, size, 0) < 0)
+      w->stats->xattrs_skipped++;
+  }
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+  while (n) {
+    ssize_t r = write(fd, p, n);
+    if (r < 0) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+static int write_file(struct fp_writer *w, struct archive *a, struct archive_entry *e,
+                      const char *path, int dfd, const char *base, fpull_err *err)
+{
+  int64_t size = archive_entry_size(e);
+  if (size < 0 || (uint64_t)size > w->max_file)
+    return fpull_err_set(err, FPULL_EUNSAFE, "file size %lld over the layer's limit",
+                         (long long)size);
+  /* Always a new inode: never truncate in place, an existing file may be a hardlink. */
+  cleanup_close int fd =
+      openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    if (make_room(dfd, base, 0, NULL) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "cannot replace: %s", strerror(errno));
+    fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  }
+  if (fd < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot create: %s", strerror(errno));
+
+  const void *buf;
+  size_t len;
+  la_int64_t off;
+  int64_t pos = 0;
+  int r;
+  while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
+    if (off != pos) {
+      /* A sparse entry: leave a hole. */
+      if (off < pos || lseek(fd, off, SEEK_SET) < 0)
+        return fpull_err_set(err, FPULL_EUNSAFE, "bad sparse map");
+      pos = off;
+    }
+    if (write_all(fd, buf, len) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "write: %s", strerror(errno));
+    pos += (int64_t)len;
+  }
+  if (r != ARCHIVE_EOF)
+    return fpull_err_set(err, FPULL_EUNSAFE, "corrupt layer: %s",
+                         archive_error_string(a) ? archive_error_string(a) : "read error");
+  if (pos < size && ftruncate(fd, size) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "truncate: %s", strerror(errno));
+
+  /* Owner before mode (chown clears setuid), xattrs after both (chown drops
+   * security.capability), times last (everything before bumps them). */
+  if (w->privileged && fchown(fd, (uid_t)archive_entry_uid(e), (gid_t)archive_entry_gid(e)) < 0)
+    owner_failed(w, path);
+  if (fchmod(fd, archive_entry_perm(e)) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "chmod: %s", strerror(errno));
+  apply_xattrs(w, e, fd);
+  struct timespec t[2];
+  entry_times(e, t);
+  if (futimens(fd, t) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "set times: %s", strerror(errno));
+  return 0;
+}
+
+static uint64_t path_depth(const char *p)
+{
+  uint64_t d = 1;
+  for (; *p; p++)
+    d += *p == '/';
+  return d;
+}
+
+static size_t str_hash(const char *s)
+{
+  size_t h = 5381;
+  for (; *s; s++)
+    h = h * 33 + (unsigned char)*s;
+  return h;
+}
+
+static void dir_index_put(struct fp_writer *w, size_t i)
+{
+  size_t j = str_hash(w->dirs[i].path) & (w->dir_index_cap - 1);
+  while (w->dir_index[j])
+    j = (j + 1) & (w->dir_index_cap - 1);
+  w->dir_index[j] = i + 1;
+}
+
+static void defer_dir(struct fp_writer *w, const char *path, struct archive_entry *e)
+{
+  struct fp_dirmeta *m = NULL;
+  if (w->dir_index_cap) {
+    size_t j = str_hash(path) & (w->dir_index_cap - 1);
+    for (; w->dir_index[j]; j = (j + 1) & (w->dir_index_cap - 1))
+      if (strcmp(w->dirs[w->dir_index[j] - 1].path, path) == 0) {
+        m = &w->dirs[w->dir_index[j] - 1];
+        break;
+      }
+  }
+  if (!m) {
+    if (w->n_dirs == w->cap_dirs) {
+      w->cap_dirs = w->cap_dirs ? w->cap_dirs * 2 : 256;
+      w->dirs = fp_xrealloc(w->dirs, w->cap_dirs * sizeof *w->dirs);
+    }
+    if ((w->n_dirs + 1) * 2 > w->dir_index_cap) {
+      free(w->dir_index);
+      w->dir_index_cap = w->dir_index_cap ? w->dir_index_cap * 2 : 512;
+      w->dir_index = fp_xcalloc(w->dir_index_cap, sizeof *w->dir_index);
+      for (size_t i = 0; i < w->n_dirs; i++)
+        dir_index_put(w, i);
+    }
+    m = &w->dirs[w->n_dirs];
+    m->path = fp_xstrdup(path);
+    m->depth = path_depth(path);
+    dir_index_put(w, w->n_dirs++);
+  }
+  m->mode = archive_entry_perm(e);
+  m->uid = archive_entry_uid(e);
+  m->gid = archive_entry_gid(e);
+  entry_times(e, m->times);
+}
+
+static int write_dir(struct fp_writer *w, struct archive_entry *e, const char *path, int dfd,
+                     const char *base, fpull_err *err)
+{
+  int kept = 0;
+  /* 0700 while the tree is built, whatever the image says: we must be able to fill it. */
+  if (mkdirat(dfd, base, 0700) < 0) {
+    if (errno != EEXIST || make_room(dfd, base, 1, &kept) < 0 ||
+        (!kept && mkdirat(dfd, base, 0700) < 0))
+      return fpull_err_set(err, FPULL_EFAIL, "cannot create directory: %s", strerror(errno));
+  }
+  if (archive_entry_xattr_count(e)) {
+    cleanup_close int fd = openat(dfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    apply_xattrs(w, e, fd);
+  }
+  defer_dir(w, path, e);
+  return 0;
+}
+
+static int write_symlink(struct fp_writer *w, struct archive_entry *e, const char *path, int dfd,
+                         const char *base, fpull_err *err)
+{
+  const char *target = archive_entry_symlink(e);
+  if (!target || !*target)
+    return fpull_err_set(err, FPULL_EUNSAFE, "symlink with an empty target");
+  if (strlen(target) > FP_PATH_MAX)
+    return fpull_err_set(err, FPULL_EUNSAFE, "symlink target too long");
+  /* Stored verbatim: it is resolved inside the rootfs when something goes through it. */
+  if (symlinkat(target, dfd, base) < 0) {
+    if (errno != EEXIST || make_room(dfd, base, 0, NULL) < 0 || symlinkat(target, dfd, base) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "cannot create symlink: %s", strerror(errno));
+  }
+  if (w->privileged && fchownat(dfd, base, (uid_t)archive_entry_uid(e), (gid_t)archive_entry_gid(e),
+                                AT_SYMLINK_NOFOLLOW) < 0)
+    owner_failed(w, path);
+  if (archive_entry_xattr_count(e))
+    w->stats->xattrs_skipped += (uint64_t)archive_entry_xattr_count(e);
+  struct timespec t[2];
+  entry_times(e, t);
+  (void)utimensat(dfd, base, t, AT_SYMLINK_NOFOLLOW);
+  return 0;
+}
+
+static int write_hardlink(struct fp_writer *w, struct archive_entry *e, const char *path,
+                          fpull_err *err)
+{
+  char target[FP_PATH_MAX + 1];
+  const char *why;
+  if (fp_path_clean(archive_entry_hardlink(e), target, &why) < 0)
+    return fpull_err_set(err, FPULL_EUNSAFE, "hardlink target: %s", why);
+  if (!*target)
+    return fpull_err_set(err, FPULL_EUNSAFE, "hardlink to the root directory");
+  if (strcmp(target, path) == 0)
+    return fpull_err_set(err, FPULL_EUNSAFE, "hardlink to itself");
+  /* The target's directories are followed inside the root, its last component is not: a
+   * hardlink to a symlink links the symlink. */
+  const char *sbase;
+  cleanup_close int sfd = fp_inroot_parent(&w->root, target, 0, &sbase);
+  struct stat sst;
+  if (sfd < 0 || fstatat(sfd, sbase, &sst, AT_SYMLINK_NOFOLLOW) < 0)
+    return fpull_err_set(err, FPULL_EUNSAFE, "hardlink target does not exist: %s", strerror(errno));
+  if (S_ISDIR(sst.st_mode))
+    return fpull_err_set(err, FPULL_EUNSAFE, "hardlink to a directory");
+  const char *base;
+  int dfd = get_parent(w, path, &base);
+  if (dfd < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot resolve parent: %s", strerror(errno));
+  struct stat dst;
+  if (fstatat(dfd, base, &dst, AT_SYMLINK_NOFOLLOW) == 0 && dst.st_dev == sst.st_dev &&
+      dst.st_ino == sst.st_ino)
+    return 0;
+  if (make_room(dfd, base, 0, NULL) < 0 || linkat(sfd, sbase, dfd, base, 0) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot link: %s", strerror(errno));
+  return 0;
+}
+
+static int write_node(struct fp_writer *w, struct archive_entry *e, const char *path, int dfd,
+                      const char *base, fpull_err *err)
+{
+  mode_t type = archive_entry_filetype(e);
+  dev_t dev = 0;
+  if (type != AE_IFIFO) {
+    unsigned long maj = (unsigned long)archive_entry_rdevmajor(e);
+    unsigned long min = (unsigned long)archive_entry_rdevminor(e);
+    /* Linux device numbers: 12-bit major, 20-bit minor. */
+    if (maj >= (1ul << 12) || min >= (1ul << 20))
+      return fpull_err_set(err, FPULL_EUNSAFE, "device number %lu:%lu out of range", maj, min);
+    if (!w->privileged) {
+      w->stats->devices_skipped++;
+      return 0;
+    }
+    dev = makedev(maj, min);
+  }
+  mode_t mode = (type == AE_IFIFO ? S_IFIFO : type == AE_IFCHR ? S_IFCHR : S_IFBLK) | 0600;
+  if (mknodat(dfd, base, mode, dev) < 0) {
+    if (errno != EEXIST || make_room(dfd, base, 0, NULL) < 0 || mknodat(dfd, base, mode, dev) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "cannot create %s: %s", type_name(type),
+                           strerror(errno));
+  }
+  if (w->privileged && fchownat(dfd, base, (uid_t)archive_entry_uid(e), (gid_t)archive_entry_gid(e),
+                                AT_SYMLINK_NOFOLLOW) < 0)
+    owner_failed(w, path);
+  /* glibc does AT_SYMLINK_NOFOLLOW through an O_PATH fd: it refuses symlinks. Opening a
+   * device to fchmod it could have side effects. */
+  if (fchmodat(dfd, base, archive_entry_perm(e), AT_SYMLINK_NOFOLLOW) < 0 && errno != EOPNOTSUPP)
+    return fpull_err_set(err, FPULL_EFAIL, "chmod: %s", strerror(errno));
+  struct timespec t[2];
+  entry_times(e, t);
+  (void)utimensat(dfd, base, t, AT_SYMLINK_NOFOLLOW);
+  return 0;
+}
+
+int fp_entry_write(struct fp_writer *w, struct archive *a, struct archive_entry *e,
+                   const char *path, fpull_err *err)
+{
+  mode_t type = archive_entry_filetype(e);
+  const char *hl = archive_entry_hardlink(e);
+  int64_t uid = archive_entry_uid(e), gid = archive_entry_gid(e);
+  /* Numeric ids only (no NSS lookups); (uid_t)-1 would mean "leave unchanged". */
+  if (uid < 0 || gid < 0 || uid >= UINT32_MAX || gid >= UINT32_MAX)
+    return fpull_err_set(err, FPULL_EUNSAFE, "invalid owner %lld:%lld", (long long)uid,
+                         (long long)gid);
+  if (!*path) {
+    /* The root keeps its type and its private mode (umoci CVE-2021-29136). */
+    if (hl || type != AE_IFDIR)
+      return fpull_err_set(err, FPULL_EUNSAFE,
+                           "refusing to change the type of the rootfs root (entry is a %s)",
+                           hl ? "hardlink" : type_name(type));
+    return 0;
+  }
+  int rc;
+  if (hl) {
+    rc = write_hardlink(w, e, path, err);
+  } else {
+    if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK && type != AE_IFIFO &&
+        type != AE_IFCHR && type != AE_IFBLK)
+      return fpull_err_set(err, FPULL_EUNSAFE, "unsupported entry type (%s)", type_name(type));
+    const char *base;
+    int dfd = get_parent(w, path, &base);
+    if (dfd < 0)
+      return fpull_err_set(err, errno == ELOOP ? FPULL_EUNSAFE : FPULL_EFAIL,
+                           "cannot resolve parent directory: %s", strerror(errno));
+    switch (type) {
+    case AE_IFREG:
+      rc = write_file(w, a, e, path, dfd, base, err);
+      break;
+    case AE_IFDIR:
+      rc = write_dir(w, e, path, dfd, base, err);
+      break;
+    case AE_IFLNK:
+      rc = write_symlink(w, e, path, dfd, base, err);
+      break;
+    default:
+      rc = write_node(w, e, path, dfd, base, err);
+      break;
+    }
+  }
+  if (rc == 0)
+    fp_pathset_add(&w->layer, path);
+  return rc;
+}
+
+static int by_depth_desc(const void *a, const void *b)
+{
+  const struct fp_dirmeta *x = a, *y = b;
+  return x->depth < y->depth ? 1 : x->depth > y->depth ? -1 : 0;
+}
+
+int fp_writer_finish(struct fp_writer *w, fpull_err *err)
+{
+  fp_writer_forget(w);
+  free(w->dir_index);
+  w->dir_index = NULL;
+  w->dir_index_cap = 0;
+  qsort(w->dirs, w->n_dirs, sizeof *w->dirs, by_depth_desc);
+  for (size_t i = 0; i < w->n_dirs; i++) {
+    struct fp_dirmeta *m = &w->dirs[i];
+    cleanup_close int pfd = fp_inroot_open(&w->root, m->path, 1);
+    struct stat st;
+    /* Replaced by a later entry (a file, a symlink) or removed by a whiteout: skip. */
+    if (pfd < 0 || fstat(pfd, &st) < 0 || !S_ISDIR(st.st_mode))
+      continue;
+    cleanup_close int fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "%s: cannot open directory: %s", m->path,
+                           strerror(errno));
+    if (w->privileged && fchown(fd, (uid_t)m->uid, (gid_t)m->gid) < 0)
+      owner_failed(w, m->path);
+    if (fchmod(fd, m->mode) < 0 || futimens(fd, m->times) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "%s: cannot set mode or times: %s", m->path,
+                           strerror(errno));
+  }
+  return 0;
+}

@@ -1,0 +1,62 @@
+/* Writing one tar entry into the rootfs, through the in-root resolver: the only code that
+ * creates, replaces or changes metadata of files in a rootfs being built. */
+#ifndef FP_ENTRY_WRITE_H
+#define FP_ENTRY_WRITE_H
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "fpull/unpack.h"
+#include "inroot.h"
+#include "whiteout.h"
+
+struct fp_dirmeta {
+  char *path; /* cleaned, logical */
+  mode_t mode;
+  int64_t uid, gid;
+  struct timespec times[2];
+  size_t depth;
+};
+
+struct fp_writer {
+  struct fp_root root;
+  int privileged;    /* owners, devices, security.capability */
+  uint64_t max_file; /* largest (apparent) file size accepted */
+  struct fpull_unpack_stats *stats;
+  struct fp_pathset layer; /* what the current layer wrote, for its whiteouts */
+
+  /* The parent directory of the last entry: most entries share it. Dropped whenever
+   * anything is removed, so a replaced directory is never written through. */
+  char cache_path[FP_PATH_MAX + 1];
+  int cache_fd;
+
+  /* Directory modes, owners and times, applied once all layers are in, deepest first:
+   * writing into a directory changes its times, and its mode may forbid writing. */
+  struct fp_dirmeta *dirs;
+  size_t n_dirs, cap_dirs;
+  size_t *dir_index; /* open addressing over dirs, by path: a later layer's entry wins */
+  size_t dir_index_cap;
+};
+
+void fp_writer_init(struct fp_writer *w, int rootfd, int force_fallback, int privileged,
+                    struct fpull_unpack_stats *stats);
+void fp_writer_free(struct fp_writer *w);
+/* A new layer starts: its own paths are forgotten. */
+void fp_writer_layer_begin(struct fp_writer *w);
+
+/* Writes the entry e (its data read from a) at cleaned path. Errors: FPULL_EUNSAFE for
+ * entries that cannot be written safely or are invalid (message names the reason, the
+ * caller adds the entry), FPULL_EFAIL for I/O failures. */
+int fp_entry_write(struct fp_writer *w, struct archive *a, struct archive_entry *e,
+                   const char *path, fpull_err *err);
+
+/* Applies the deferred directory metadata. */
+int fp_writer_finish(struct fp_writer *w, fpull_err *err);
+
+/* Drops the cached parent fd (call after removing anything behind the writer's back). */
+void fp_writer_forget(struct fp_writer *w);
+
+#endif

@@ -1,0 +1,292 @@
+/* Layer blobs as uncompressed tar streams (see layer_stream.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+#ifdef FPULL_HAVE_ISAL
+#include <isa-l/igzip_lib.h>
+#endif
+
+#include "layer_stream.h"
+#include "util.h"
+
+#define IN_SIZE (256 * 1024)
+#define OUT_SIZE (1024 * 1024)
+
+struct fp_layer_stream {
+  int fd;
+  int comp;
+  uint64_t max, total;
+  unsigned char *in, *out;
+  size_t in_len, in_pos;
+  int in_eof, eof, failed;
+  EVP_MD_CTX *md;
+#ifdef FPULL_HAVE_ISAL
+  struct inflate_state *inf;
+#endif
+  ZSTD_DStream *zd;
+  size_t zret;
+  fpull_err err;
+};
+
+int fp_layer_media_compression(const char *media_type)
+{
+  static const struct {
+    const char *mt;
+    int comp;
+  } types[] = {
+      {"application/vnd.oci.image.layer.v1.tar", FP_COMP_NONE},
+      {"application/vnd.oci.image.layer.v1.tar+gzip", FP_COMP_GZIP},
+      {"application/vnd.oci.image.layer.v1.tar+zstd", FP_COMP_ZSTD},
+      {"application/vnd.oci.image.layer.nondistributable.v1.tar", FP_COMP_NONE},
+      {"application/vnd.oci.image.layer.nondistributable.v1.tar+gzip", FP_COMP_GZIP},
+      {"application/vnd.oci.image.layer.nondistributable.v1.tar+zstd", FP_COMP_ZSTD},
+      {"application/vnd.docker.image.rootfs.diff.tar", FP_COMP_NONE},
+      {"application/vnd.docker.image.rootfs.diff.tar.gzip", FP_COMP_GZIP},
+      {"application/vnd.docker.image.rootfs.diff.tar.zstd", FP_COMP_ZSTD},
+  };
+  for (size_t i = 0; media_type && i < sizeof types / sizeof *types; i++)
+    if (strcmp(media_type, types[i].mt) == 0)
+      return types[i].comp;
+  return -1;
+}
+
+static ssize_t fail(struct fp_layer_stream *s, int code, const char *msg, const char *detail)
+{
+  if (!s->failed)
+    fpull_err_set(&s->err, code, "%s%s%s", msg, detail ? ": " : "", detail ? detail : "");
+  s->failed = 1;
+  return -1;
+}
+
+/* 1 when input is available, 0 at the end of the blob, -1 on error. */
+static int fill_in(struct fp_layer_stream *s)
+{
+  if (s->in_pos < s->in_len)
+    return 1;
+  if (s->in_eof)
+    return 0;
+  for (;;) {
+    ssize_t r = read(s->fd, s->in, IN_SIZE);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return (int)fail(s, FPULL_EFAIL, "cannot read layer blob", strerror(errno));
+    s->in_len = (size_t)r;
+    s->in_pos = 0;
+    if (!r)
+      s->in_eof = 1;
+    return r > 0;
+  }
+}
+
+#ifdef FPULL_HAVE_ISAL
+static ssize_t produce_gzip(struct fp_layer_stream *s)
+{
+  for (;;) {
+    if (s->inf->block_state == ISAL_BLOCK_FINISH) {
+      /* gzip allows several members one after the other; anything else after a member
+       * (padding, junk) is refused, as Go's gzip reader does. */
+      int more = fill_in(s);
+      if (more <= 0)
+        return more;
+      isal_inflate_reset(s->inf);
+      s->inf->crc_flag = ISAL_GZIP;
+    }
+    if (fill_in(s) < 0)
+      return -1;
+    s->inf->next_in = s->in + s->in_pos;
+    s->inf->avail_in = (uint32_t)(s->in_len - s->in_pos);
+    s->inf->next_out = s->out;
+    s->inf->avail_out = OUT_SIZE;
+    int r = isal_inflate(s->inf);
+    s->in_pos = s->in_len - s->inf->avail_in;
+    if (r < 0)
+      return fail(s, FPULL_EUNSAFE, "corrupt gzip layer",
+                  r == ISAL_INCORRECT_CHECKSUM ? "bad checksum" : "invalid data");
+    size_t n = OUT_SIZE - s->inf->avail_out;
+    if (n)
+      return (ssize_t)n;
+    if (s->inf->block_state != ISAL_BLOCK_FINISH && s->in_pos == s->in_len && s->in_eof)
+      return fail(s, FPULL_EUNSAFE, "corrupt gzip layer", "truncated");
+  }
+}
+#endif
+
+static ssize_t produce_zstd(struct fp_layer_stream *s)
+{
+  for (;;) {
+    if (fill_in(s) < 0)
+      return -1;
+    ZSTD_inBuffer ib = {s->in, s->in_len, s->in_pos};
+    ZSTD_outBuffer ob = {s->out, OUT_SIZE, 0};
+    size_t r = ZSTD_decompressStream(s->zd, &ob, &ib);
+    s->in_pos = ib.pos;
+    if (ZSTD_isError(r))
+      return fail(s, FPULL_EUNSAFE, "corrupt zstd layer", ZSTD_getErrorName(r));
+    s->zret = r;
+    if (ob.pos)
+      return (ssize_t)ob.pos;
+    if (s->in_pos == s->in_len && s->in_eof) {
+      if (s->zret)
+        return fail(s, FPULL_EUNSAFE, "corrupt zstd layer", "truncated");
+      return 0;
+    }
+  }
+}
+
+static ssize_t produce_plain(struct fp_layer_stream *s)
+{
+  for (;;) {
+    ssize_t r = read(s->fd, s->out, OUT_SIZE);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return fail(s, FPULL_EFAIL, "cannot read layer blob", strerror(errno));
+    return r;
+  }
+}
+
+/* Next piece of the uncompressed stream in s->out: its length, 0 at the end, -1 on error. */
+static ssize_t produce(struct fp_layer_stream *s)
+{
+  if (s->failed)
+    return -1;
+  if (s->eof)
+    return 0;
+  ssize_t n;
+  switch (s->comp) {
+#ifdef FPULL_HAVE_ISAL
+  case FP_COMP_GZIP:
+    n = produce_gzip(s);
+    break;
+#endif
+  case FP_COMP_ZSTD:
+    n = produce_zstd(s);
+    break;
+  default:
+    n = produce_plain(s);
+    break;
+  }
+  if (n == 0)
+    s->eof = 1;
+  if (n <= 0)
+    return n;
+  s->total += (uint64_t)n;
+  if (s->total > s->max) {
+    char lim[64];
+    snprintf(lim, sizeof lim, "%llu bytes", (unsigned long long)s->max);
+    return fail(s, FPULL_EUNSAFE, "layer exceeds the limit on uncompressed size", lim);
+  }
+  if (EVP_DigestUpdate(s->md, s->out, (size_t)n) != 1)
+    return fail(s, FPULL_EFAIL, "sha256 failed", NULL);
+  return n;
+}
+
+int fp_layer_stream_open(struct fp_layer_stream **out, const char *path, int compression,
+                         uint64_t max_bytes, fpull_err *err)
+{
+#ifndef FPULL_HAVE_ISAL
+  if (compression == FP_COMP_GZIP)
+    return fpull_err_set(err, FPULL_EUNSAFE, "gzip layers need ISA-L, not built in");
+#endif
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot open layer blob %s: %s", path, strerror(errno));
+  struct fp_layer_stream *s = fp_xcalloc(1, sizeof *s);
+  s->fd = fd;
+  s->comp = compression;
+  s->max = max_bytes;
+  s->out = fp_xmalloc(OUT_SIZE);
+  if (compression != FP_COMP_NONE)
+    s->in = fp_xmalloc(IN_SIZE);
+  s->md = EVP_MD_CTX_new();
+  if (!s->md || EVP_DigestInit_ex(s->md, EVP_sha256(), NULL) != 1)
+    abort();
+#ifdef FPULL_HAVE_ISAL
+  if (compression == FP_COMP_GZIP) {
+    s->inf = fp_xcalloc(1, sizeof *s->inf);
+    isal_inflate_init(s->inf);
+    s->inf->crc_flag = ISAL_GZIP;
+  }
+#endif
+  if (compression == FP_COMP_ZSTD) {
+    s->zd = ZSTD_createDStream();
+    if (!s->zd)
+      abort();
+    ZSTD_initDStream(s->zd);
+  }
+  *out = s;
+  return 0;
+}
+
+void fp_layer_stream_close(struct fp_layer_stream *s)
+{
+  if (!s)
+    return;
+  close(s->fd);
+  free(s->in);
+  free(s->out);
+  EVP_MD_CTX_free(s->md);
+#ifdef FPULL_HAVE_ISAL
+  free(s->inf);
+#endif
+  ZSTD_freeDStream(s->zd);
+  free(s);
+}
+
+static la_ssize_t read_cb(struct archive *a, void *ud, const void **buf)
+{
+  struct fp_layer_stream *s = ud;
+  ssize_t n = produce(s);
+  if (n < 0) {
+    archive_set_error(a, EIO, "%s", s->err.msg);
+    return -1;
+  }
+  *buf = s->out;
+  return n;
+}
+
+struct archive *fp_layer_stream_archive(struct fp_layer_stream *s, fpull_err *err)
+{
+  struct archive *a = archive_read_new();
+  if (!a)
+    abort();
+  /* Tar only (ustar, pax, GNU): the other readers carry a steady stream of CVEs. */
+  if (archive_read_support_format_tar(a) != ARCHIVE_OK ||
+      archive_read_support_format_gnutar(a) != ARCHIVE_OK ||
+      archive_read_open(a, s, NULL, read_cb, NULL) != ARCHIVE_OK) {
+    fpull_err_set(err, s->failed ? s->err.code : FPULL_EUNSAFE, "corrupt layer: %s",
+                  s->failed ? s->err.msg : archive_error_string(a));
+    archive_read_free(a);
+    return NULL;
+  }
+  return a;
+}
+
+const fpull_err *fp_layer_stream_error(const struct fp_layer_stream *s)
+{
+  return s->failed ? &s->err : NULL;
+}
+
+int fp_layer_stream_finish(struct fp_layer_stream *s, char diff_id[72], fpull_err *err)
+{
+  ssize_t n;
+  while ((n = produce(s)) > 0)
+    ;
+  if (n < 0)
+    return fpull_err_set(err, s->err.code, "%s", s->err.msg);
+  unsigned char md[32];
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(s->md, md, &len) != 1 || len != 32)
+    return fpull_err_set(err, FPULL_EFAIL, "sha256 failed");
+  fp_digest_format(diff_id, md);
+  return 0;
+}
+
+uint64_t fp_layer_stream_bytes(const struct fp_layer_stream *s)
+{
+  return s->total;
+}

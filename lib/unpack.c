@@ -1,0 +1,364 @@
+/* Building a rootfs from layers (contract, "Rootfs"): a private staging directory beside
+ * DEST, the layers applied in order through entry_write/whiteout, then one rename. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "entry_write.h"
+#include "fpull/unpack.h"
+#include "inroot.h"
+#include "layer_stream.h"
+#include "util.h"
+#include "whiteout.h"
+
+#define STAGING_TAG ".fpull-staging-"
+/* Room for ".", the tag and a random suffix within NAME_MAX. */
+#define STAGING_BASE_MAX 200
+
+/* Entry names in messages: printable ASCII as is, everything else as \xHH, cut when long. */
+static void escape_name(char *out, size_t cap, const char *in)
+{
+  size_t o = 0;
+  for (; *in && o + 8 < cap; in++) {
+    unsigned char c = (unsigned char)*in;
+    if (c >= 0x20 && c < 0x7f && c != '\\')
+      out[o++] = (char)c;
+    else
+      o += (size_t)snprintf(out + o, cap - o, "\\x%02x", c);
+  }
+  if (*in && o + 4 <= cap) {
+    memcpy(out + o, "...", 3);
+    o += 3;
+  }
+  out[o] = '\0';
+}
+
+static int apply_layer(struct fp_writer *w, const struct fpull_layer *layer, uint64_t max_entries,
+                       uint64_t max_bytes, struct fpull_unpack_stats *stats, fpull_err *err)
+{
+  int comp = fp_layer_media_compression(layer->media_type);
+  if (comp < 0)
+    return fpull_err_set(err, FPULL_EUNSAFE, "unsupported layer media type %s",
+                         layer->media_type ? layer->media_type : "(none)");
+  struct fp_layer_stream *s = NULL;
+  int rc = fp_layer_stream_open(&s, layer->path, comp, max_bytes, err);
+  if (rc)
+    return rc;
+  struct archive *a = fp_layer_stream_archive(s, err);
+  if (!a) {
+    fp_layer_stream_close(s);
+    return err ? err->code : FPULL_EUNSAFE;
+  }
+  fp_writer_layer_begin(w);
+  uint64_t count = 0;
+  char shown[320];
+  for (;;) {
+    struct archive_entry *e;
+    int r = archive_read_next_header(a, &e);
+    if (r == ARCHIVE_EOF)
+      break;
+    if (r != ARCHIVE_OK) {
+      /* ARCHIVE_WARN too: libarchive warns when it could not convert a name, and a name
+       * it had to guess at is not one to write. */
+      const fpull_err *se = fp_layer_stream_error(s);
+      rc = se ? fpull_err_set(err, se->code, "%s", se->msg)
+              : fpull_err_set(err, FPULL_EUNSAFE, "corrupt layer: %s",
+                              archive_error_string(a) ? archive_error_string(a) : "bad header");
+      goto out;
+    }
+    if (++count > max_entries) {
+      rc = fpull_err_set(err, FPULL_EUNSAFE, "more than %llu entries in the layer",
+                         (unsigned long long)max_entries);
+      goto out;
+    }
+    stats->entries++;
+    const char *name = archive_entry_pathname(e);
+    if (!name) {
+      rc = fpull_err_set(err, FPULL_EUNSAFE, "entry without a usable name");
+      goto out;
+    }
+    escape_name(shown, sizeof shown, name);
+    char clean[FP_PATH_MAX + 1];
+    const char *why;
+    if (fp_path_clean(name, clean, &why) < 0) {
+      rc = fpull_err_set(err, FPULL_EUNSAFE, "entry %s: %s", shown, why);
+      goto out;
+    }
+    char *slash = strrchr(clean, '/');
+    const char *base = slash ? slash + 1 : clean, *target = NULL;
+    int kind = fp_whiteout_kind(base, &target);
+    if (kind == FP_WH_INVALID) {
+      rc = fpull_err_set(err, FPULL_EUNSAFE, "entry %s: invalid whiteout name", shown);
+      goto out;
+    }
+    if (kind != FP_WH_NONE) {
+      if (kind == FP_WH_META)
+        continue;
+      char dir[FP_PATH_MAX + 1];
+      size_t dlen = slash ? (size_t)(slash - clean) : 0;
+      memcpy(dir, clean, dlen);
+      dir[dlen] = '\0';
+      /* Removal may take away directories the writer has cached. */
+      fp_writer_forget(w);
+      int wr = kind == FP_WH_OPAQUE_DIR ? fp_opaque_apply(&w->root, &w->layer, dir)
+                                        : fp_whiteout_apply(&w->root, &w->layer, dir, target);
+      if (wr < 0) {
+        rc = fpull_err_set(err, errno == ELOOP ? FPULL_EUNSAFE : FPULL_EFAIL,
+                           "entry %s: cannot apply whiteout: %s", shown, strerror(errno));
+        goto out;
+      }
+      stats->whiteouts++;
+      continue;
+    }
+    rc = fp_entry_write(w, a, e, clean, err);
+    if (rc) {
+      const fpull_err *se = fp_layer_stream_error(s);
+      if (se)
+        fpull_err_set(err, se->code, "%s", se->msg);
+      rc = fpull_err_prefix(err, "entry %s", shown);
+      goto out;
+    }
+  }
+  char diff_id[72];
+  rc = fp_layer_stream_finish(s, diff_id, err);
+  if (!rc && layer->diff_id && strcmp(diff_id, layer->diff_id) != 0)
+    rc = fpull_err_set(err, FPULL_EINTEGRITY,
+                       "DiffID mismatch: the config says %s, the content is %s", layer->diff_id,
+                       diff_id);
+  stats->bytes += fp_layer_stream_bytes(s);
+out:
+  archive_read_free(a);
+  fp_layer_stream_close(s);
+  return rc;
+}
+
+static int build(int sfd, const struct fpull_layer *layers, size_t n,
+                 const struct fpull_unpack_opts *o, struct fpull_unpack_stats *stats,
+                 fpull_err *err)
+{
+  struct fp_writer w;
+  uint64_t max_entries = o->max_entries ? o->max_entries : FPULL_UNPACK_MAX_ENTRIES;
+  uint64_t max_bytes = o->max_bytes ? o->max_bytes : FPULL_UNPACK_MAX_BYTES;
+  fp_writer_init(&w, sfd, o->resolve_fallback, geteuid() == 0 && !o->unprivileged, stats);
+  w.max_file = max_bytes;
+  /* libarchive converts names to the locale's charset; a UTF-8 locale of our own keeps the
+   * bytes as they are whatever LANG the job runs with. */
+  locale_t loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+  locale_t old = loc ? uselocale(loc) : (locale_t)0;
+  int rc = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    rc = apply_layer(&w, &layers[i], max_entries, max_bytes, stats, err);
+    if (rc)
+      fpull_err_prefix(err, "layer %s", layers[i].digest ? layers[i].digest : layers[i].path);
+  }
+  if (!rc)
+    rc = fp_writer_finish(&w, err);
+  if (loc) {
+    uselocale(old);
+    freelocale(loc);
+  }
+  fp_writer_free(&w);
+  if (!rc && stats->devices_skipped)
+    fp_warn("%llu device node(s) skipped: creating them needs root",
+            (unsigned long long)stats->devices_skipped);
+  if (!rc && stats->xattrs_skipped)
+    fp_debug("%llu extended attribute(s) not restored (not allowed or not supported)",
+             (unsigned long long)stats->xattrs_skipped);
+  return rc;
+}
+
+static void staging_prefix(char *out, size_t cap, const char *base)
+{
+  snprintf(out, cap, ".%.*s" STAGING_TAG, STAGING_BASE_MAX, base);
+}
+
+/* Staging directories of earlier runs that were killed: each live run holds a lock on its
+ * own, so an unlocked one is garbage. */
+static void remove_leftovers(int pfd, const char *base)
+{
+  char prefix[NAME_MAX + 1];
+  staging_prefix(prefix, sizeof prefix, base);
+  size_t plen = strlen(prefix);
+  int rfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = rfd >= 0 ? fdopendir(rfd) : NULL;
+  if (!d) {
+    if (rfd >= 0)
+      close(rfd);
+    return;
+  }
+  cleanup_strv char **names = NULL;
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (strncmp(de->d_name, prefix, plen) == 0)
+      names = fp_strv_push(names, de->d_name);
+  closedir(d);
+  for (size_t i = 0; names && names[i]; i++) {
+    struct stat st;
+    if (fstatat(pfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid != geteuid())
+      continue;
+    cleanup_close int fd =
+        S_ISDIR(st.st_mode) ? openat(pfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                            : -1;
+    if (S_ISDIR(st.st_mode) && (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0))
+      continue;
+    fp_debug("removing %s left by an earlier run", names[i]);
+    if (fp_rm_rf_at(pfd, names[i]) < 0)
+      fp_warn("cannot remove %s left by an earlier run: %s", names[i], strerror(errno));
+  }
+}
+
+/* Creates a new staging directory (0700, locked) in pfd; its name goes to name. */
+static int make_staging(int pfd, const char *base, char *name, size_t cap, fpull_err *err)
+{
+  static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  char prefix[NAME_MAX + 1];
+  staging_prefix(prefix, sizeof prefix, base);
+  for (int attempt = 0; attempt < 100; attempt++) {
+    unsigned char rnd[8];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+      for (size_t i = 0; i < sizeof rnd; i++)
+        rnd[i] = (unsigned char)(rand() ^ getpid());
+    char suffix[sizeof rnd + 1];
+    for (size_t i = 0; i < sizeof rnd; i++)
+      suffix[i] = alphabet[rnd[i] % (sizeof alphabet - 1)];
+    suffix[sizeof rnd] = '\0';
+    snprintf(name, cap, "%s%s", prefix, suffix);
+    if (mkdirat(pfd, name, 0700) == 0) {
+      int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0 || flock(fd, LOCK_EX) < 0 || fchmod(fd, 0700) < 0) {
+        int saved = errno;
+        if (fd >= 0)
+          close(fd);
+        fp_rm_rf_at(pfd, name);
+        return fpull_err_set(err, FPULL_EFAIL, "cannot set up %s: %s", name, strerror(saved)), -1;
+      }
+      return fd;
+    }
+    if (errno != EEXIST)
+      return fpull_err_set(err, FPULL_EFAIL, "cannot create a staging directory beside %s: %s",
+                           base, strerror(errno)),
+             -1;
+  }
+  return fpull_err_set(err, FPULL_EFAIL, "cannot create a staging directory beside %s", base), -1;
+}
+
+/* DEST must be ours to replace: never a symlink, never another user's. */
+static int check_dest(int pfd, const char *base, const char *dest, int force, int *exists,
+                      fpull_err *err)
+{
+  struct stat st;
+  *exists = 0;
+  if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+    if (errno == ENOENT)
+      return 0;
+    return fpull_err_set(err, FPULL_EFAIL, "%s: %s", dest, strerror(errno));
+  }
+  *exists = 1;
+  if (S_ISLNK(st.st_mode))
+    return fpull_err_set(err, FPULL_EFAIL, "%s is a symlink; refusing to replace it", dest);
+  if (st.st_uid != geteuid())
+    return fpull_err_set(err, FPULL_EFAIL,
+                         "%s belongs to uid %u, not to us; refusing to replace it", dest,
+                         (unsigned)st.st_uid);
+  if (!S_ISDIR(st.st_mode))
+    return fpull_err_set(err, FPULL_EFAIL, "%s exists and is not a directory", dest);
+  if (!force)
+    return fpull_err_set(err, FPULL_EFAIL, "%s already exists (--force replaces it)", dest);
+  return 0;
+}
+
+static int publish(int pfd, const char *sname, const char *base, const char *dest, int exists,
+                   fpull_err *err)
+{
+  if (!exists) {
+    if (renameat2(pfd, sname, pfd, base, RENAME_NOREPLACE) == 0)
+      return 0;
+    if (errno == EEXIST)
+      return fpull_err_set(err, FPULL_EFAIL, "%s appeared while unpacking; not replacing it", dest);
+    if (errno != EINVAL && errno != ENOSYS)
+      return fpull_err_set(err, FPULL_EFAIL, "cannot rename into %s: %s", dest, strerror(errno));
+    if (renameat(pfd, sname, pfd, base) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "cannot rename into %s: %s", dest, strerror(errno));
+    return 0;
+  }
+  /* One atomic swap: DEST is the old rootfs, then the new one, never missing. The old one
+   * leaves under the staging name (removed below, or by the next run if we die first). */
+  if (renameat2(pfd, sname, pfd, base, RENAME_EXCHANGE) < 0) {
+    if (errno != EINVAL && errno != ENOSYS)
+      return fpull_err_set(err, FPULL_EFAIL, "cannot replace %s: %s", dest, strerror(errno));
+    char old[600];
+    snprintf(old, sizeof old, "%sold", sname);
+    if (renameat(pfd, base, pfd, old) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "cannot move %s aside: %s", dest, strerror(errno));
+    if (renameat(pfd, sname, pfd, base) < 0) {
+      int saved = errno;
+      (void)renameat(pfd, old, pfd, base);
+      return fpull_err_set(err, FPULL_EFAIL, "cannot rename into %s: %s", dest, strerror(saved));
+    }
+    if (fp_rm_rf_at(pfd, old) < 0)
+      fp_warn("cannot remove the old %s: %s", dest, strerror(errno));
+    return 0;
+  }
+  if (fp_rm_rf_at(pfd, sname) < 0)
+    fp_warn("cannot remove the old %s: %s", dest, strerror(errno));
+  return 0;
+}
+
+int fpull_unpack_rootfs(const char *dest, const struct fpull_layer *layers, size_t n,
+                        const struct fpull_unpack_opts *opts, struct fpull_unpack_stats *stats,
+                        fpull_err *err)
+{
+  struct fpull_unpack_opts o = {0};
+  struct fpull_unpack_stats local;
+  if (opts)
+    o = *opts;
+  if (!stats)
+    stats = &local;
+  memset(stats, 0, sizeof *stats);
+  if (!dest || !*dest)
+    return fpull_err_set(err, FPULL_EFAIL, "no destination directory");
+
+  cleanup_free char *d = fp_xstrdup(dest);
+  size_t len = strlen(d);
+  while (len > 1 && d[len - 1] == '/')
+    d[--len] = '\0';
+  char *slash = strrchr(d, '/');
+  const char *base = slash ? slash + 1 : d;
+  const char *parent = slash ? (slash == d ? "/" : d) : ".";
+  if (slash)
+    *slash = '\0';
+  if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+    return fpull_err_set(err, FPULL_EFAIL, "%s: the destination must name a directory to create",
+                         dest);
+  if (fp_mkdir_p(parent, 0755) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot create %s: %s", parent, strerror(errno));
+  cleanup_close int pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (pfd < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot open %s: %s", parent, strerror(errno));
+
+  remove_leftovers(pfd, base);
+  int exists, rc = check_dest(pfd, base, dest, o.force, &exists, err);
+  if (rc)
+    return rc;
+  char sname[512];
+  cleanup_close int sfd = make_staging(pfd, base, sname, sizeof sname, err);
+  if (sfd < 0)
+    return err ? err->code : FPULL_EFAIL;
+  rc = build(sfd, layers, n, &o, stats, err);
+  /* DEST may have changed while we worked: check again right before the swap. */
+  if (!rc && exists)
+    rc = check_dest(pfd, base, dest, 1, &exists, err);
+  if (!rc)
+    rc = publish(pfd, sname, base, dest, exists, err);
+  if (rc && fp_rm_rf_at(pfd, sname) < 0)
+    fp_warn("cannot remove %s: %s", sname, strerror(errno));
+  return rc;
+}
