@@ -464,3 +464,30 @@ TEST(turin_vm_tags)
   unsetenv("FPULL_CPUID_FILE");
 #endif
 }
+
+/* Every extension the shipped tag table names can be decoded, or its tag could never be
+ * detected. */
+TEST(tag_table_names_are_decodable)
+{
+  fpull_err err = {0};
+  struct fpull_tagdb *db = NULL;
+  if (fpull_tagdb_load(&db, NULL, NULL, &err))
+    th_fail(__FILE__, __LINE__, "tag table: %s", err.msg);
+  const char *const *tags = fpull_tagdb_tags(db, "amd64");
+  CHECK(tags && tags[0]);
+  const char *const *known = fp_cpuid_known_isa();
+  size_t n_tags = 0;
+  for (; tags[n_tags]; n_tags++) {
+    const char *const *isa = fpull_tagdb_isa(db, tags[n_tags]);
+    CHECK(isa != NULL);
+    for (size_t i = 0; isa[i]; i++) {
+      int found = 0;
+      for (size_t j = 0; known[j] && !found; j++)
+        found = strcmp(known[j], isa[i]) == 0;
+      if (!found)
+        th_fail(__FILE__, __LINE__, "tag %s: %s is not decodable", tags[n_tags], isa[i]);
+    }
+  }
+  CHECK(n_tags > 20);
+  fpull_tagdb_free(db);
+}

@@ -2,9 +2,11 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fpull/detect.h"
+#include "fpull/features.h"
 #include "harness.h"
 #include "util.h"
 
@@ -226,4 +228,57 @@ TEST(free_null)
 {
   fpull_nvidia_info_free(NULL);
   fpull_cpu_info_free(NULL);
+}
+
+/* Through target building: the contract's NVIDIA features from what NVML reported. */
+static struct fpull_target *target_with_gpus(const char *gpus, struct fpull_tagdb **db)
+{
+  fake_env(FULL_LIB, gpus);
+  fpull_err err = {0};
+  if (fpull_tagdb_load(db, NULL, NULL, &err))
+    th_fail(__FILE__, __LINE__, "tag table: %s", err.msg);
+  struct fpull_target_opts o = {.tagdb = *db};
+  struct fpull_target *t = NULL;
+  if (fpull_target_build(&t, &o, &err))
+    th_fail(__FILE__, __LINE__, "target: %s", err.msg);
+  return t;
+}
+
+static int count_prefix(const struct fpull_featureset *fs, const char *prefix)
+{
+  int n = 0, src;
+  for (size_t i = 0; i < fpull_featureset_count(fs); i++)
+    n += strncmp(fpull_featureset_get(fs, i, &src), prefix, strlen(prefix)) == 0;
+  return n;
+}
+
+TEST(features_same_major)
+{
+  struct fpull_tagdb *db = NULL;
+  struct fpull_target *t = target_with_gpus("8.6,8.0", &db);
+  static const char *const want[] = {"nvidia-580-159-04", "nvidia-580-159", "nvidia-580",
+                                     "cuda-12-4",         "nv-compute-8-0", NULL};
+  for (size_t i = 0; want[i]; i++)
+    if (!fpull_featureset_has(t->features, want[i], db))
+      th_fail(__FILE__, __LINE__, "%s missing", want[i]);
+  CHECK(!fpull_featureset_has(t->features, "nv-compute-8-6", db));
+  for (size_t i = 0; i < fpull_featureset_count(t->features); i++) {
+    int src;
+    const char *name = fpull_featureset_get(t->features, i, &src);
+    if (strcmp(name, "nv-compute-8-0") == 0)
+      CHECK_INT_EQ(src, FPULL_SRC_NVIDIA);
+  }
+  fpull_target_free(t);
+  fpull_tagdb_free(db);
+}
+
+TEST(features_different_majors)
+{
+  struct fpull_tagdb *db = NULL;
+  struct fpull_target *t = target_with_gpus("8.6,7.5", &db);
+  /* Lower minors of one major only: an 8.6 and a 7.5 share no compute capability. */
+  CHECK_INT_EQ(count_prefix(t->features, "nv-compute-"), 0);
+  CHECK(fpull_featureset_has(t->features, "nvidia-580", db));
+  fpull_target_free(t);
+  fpull_tagdb_free(db);
 }
