@@ -287,7 +287,9 @@ class PullJson(PullTestCase):
         self.assertEqual(doc2["bytes_downloaded"], 0)
         self.assertEqual(doc2["bytes_from_cache"], total)
         self.assertEqual(doc2["manifest_digest"], img["digest"])
-        self.assertEqual(fpull.tree(self.path("first")), fpull.tree(self.path("second")))
+        # Directories no layer names get the time of the pull; compare all but mtimes.
+        self.assertEqual(fpull.tree(self.path("first"), mtimes=False),
+                         fpull.tree(self.path("second"), mtimes=False))
         # Nothing but the JSON object on stdout.
         self.assertEqual(cp.stdout.strip()[0], "{")
         self.assertEqual(cp.stdout.strip()[-1], "}")
