@@ -225,6 +225,21 @@ static long env_long(const char *name, long def)
   return v && *v ? strtol(v, NULL, 10) : def;
 }
 
+/* FPULL_RESOLVE="HOST:PORT:ADDR[,...]" pins names like curl --resolve: the tests use it to
+ * give a loopback server a name that is not literally loopback (so TLS is verified). */
+static struct curl_slist *resolve_list(void)
+{
+  const char *v = getenv("FPULL_RESOLVE");
+  if (!v || !*v)
+    return NULL;
+  struct curl_slist *l = NULL;
+  cleanup_free char *copy = fp_xstrdup(v);
+  char *save = NULL;
+  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+    l = curl_slist_append(l, t);
+  return l;
+}
+
 static void setup(CURL *h, const struct fp_http_req *req, const char *url,
                   struct curl_slist *headers, struct xfer *x, struct upload *up, fpull_registry *r)
 {
@@ -320,11 +335,15 @@ int fp_http_perform(fpull_registry *r, const struct fp_http_req *req, struct fp_
       rewind(hop.upload);
     curl_easy_reset(h);
     setup(h, &hop, url, headers, &x, &up, r);
+    struct curl_slist *resolve = resolve_list();
+    if (resolve)
+      curl_easy_setopt(h, CURLOPT_RESOLVE, resolve);
     resp->status = 0;
     resp->errbuf[0] = '\0';
     fp_debug("%s %s%s", hop.method, url, send_auth ? " (with authorization)" : "");
     CURLcode c = curl_easy_perform(h);
     curl_slist_free_all(headers);
+    curl_slist_free_all(resolve);
     resp->curl = c;
     if (c != CURLE_OK) {
       if (resp->sink_rc || resp->too_large)

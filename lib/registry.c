@@ -263,29 +263,10 @@ static int ensure_ready(fpull_registry *r, struct fp_endpoint *ep, fpull_err *er
 
 /* ---- one request with auth and retries ---- */
 
-typedef int (*fp_before_fn)(void *ud, int attempt, struct fp_http_req *req, fpull_err *err);
-
-struct call {
-  const char *method;
-  const char *path; /* "/v2/..." under the endpoint's base, or an absolute URL */
-  const char *repo;
-  const char *scope;
-  struct curl_slist *headers;
-  size_t max_body;
-  fp_http_sink sink;
-  void *sink_ud;
-  fp_before_fn before;
-  void *before_ud;
-  const void *body;
-  size_t body_len;
-  FILE *upload;
-  uint64_t upload_len;
-};
-
 /* 0 with resp filled when an HTTP answer came that retrying would not change; else the
  * error. The caller maps resp->status. */
-static int do_call(fpull_registry *r, struct fp_endpoint *ep, const struct call *c,
-                   struct fp_http_resp *resp, fpull_err *err)
+int fp_reg_call(fpull_registry *r, struct fp_endpoint *ep, const struct fp_call *c,
+                struct fp_http_resp *resp, fpull_err *err)
 {
   memset(resp, 0, sizeof *resp);
   int rc = ensure_ready(r, ep, err);
@@ -397,7 +378,7 @@ static char *error_code(const struct fp_http_resp *resp)
   return out;
 }
 
-static int map_status(const struct fp_endpoint *ep, const struct fp_http_resp *resp,
+int fp_reg_map_status(const struct fp_endpoint *ep, const struct fp_http_resp *resp,
                       const char *repo, const char *what, fpull_err *err)
 {
   long s = resp->status;
@@ -416,7 +397,7 @@ static int map_status(const struct fp_endpoint *ep, const struct fp_http_resp *r
 }
 
 /* Names that end up in URLs are checked first (CVE-2024-3727). */
-static int repo_ok(const char *repo)
+int fp_reg_repo_ok(const char *repo)
 {
   if (!repo || !*repo || strlen(repo) > 255 || repo[0] == '/' || strstr(repo, "..") ||
       strstr(repo, "//"))
@@ -427,7 +408,7 @@ static int repo_ok(const char *repo)
   return 1;
 }
 
-static int tag_ok(const char *t)
+int fp_reg_tag_ok(const char *t)
 {
   if (!t || !*t || strlen(t) > 128 || !(isalnum((unsigned char)t[0]) || t[0] == '_'))
     return 0;
@@ -437,7 +418,7 @@ static int tag_ok(const char *t)
   return 1;
 }
 
-static void sha256_hex(const void *data, size_t len, char out[72])
+void fp_reg_sha256(const void *data, size_t len, char out[72])
 {
   unsigned char md[32];
   unsigned int mdlen = 0;
@@ -479,14 +460,14 @@ static int manifest_from(fpull_registry *r, struct fp_endpoint *ep, const char *
   cleanup_free char *path = fp_xasprintf("/v2/%s/manifests/%s", repo, ref);
   cleanup_free char *scope = fp_xasprintf("repository:%s:pull", repo);
   struct curl_slist *hdrs = curl_slist_append(NULL, manifest_accept);
-  struct call c = {.method = "GET",
-                   .path = path,
-                   .repo = repo,
-                   .scope = scope,
-                   .headers = hdrs,
-                   .max_body = FP_MANIFEST_MAX};
+  struct fp_call c = {.method = "GET",
+                      .path = path,
+                      .repo = repo,
+                      .scope = scope,
+                      .headers = hdrs,
+                      .max_body = FP_MANIFEST_MAX};
   struct fp_http_resp resp;
-  int rc = do_call(r, ep, &c, &resp, err);
+  int rc = fp_reg_call(r, ep, &c, &resp, err);
   curl_slist_free_all(hdrs);
   if (rc == FPULL_EFAIL && err && strstr(err->msg, "over "))
     return fpull_err_set(err, FPULL_EFAIL, "manifest %s/%s:%s is over 4 MiB: refused", ep->hostport,
@@ -495,14 +476,14 @@ static int manifest_from(fpull_registry *r, struct fp_endpoint *ep, const char *
     return rc;
   if (resp.status != 200) {
     cleanup_free char *what = fp_xasprintf("manifest %s", ref);
-    rc = map_status(ep, &resp, repo, what, err);
+    rc = fp_reg_map_status(ep, &resp, repo, what, err);
     fp_http_resp_free(&resp);
     return rc;
   }
   const char *data = resp.body.data ? resp.body.data : "";
   size_t len = resp.body.len;
   char got[72];
-  sha256_hex(data, len, got);
+  fp_reg_sha256(data, len, got);
   const char *sep = fpull_digest_valid(ref) ? "@" : ":";
   if (fpull_digest_valid(ref) && strcmp(got, ref) != 0) {
     fp_http_resp_free(&resp);
@@ -545,9 +526,9 @@ int fpull_registry_get_manifest(struct fpull_fetched **out, fpull_registry *r, c
                                 const char *ref, fpull_err *err)
 {
   *out = NULL;
-  if (!repo_ok(repo))
+  if (!fp_reg_repo_ok(repo))
     return fpull_err_set(err, FPULL_EUSAGE, "bad repository name \"%s\"", repo ? repo : "");
-  if (!ref || (strncmp(ref, "sha256:", 7) == 0 ? !fpull_digest_valid(ref) : !tag_ok(ref)))
+  if (!ref || (strncmp(ref, "sha256:", 7) == 0 ? !fpull_digest_valid(ref) : !fp_reg_tag_ok(ref)))
     return fpull_err_set(err, FPULL_EUSAGE, "bad tag or digest \"%s\"", ref ? ref : "");
   int rc = 0;
   for (size_t i = 0; i < r->neps; i++) {
@@ -648,17 +629,17 @@ static int blob_from(fpull_registry *r, struct fp_endpoint *ep, const char *repo
 {
   cleanup_free char *path = fp_xasprintf("/v2/%s/blobs/%s", repo, digest);
   cleanup_free char *scope = fp_xasprintf("repository:%s:pull", repo);
-  struct call c = {.method = "GET",
-                   .path = path,
-                   .repo = repo,
-                   .scope = scope,
-                   .sink = blob_write,
-                   .sink_ud = b,
-                   .before = blob_before,
-                   .before_ud = b};
+  struct fp_call c = {.method = "GET",
+                      .path = path,
+                      .repo = repo,
+                      .scope = scope,
+                      .sink = blob_write,
+                      .sink_ud = b,
+                      .before = blob_before,
+                      .before_ud = b};
   struct fp_http_resp resp;
   for (int range_retry = 0;; range_retry++) {
-    int rc = do_call(r, ep, &c, &resp, err);
+    int rc = fp_reg_call(r, ep, &c, &resp, err);
     if (rc)
       return fpull_err_prefix(err, "blob %s", digest);
     if (resp.status == 416 && b->pos > 0 && !range_retry) {
@@ -671,7 +652,7 @@ static int blob_from(fpull_registry *r, struct fp_endpoint *ep, const char *repo
   }
   if (resp.status != 200 && resp.status != 206) {
     cleanup_free char *what = fp_xasprintf("blob %s", digest);
-    int rc = map_status(ep, &resp, repo, what, err);
+    int rc = fp_reg_map_status(ep, &resp, repo, what, err);
     fp_http_resp_free(&resp);
     return rc;
   }
@@ -693,7 +674,7 @@ int fpull_registry_get_blob(fpull_registry *r, const char *repo, const char *dig
                             uint64_t offset, const struct fpull_blob_sink *sink, uint64_t *received,
                             fpull_err *err)
 {
-  if (!repo_ok(repo))
+  if (!fp_reg_repo_ok(repo))
     return fpull_err_set(err, FPULL_EUSAGE, "bad repository name \"%s\"", repo ? repo : "");
   if (!fpull_digest_valid(digest))
     return fpull_err_set(err, FPULL_EUSAGE, "bad blob digest \"%.80s\"", digest ? digest : "");

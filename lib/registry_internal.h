@@ -124,4 +124,36 @@ int fp_auth_challenge(struct fp_endpoint *ep, const char *www_authenticate, fpul
 int fp_auth_header(fpull_registry *r, struct fp_endpoint *ep, const char *scope, int refresh,
                    char **out, fpull_err *err);
 
+typedef int (*fp_before_fn)(void *ud, int attempt, struct fp_http_req *req, fpull_err *err);
+
+/* One registry request: auth, the 401 dance and retries around fp_http_perform. */
+struct fp_call {
+  const char *method;
+  const char *path; /* "/v2/..." under the endpoint's base, or an absolute URL */
+  const char *repo;
+  const char *scope;
+  struct curl_slist *headers;
+  size_t max_body;
+  fp_http_sink sink;
+  void *sink_ud;
+  fp_before_fn before;
+  void *before_ud;
+  const void *body;
+  size_t body_len;
+  FILE *upload;
+  uint64_t upload_len;
+};
+
+/* 0 with resp filled when an HTTP answer came that retrying would not change (the caller
+ * maps resp->status with fp_reg_map_status); else the error code. */
+int fp_reg_call(fpull_registry *r, struct fp_endpoint *ep, const struct fp_call *c,
+                struct fp_http_resp *resp, fpull_err *err);
+/* The error for a final status: 401/403 FPULL_EAUTH, 404 FPULL_ENOTFOUND, 5xx/429
+ * FPULL_ENET, else FPULL_EFAIL; names the host, repo, `what` and the registry's code. */
+int fp_reg_map_status(const struct fp_endpoint *ep, const struct fp_http_resp *resp,
+                      const char *repo, const char *what, fpull_err *err);
+int fp_reg_repo_ok(const char *repo);
+int fp_reg_tag_ok(const char *tag);
+void fp_reg_sha256(const void *data, size_t len, char out[72]);
+
 #endif

@@ -1,0 +1,282 @@
+"""Registry authentication against the real registry: anonymous and credentialed Bearer
+tokens (a test token server), Basic over TLS with certs.d, wrong credentials, credential
+helpers, hostile token answers, and no password in any output (issues 2, 5, 6)."""
+import base64
+import os
+import subprocess
+import unittest
+
+import faultproxy
+import images
+import pki
+import regget
+import registry
+import tokenserver
+
+LAYER = [{"path": "etc/hostname", "data": "auth\n"}]
+
+
+def htpasswd(path, user, password):
+    out = subprocess.run(["htpasswd", "-Bbn", user, password], check=True,
+                         stdout=subprocess.PIPE, text=True).stdout
+    with open(path, "w") as f:
+        f.write(out)
+
+
+class TokenAuth(unittest.TestCase):
+    def setUp(self):
+        self.env = regget.Env()
+        self.ts = tokenserver.TokenServer(users={"alice": "s3cret-pw"},
+                                          anonymous_pull=True).start()
+        self.reg = registry.Registry(auth=self.ts.registry_auth()).start()
+        client = images.Client(self.reg.url, username="alice", password="s3cret-pw")
+        self.img = images.push_image(client, "team/app", "v1", [LAYER])
+        self.ts.requests.clear()
+
+    def tearDown(self):
+        self.reg.stop()
+        self.ts.stop()
+        self.env.cleanup()
+
+    def test_anonymous_token(self):
+        r = self.env.run("manifest", self.reg.hostport, "team/app", "v1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(regget.fields(r.stdout)["digest"], self.img["digest"])
+        self.assertTrue(self.ts.requests)
+        self.assertEqual(self.ts.requests[0]["user"], None)
+        self.assertEqual(self.ts.requests[0]["authorization"], "")
+        self.assertEqual(self.ts.requests[0]["scopes"], ["repository:team/app:pull"])
+        self.assertEqual(self.ts.requests[0]["query"]["service"], ["fpull-test"])
+
+    def test_credentialed_token_and_blob(self):
+        self.env.login(self.reg.hostport, "alice", "s3cret-pw")
+        out = os.path.join(self.env.dir, "blob")
+        d = self.img["layers"][0]["digest"]
+        r = self.env.run("blob", self.reg.hostport, "team/app", d, out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(int(regget.fields(r.stdout)["bytes"]), self.img["layers"][0]["size"])
+        self.assertEqual([q["user"] for q in self.ts.requests], ["alice"])
+
+    def test_access_token_field(self):
+        self.ts.field = "access_token"
+        r = self.env.run("manifest", self.reg.hostport, "team/app", "v1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_wrong_credentials_exit_4_without_password(self):
+        self.env.login(self.reg.hostport, "alice", "wrong-Pa55word")
+        r = self.env.run("-v", "manifest", self.reg.hostport, "team/app", "v1")
+        self.assertEqual(r.returncode, 4, r.stderr)
+        last = r.stderr.strip().splitlines()[-1]
+        self.assertIn("authentication refused by %s for team/app" % self.reg.hostport, last)
+        self.assertNotIn("wrong-Pa55word", r.stderr + r.stdout)
+        b64 = base64.b64encode(b"alice:wrong-Pa55word").decode()
+        self.assertNotIn(b64, r.stderr + r.stdout)
+
+    def test_no_pull_rights_exit_4(self):
+        self.ts.anonymous_pull = False
+        r = self.env.run("manifest", self.reg.hostport, "team/app", "v1")
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("authentication refused by %s for team/app" % self.reg.hostport, r.stderr)
+
+    def test_unknown_tag_exit_5(self):
+        r = self.env.run("manifest", self.reg.hostport, "team/app", "nope")
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("MANIFEST_UNKNOWN", r.stderr)
+        r = self.env.run("manifest", self.reg.hostport, "team/none", "v1")
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("not found in %s/team/none" % self.reg.hostport, r.stderr)
+        out = os.path.join(self.env.dir, "blob")
+        r = self.env.run("blob", self.reg.hostport, "team/app", "sha256:" + "0" * 64, out)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("BLOB_UNKNOWN", r.stderr)
+
+    def test_credential_helper(self):
+        helper = os.path.join(self.env.bin, "docker-credential-fpulltest")
+        with open(helper, "w") as f:
+            f.write("#!/bin/sh\nread server\necho \"$server\" >> %s/asked\n"
+                    "echo '{\"ServerURL\":\"'$server'\",\"Username\":\"alice\","
+                    "\"Secret\":\"s3cret-pw\"}'\n" % self.env.dir)
+        os.chmod(helper, 0o755)
+        self.env.docker_config({"credHelpers": {self.reg.hostport: "fpulltest"}})
+        r = self.env.run("manifest", self.reg.hostport, "team/app", "v1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([q["user"] for q in self.ts.requests], ["alice"])
+        with open(os.path.join(self.env.dir, "asked")) as f:
+            self.assertEqual(f.read().split(), [self.reg.hostport])
+
+    def test_creds_store_helper(self):
+        helper = os.path.join(self.env.bin, "docker-credential-fpulltest")
+        with open(helper, "w") as f:
+            f.write("#!/bin/sh\nread server\n"
+                    "echo '{\"Username\":\"alice\",\"Secret\":\"s3cret-pw\"}'\n")
+        os.chmod(helper, 0o755)
+        self.ts.anonymous_pull = False
+        self.env.docker_config({"credsStore": "fpulltest"})
+        r = self.env.run("manifest", self.reg.hostport, "team/app", "v1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.ts.requests[-1]["user"], "alice")
+
+    def test_registry_auth_file(self):
+        self.ts.anonymous_pull = False
+        path = os.path.join(self.env.dir, "auth.json")
+        auth = base64.b64encode(b"alice:s3cret-pw").decode()
+        with open(path, "w") as f:
+            f.write('{"auths":{"%s":{"auth":"%s"}}}' % (self.reg.hostport, auth))
+        self.env.env["REGISTRY_AUTH_FILE"] = path
+        r = self.env.run("manifest", self.reg.hostport, "team/app", "v1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_token_with_crlf_refused(self):
+        self.ts.override = lambda h: (200, {"Content-Type": "application/json"},
+                                      b'{"token":"abc\\r\\nX-Evil: 1"}')
+        r = self.env.run("manifest", self.reg.hostport, "team/app", "v1")
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("control characters", r.stderr)
+
+    def test_token_response_over_1mib_refused(self):
+        big = b'{"token":"' + b"a" * (1100 * 1024) + b'"}'
+        self.ts.override = lambda h: (200, {"Content-Type": "application/json"}, big)
+        r = self.env.run("manifest", self.reg.hostport, "team/app", "v1")
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("over 1 MiB", r.stderr)
+
+    def test_token_refreshed_on_401_mid_pull(self):
+        # An expired token: the blob request gets a 401 once; a new token is fetched.
+        proxy = faultproxy.FaultProxy(self.reg.url).start()
+        try:
+            challenge = 'Bearer realm="%s",service="fpull-test",error="invalid_token"' % \
+                self.ts.realm
+            proxy.add(r"/blobs/", status=401, times=1,
+                      headers={"WWW-Authenticate": challenge},
+                      body=b'{"errors":[{"code":"UNAUTHORIZED"}]}')
+            self.env.login(proxy.hostport, "alice", "s3cret-pw")
+            out = os.path.join(self.env.dir, "blob")
+            d = self.img["layers"][0]["digest"]
+            r = self.env.run("blob", proxy.hostport, "team/app", d, out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(proxy.count("/blobs/"), 2)
+            self.assertEqual(len(self.ts.requests), 2)
+            blob_reqs = proxy.matching("/blobs/")
+            self.assertTrue(all(q["headers"].get("authorization", "").startswith("Bearer ")
+                                for q in blob_reqs))
+        finally:
+            proxy.stop()
+
+
+class BasicAuthTLS(unittest.TestCase):
+    NAME = "registry.fpull.test"
+
+    def setUp(self):
+        self.env = regget.Env()
+        self.ca = pki.CA(os.path.join(self.env.dir, "pki"))
+        cert, key = self.ca.issue("registry", ips=["127.0.0.1"], dns=[self.NAME])
+        pw = os.path.join(self.env.dir, "htpasswd")
+        htpasswd(pw, "bob", "b0b-Secret")
+        self.reg = registry.Registry(
+            tls=(cert, key),
+            auth={"htpasswd": {"realm": "fpull-test", "path": pw}}).start()
+        client = images.Client(self.reg.url, username="bob", password="b0b-Secret",
+                               cafile=self.ca.cert)
+        self.img = images.push_image(client, "b/img", "v1", [LAYER])
+        # A name that is not literally loopback, so TLS is verified as for any registry.
+        self.named = "%s:%d" % (self.NAME, self.reg.port)
+        self.env.env["FPULL_RESOLVE"] = "%s:%d:127.0.0.1" % (self.NAME, self.reg.port)
+        self.certs = os.path.join(self.env.dir, "certs.d")
+        pki.certs_d(self.certs, self.named, self.ca)
+
+    def tearDown(self):
+        self.reg.stop()
+        self.env.cleanup()
+
+    def test_basic_auth_over_tls(self):
+        self.env.login(self.named, "bob", "b0b-Secret")
+        r = self.env.run("--certs-dir", self.certs, "manifest", self.named, "b/img", "v1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(regget.fields(r.stdout)["digest"], self.img["digest"])
+        out = os.path.join(self.env.dir, "blob")
+        r = self.env.run("--certs-dir", self.certs, "blob", self.named, "b/img",
+                         self.img["config_digest"], out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_basic_wrong_password_exit_4(self):
+        self.env.login(self.named, "bob", "not-the-Password")
+        r = self.env.run("-v", "--certs-dir", self.certs, "manifest", self.named, "b/img", "v1")
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("authentication refused by %s for b/img" % self.named, r.stderr)
+        self.assertNotIn("not-the-Password", r.stderr)
+
+    def test_no_credentials_exit_4(self):
+        r = self.env.run("--certs-dir", self.certs, "manifest", self.named, "b/img", "v1")
+        self.assertEqual(r.returncode, 4, r.stderr)
+
+    def test_untrusted_certificate_exit_6_no_http_fallback(self):
+        self.env.login(self.named, "bob", "b0b-Secret")
+        r = self.env.run("manifest", self.named, "b/img", "v1")
+        self.assertEqual(r.returncode, 6, r.stderr)
+        self.assertIn("certificate", r.stderr.lower())
+        self.assertNotIn("http://", r.stderr)
+
+    def test_certs_dir_from_home_config(self):
+        self.env.login(self.named, "bob", "b0b-Secret")
+        pki.certs_d(os.path.join(self.env.home, ".config", "containers", "certs.d"),
+                    self.named, self.ca)
+        r = self.env.run("manifest", self.named, "b/img", "v1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_insecure_skips_verification(self):
+        self.env.login(self.named, "bob", "b0b-Secret")
+        r = self.env.run("--insecure", "manifest", self.named, "b/img", "v1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_loopback_literal_is_unverified(self):
+        self.env.login(self.reg.hostport, "bob", "b0b-Secret")
+        r = self.env.run("manifest", self.reg.hostport, "b/img", "v1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+
+class MTLSRegistry(registry.Registry):
+    """The fixture pings without a client certificate; here a TCP connect means up."""
+
+    def _ping(self):
+        import socket
+        try:
+            with socket.create_connection((self.host, self.port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+
+class ClientCertificate(unittest.TestCase):
+    NAME = "mtls.fpull.test"
+
+    def test_client_certificate_from_certs_d(self):
+        env = regget.Env()
+        try:
+            ca = pki.CA(os.path.join(env.dir, "pki"))
+            cert, key = ca.issue("registry", ips=["127.0.0.1"], dns=[self.NAME])
+            client = ca.issue("client", client=True)
+            reg = MTLSRegistry(tls=(cert, key),
+                                    extra={"http": {"tls": {"clientcas": [ca.cert]}}})
+            with reg:
+                named = "%s:%d" % (self.NAME, reg.port)
+                env.env["FPULL_RESOLVE"] = "%s:%d:127.0.0.1" % (self.NAME, reg.port)
+                first = os.path.join(env.dir, "first")
+                second = os.path.join(env.dir, "second")
+                pki.certs_d(first, named, ca)               # CA only
+                pki.certs_d(second, named, client=client)   # client pair only
+                # Without a client certificate the TLS handshake is refused: exit 6.
+                r = env.run("--certs-dir", first, "manifest", named, "x/y", "v1")
+                self.assertEqual(r.returncode, 6, r.stderr)
+                # CAs from one directory, the client pair from another: both used.
+                env.env["HOME"] = env.home
+                pki.certs_d(os.path.join(env.home, ".config", "containers", "certs.d"),
+                            named, client=client)
+                r = env.run("--certs-dir", first, "manifest", named, "x/y", "v1")
+                self.assertEqual(r.returncode, 5, r.stderr)  # reached: the tag is unknown
+                self.assertIn("not found", r.stderr)
+        finally:
+            env.cleanup()
+
+
+if __name__ == "__main__":
+    unittest.main()
