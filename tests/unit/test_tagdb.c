@@ -366,3 +366,46 @@ TEST(bad_user_tags_are_refused)
     CHECK_CONTAINS(err.msg, want[i]);
   }
 }
+
+static char *slurp(const char *path)
+{
+  FILE *f = fopen(path, "r");
+  if (!f)
+    th_fail(__FILE__, __LINE__, "cannot read %s", path);
+  struct fp_buf b = {.max = 1u << 22};
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    CHECK_INT_EQ(fp_buf_append(&b, chunk, n), 0);
+  fclose(f);
+  return b.data;
+}
+
+/* The shipped table is what scripts/gen-cputags makes of the gcc it names; with another
+ * gcc installed there is nothing to compare against. */
+TEST(table_is_what_the_script_generates)
+{
+  cleanup_free char *shipped = slurp(th_src("data/cputags.yaml"));
+  char want_ver[64] = "";
+  char *at = strstr(shipped, "from gcc ");
+  if (at && sscanf(at + 9, "%63[0-9.]", want_ver) != 1)
+    want_ver[0] = '\0';
+  CHECK(want_ver[0] != '\0');
+  FILE *p = popen("gcc -dumpfullversion 2>/dev/null", "r");
+  CHECK(p != NULL);
+  char have_ver[64] = "";
+  if (!fgets(have_ver, sizeof have_ver, p))
+    have_ver[0] = '\0';
+  pclose(p);
+  have_ver[strcspn(have_ver, "\n")] = '\0';
+  if (strcmp(have_ver, want_ver) != 0) {
+    fprintf(stderr, "gcc %s installed, table from gcc %s: not compared\n", have_ver, want_ver);
+    return;
+  }
+  char cmd[8192], out[4096];
+  snprintf(out, sizeof out, "%s/gen.yaml", th_tmpdir());
+  snprintf(cmd, sizeof cmd, "python3 '%s' -o '%s'", th_src("scripts/gen-cputags"), out);
+  CHECK_INT_EQ(system(cmd), 0);
+  cleanup_free char *generated = slurp(out);
+  CHECK_STR_EQ(generated, shipped);
+}
