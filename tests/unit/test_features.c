@@ -458,3 +458,112 @@ TEST(arch_normalise)
     CHECK_STR_EQ(a, rows[i][1]);
   }
 }
+
+/* Host detection through the detection module's test hooks: a recorded CPUID dump and the
+ * stand-in NVML library. Detected features come first (cpu, nvidia), configured and
+ * environment ones after (config); the GPUs give only what each of them has. */
+static int fake_host(const char *cpu_dump, const char *gpus)
+{
+  struct utsname u;
+  CHECK(uname(&u) == 0);
+  cleanup_free char *arch = fpull_arch_normalise(u.machine);
+  if (strcmp(arch, "amd64") != 0) {
+    fprintf(stderr, "CPUID dumps only decode on amd64 hosts: not compared\n");
+    return 0;
+  }
+  const char *build = getenv("FPULL_BUILD_DIR");
+  CHECK(build != NULL);
+  char lib[4096];
+  snprintf(lib, sizeof lib, "%s/tests/nvml/full/libnvidia-ml.so.1", build);
+  if (access(lib, R_OK) != 0)
+    th_fail(__FILE__, __LINE__, "%s not built", lib);
+  setenv("FPULL_CPUID_FILE", th_src(cpu_dump), 1);
+  setenv("FPULL_NVML_LIBRARY", lib, 1);
+  setenv("FPULL_NVIDIA_PROC_VERSION", "/nonexistent/nvidia/version", 1);
+  setenv("FAKE_NVML_DRIVER", "396.44", 1);
+  setenv("FAKE_NVML_CUDA", "9020", 1);
+  setenv("FAKE_NVML_GPUS", gpus, 1);
+  unsetenv("FAKE_NVML_INIT_FAIL");
+  return 1;
+}
+
+static struct fpull_target *detected_target(const struct fpull_config *cfg, const char *env)
+{
+  load_db();
+  struct fpull_target_opts o = {.env_features = env, .config = cfg, .tagdb = db};
+  struct fpull_target *t = NULL;
+  fpull_err err = {0};
+  if (fpull_target_build(&t, &o, &err))
+    th_fail(__FILE__, __LINE__, "target: %s", err.msg);
+  return t;
+}
+
+TEST(detected_features_and_sources)
+{
+  if (!fake_host("tests/fixtures/cpuid/skylake-sp.txt", "5.2,5.0"))
+    return;
+  char *pf[] = {"skylake", "infiniband", "nvidia-396-44", "nvidia-396", NULL};
+  struct fpull_config cfg = {.detect = 1, .platform_features = pf};
+  struct fpull_target *t = detected_target(&cfg, "avx2,lustre");
+  static const struct {
+    const char *name;
+    int src;
+  } rows[] = {
+      {"skylake-avx512", FPULL_SRC_CPU},    {"skylake", FPULL_SRC_CPU},
+      {"broadwell", FPULL_SRC_CPU},         {"x86-64-v4", FPULL_SRC_CPU},
+      {"avx512f", FPULL_SRC_CPU},           {"avx2", FPULL_SRC_CPU},
+      {"infiniband", FPULL_SRC_CONFIG},     {"lustre", FPULL_SRC_CONFIG},
+      {"nvidia-396-44", FPULL_SRC_NVIDIA},  {"nvidia-396", FPULL_SRC_CONFIG},
+      {"cuda-9-2", FPULL_SRC_NVIDIA},       {"cuda-9-0", FPULL_SRC_NVIDIA},
+      {"nv-compute-5-0", FPULL_SRC_NVIDIA},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    if (source_of(t->features, rows[i].name) != rows[i].src)
+      th_fail(__FILE__, __LINE__, "%s: source %d, want %d", rows[i].name,
+              source_of(t->features, rows[i].name), rows[i].src);
+  check_names(t->features, "nv-compute-5-2 nv-compute-5-1 cascadelake znver1 cuda-10-0", 0,
+              "skylake-sp");
+  CHECK_STR_EQ(t->os, "linux");
+  CHECK_STR_EQ(t->architecture, "amd64");
+  CHECK_STR_EQ(t->variant, "v4");
+  fpull_target_free(t);
+
+  /* GPUs of different majors share no capability. */
+  setenv("FAKE_NVML_GPUS", "8.6,7.5", 1);
+  t = detected_target(NULL, NULL);
+  for (size_t i = 0; i < fpull_featureset_count(t->features); i++)
+    CHECK(strncmp(fpull_featureset_get(t->features, i, NULL), "nv-compute-", 11) != 0);
+  CHECK(fpull_featureset_has(t->features, "nvidia-396-44", db));
+  fpull_target_free(t);
+
+  /* A Broadwell: no AVX-512, so amd64 v3. */
+  setenv("FPULL_CPUID_FILE", th_src("tests/fixtures/cpuid/broadwell-ep.txt"), 1);
+  t = detected_target(NULL, NULL);
+  CHECK_STR_EQ(t->variant, "v3");
+  check_names(t->features, "broadwell haswell x86-64-v3", 1, "broadwell-ep");
+  check_names(t->features, "skylake x86-64-v4", 0, "broadwell-ep");
+  fpull_target_free(t);
+}
+
+/* --features and --platform ignore the host; "detect: false" ignores it too. */
+TEST(detection_replaced_or_off)
+{
+  if (!fake_host("tests/fixtures/cpuid/skylake-sp.txt", "8.6"))
+    return;
+  load_db();
+  struct fpull_target_opts o = {.features = "nehalem", .tagdb = db};
+  struct fpull_target *t = NULL;
+  fpull_err err = {0};
+  CHECK_INT_EQ(fpull_target_build(&t, &o, &err), 0);
+  check_names(t->features, "nehalem x86-64-v2", 1, "--features");
+  check_names(t->features, "haswell avx2 nvidia-396-44 nv-compute-8-6", 0, "--features");
+  CHECK_STR_EQ(t->variant, "v2");
+  fpull_target_free(t);
+
+  char *pf[] = {"infiniband", NULL};
+  struct fpull_config cfg = {.detect = 0, .platform_features = pf};
+  t = detected_target(&cfg, "haswell");
+  check_names(t->features, "infiniband haswell x86-64-v3", 1, "detect: false");
+  check_names(t->features, "skylake avx512f nvidia-396-44 nv-compute-8-6", 0, "detect: false");
+  fpull_target_free(t);
+}
