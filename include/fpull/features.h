@@ -14,8 +14,10 @@ struct fpull_tagdb;
 /* Path of the shipped table: $FPULL_DATA_DIR/cputags.yaml when set, else the installed
  * one. */
 FPULL_API const char *fpull_tagdb_default_path(void);
-/* Loads the table (path NULL: the default), plus the user tags of config (may be NULL).
- * Errors: FPULL_EUSAGE for a missing or malformed file (naming line and column). */
+/* Loads the table (path NULL: the default), plus the user tags of config (may be NULL); a
+ * user tag replaces a shipped tag of the same name. The CUDA tables come from cuda.yaml
+ * beside the table, else from the shipped one. Errors: FPULL_EUSAGE for a missing or
+ * malformed file (naming file, line and column) or a bad user tag. */
 FPULL_API int fpull_tagdb_load(struct fpull_tagdb **out, const char *path,
                                const struct fpull_config *config, fpull_err *err);
 FPULL_API void fpull_tagdb_free(struct fpull_tagdb *db);
@@ -46,9 +48,12 @@ FPULL_API int fpull_featureset_add(struct fpull_featureset *fs, const char *name
 /* Adds every name of a comma-separated LIST (as --features and FPULL_FEATURES take). */
 FPULL_API int fpull_featureset_add_list(struct fpull_featureset *fs, const char *list, int src,
                                         const struct fpull_tagdb *db, fpull_err *err);
-/* Adds what the features imply: CPU tags whose ISA set is a subset, NVIDIA prefixes,
- * lower compute capabilities, lower CUDA releases. Implied features carry the source of
- * the feature that implied them; a direct feature keeps its own. */
+/* Adds what the features imply, to a fixed point: a CPU tag implies the tags of its
+ * architecture whose ISA set is a subset of its own and its ISA extensions; a tag whose
+ * whole ISA set is present holds; nvidia-A-B-C implies nvidia-A-B, nvidia-A and the
+ * cuda-X-Y that driver supports; nv-compute-X-Y the lower minors of X; cuda-X-Y every
+ * lower CUDA release. Implied features carry the source of the feature that implied them
+ * (the more direct when several did); a direct feature keeps its own. */
 FPULL_API int fpull_featureset_imply(struct fpull_featureset *fs, const struct fpull_tagdb *db,
                                      fpull_err *err);
 /* 1 when NAME (any spelling) is in the set. */
@@ -98,7 +103,9 @@ struct fpull_match {
 };
 
 /* Applies the contract's eligibility rules and five-step ranking to the n descriptors
- * (entries without platform count as not eligible). Never fails except out of memory. */
+ * (entries without platform, attestations and unknown/unknown are never eligible). The
+ * caller owns *out; chosen is -1 when nothing fits. Never fails (allocation failure
+ * aborts). */
 FPULL_API int fpull_match_entries(struct fpull_match **out, const struct fpull_target *t,
                                   const struct fpull_descriptor *entries, size_t n,
                                   const struct fpull_tagdb *db, fpull_err *err);
