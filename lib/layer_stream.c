@@ -123,13 +123,17 @@ static ssize_t produce_zstd(struct fp_layer_stream *s)
     ZSTD_inBuffer ib = {s->in, s->in_len, s->in_pos};
     ZSTD_outBuffer ob = {s->out, OUT_SIZE, 0};
     size_t r = ZSTD_decompressStream(s->zd, &ob, &ib);
+    int progress = ib.pos != s->in_pos || ob.pos;
     s->in_pos = ib.pos;
     if (ZSTD_isError(r))
       return fail(s, FPULL_EUNSAFE, "corrupt zstd layer", ZSTD_getErrorName(r));
-    s->zret = r;
+    /* Without progress, r is only the hint for a next frame: keep the previous answer,
+     * 0 when the last frame was complete. */
+    if (progress)
+      s->zret = r;
     if (ob.pos)
       return (ssize_t)ob.pos;
-    if (s->in_pos == s->in_len && s->in_eof) {
+    if (!progress && s->in_pos == s->in_len && s->in_eof) {
       if (s->zret)
         return fail(s, FPULL_EUNSAFE, "corrupt zstd layer", "truncated");
       return 0;
@@ -213,6 +217,7 @@ int fp_layer_stream_open(struct fp_layer_stream **out, const char *path, int com
   }
 #endif
   if (compression == FP_COMP_ZSTD) {
+    s->zret = 1;
     s->zd = ZSTD_createDStream();
     if (!s->zd)
       abort();

@@ -1,0 +1,1010 @@
+/* fpull_unpack_rootfs: normal layers, the hostile cases of the security notes (T1-T34,
+ * C5-C6), each against a "victim" directory beside DEST that must stay unchanged, and each
+ * with both path resolvers (openat2 and the O_NOFOLLOW walk). Layers are built at test time
+ * by tests/fixtures/mklayer.py from the text descriptions below. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <grp.h>
+#include <unistd.h>
+
+#include "fpull/unpack.h"
+#include "harness.h"
+
+#define MT_TAR "application/vnd.oci.image.layer.v1.tar"
+#define MT_GZ "application/vnd.oci.image.layer.v1.tar+gzip"
+#define MT_ZST "application/vnd.oci.image.layer.v1.tar+zstd"
+#define VICTIM_DATA "victim data, must never change"
+
+static int fallback; /* the resolver of the current run */
+static char base[4096], dest[4200], victim[4200];
+static struct stat victim_st;
+
+struct built {
+  char path[4096];
+  char diff_id[80];
+  char digest[80];
+  const char *mt;
+};
+
+/* Builds one layer from a text description; comp is "none", "gzip" or "zstd". */
+static void build(struct built *b, const char *comp, const char *desc)
+{
+  static int n;
+  char dpath[4200], cmd[12000];
+  snprintf(dpath, sizeof dpath, "%s/layer%d.txt", th_tmpdir(), n);
+  snprintf(b->path, sizeof b->path, "%s/layer%d.blob", th_tmpdir(), n);
+  snprintf(b->digest, sizeof b->digest, "sha256:%064d", ++n);
+  FILE *f = fopen(dpath, "w");
+  CHECK(f != NULL);
+  fputs(desc, f);
+  fclose(f);
+  /* The distribution's python3 directly: wrappers such as pyenv's shims cost seconds. */
+  const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+  snprintf(cmd, sizeof cmd, "%s '%s' -c %s -o '%s' '%s'", py, th_src("tests/fixtures/mklayer.py"),
+           comp, b->path, dpath);
+  FILE *p = popen(cmd, "r");
+  CHECK(p != NULL);
+  CHECK(fgets(b->diff_id, sizeof b->diff_id, p) != NULL);
+  CHECK_INT_EQ(pclose(p), 0);
+  b->diff_id[strcspn(b->diff_id, "\n")] = '\0';
+  b->mt = strcmp(comp, "gzip") == 0 ? MT_GZ : strcmp(comp, "zstd") == 0 ? MT_ZST : MT_TAR;
+}
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+  static char bufs[8][8192];
+  static int i;
+  char *b = bufs[i++ % 8];
+  va_list ap;
+  va_start(ap, f);
+  vsnprintf(b, sizeof bufs[0], f, ap);
+  va_end(ap);
+  return b;
+}
+
+/* A fresh case directory: BASE/victim/hello and BASE/dest (not created). */
+static void fresh(void)
+{
+  static int n;
+  snprintf(base, 3000, "%s/case%d", th_tmpdir(), n++);
+  snprintf(dest, sizeof dest, "%s/dest", base);
+  snprintf(victim, sizeof victim, "%s/victim", base);
+  CHECK(mkdir(base, 0755) == 0);
+  CHECK(mkdir(victim, 0755) == 0);
+  FILE *f = fopen(fmt("%s/hello", victim), "w");
+  CHECK(f != NULL);
+  fputs(VICTIM_DATA, f);
+  fclose(f);
+  CHECK(chmod(fmt("%s/hello", victim), 0640) == 0);
+  CHECK(stat(fmt("%s/hello", victim), &victim_st) == 0);
+}
+
+static ino_t victim_ino;
+static int shares_victim(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+  (void)p, (void)flag, (void)ftw;
+  return st->st_ino == victim_ino && st->st_dev == victim_st.st_dev;
+}
+
+/* The oracle (go-archive testBreakout): victim holds exactly hello, unchanged, and nothing
+ * in DEST is a hardlink to it. */
+static void check_victim(void)
+{
+  DIR *d = opendir(victim);
+  CHECK(d != NULL);
+  int n = 0;
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+      if (strcmp(de->d_name, "hello") != 0)
+        th_fail(__FILE__, __LINE__, "victim has a new entry %s", de->d_name);
+      n++;
+    }
+  closedir(d);
+  CHECK_INT_EQ(n, 1);
+  struct stat st;
+  CHECK(lstat(fmt("%s/hello", victim), &st) == 0);
+  CHECK(S_ISREG(st.st_mode));
+  CHECK_INT_EQ(st.st_mode & 07777, 0640);
+  CHECK_INT_EQ(st.st_ino, victim_st.st_ino);
+  CHECK_INT_EQ(st.st_nlink, 1);
+  CHECK_INT_EQ(st.st_uid, victim_st.st_uid);
+  CHECK_INT_EQ(st.st_mtime, victim_st.st_mtime);
+  char buf[100] = {0};
+  FILE *f = fopen(fmt("%s/hello", victim), "r");
+  CHECK(f != NULL);
+  CHECK(fread(buf, 1, sizeof buf - 1, f) > 0);
+  fclose(f);
+  CHECK_STR_EQ(buf, VICTIM_DATA);
+  victim_ino = victim_st.st_ino;
+  if (access(dest, F_OK) == 0)
+    CHECK_INT_EQ(nftw(dest, shares_victim, 16, FTW_PHYS), 0);
+}
+
+/* Nothing but victim and (optionally) dest in BASE: no staging leftovers. */
+static void check_base_clean(int dest_expected)
+{
+  DIR *d = opendir(base);
+  CHECK(d != NULL);
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, "victim"))
+      continue;
+    if (strcmp(de->d_name, "dest") == 0 && dest_expected)
+      continue;
+    th_fail(__FILE__, __LINE__, "unexpected %s in %s", de->d_name, base);
+  }
+  closedir(d);
+  CHECK_INT_EQ(access(dest, F_OK) == 0, dest_expected);
+}
+
+static int unpack(struct built *b, size_t n, struct fpull_unpack_opts *o, fpull_err *err,
+                  struct fpull_unpack_stats *st)
+{
+  struct fpull_layer layers[8];
+  for (size_t i = 0; i < n; i++)
+    layers[i] = (struct fpull_layer){b[i].path, b[i].mt, b[i].digest, b[i].diff_id};
+  struct fpull_unpack_opts def = {0};
+  if (!o)
+    o = &def;
+  o->resolve_fallback = fallback;
+  fpull_err_clear(err);
+  return fpull_unpack_rootfs(dest, layers, n, o, st, err);
+}
+
+/* Unpacks the descriptions (one layer each, uncompressed) into a fresh DEST. */
+static int run_descs(fpull_err *err, int n, ...)
+{
+  struct built b[8];
+  va_list ap;
+  va_start(ap, n);
+  for (int i = 0; i < n; i++)
+    build(&b[i], "none", va_arg(ap, const char *));
+  va_end(ap);
+  return unpack(b, (size_t)n, NULL, err, NULL);
+}
+
+static void expect_ok(int rc, const fpull_err *err)
+{
+  if (rc != 0)
+    th_fail(__FILE__, __LINE__, "unpack failed (%d): %s", rc, err->msg);
+}
+
+static void expect_unsafe(int rc, const fpull_err *err, const char *what)
+{
+  if (rc != FPULL_EUNSAFE)
+    th_fail(__FILE__, __LINE__, "expected FPULL_EUNSAFE, got %d: %s", rc, err->msg);
+  CHECK_CONTAINS(err->msg, "layer sha256:");
+  CHECK_CONTAINS(err->msg, what);
+  check_base_clean(0);
+}
+
+static char *read_file(const char *p)
+{
+  static char buf[65536];
+  FILE *f = fopen(p, "r");
+  if (!f)
+    return NULL;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+static int is_link(const char *p, const char *target)
+{
+  char buf[4096];
+  ssize_t n = readlink(p, buf, sizeof buf - 1);
+  if (n < 0)
+    return 0;
+  buf[n] = '\0';
+  return strcmp(buf, target) == 0;
+}
+
+static void run_both(void (*fn)(void))
+{
+  for (fallback = 0; fallback < 2; fallback++) {
+    fprintf(stderr, "resolver: %s\n", fallback ? "O_NOFOLLOW walk" : "openat2");
+    fresh();
+    fn();
+    check_victim();
+  }
+}
+
+/* ---- normal layers ---- */
+
+static void c_basic(void)
+{
+  static const char *comps[] = {"none", "gzip", "zstd"};
+  for (int c = 0; c < 3; c++) {
+    fresh();
+    struct built b[2];
+    build(&b[0], comps[c],
+          "dir etc mode=755 mtime=1600000000\n"
+          "file etc/hostname data=box\\n mode=644 mtime=1600000001\n"
+          "file bin/tool data=#!/bin/sh mode=4755\n"
+          "dir usr/lib mode=755\n"
+          "symlink lib usr/lib\n"
+          "file usr/lib/libc.so data=elf mode=755\n"
+          "hardlink bin/tool2 bin/tool\n"
+          "fifo run/fifo mode=600\n"
+          "dir locked mode=500\n"
+          "file locked/inside data=in mode=400\n"
+          "file big zeros=3000000\n");
+    build(&b[1], comps[(c + 1) % 3],
+          "file etc/hostname data=box2\n"
+          "file lib/libm.so data=m\n"
+          "dir etc mode=750 mtime=1500000000\n");
+    fpull_err err;
+    struct fpull_unpack_stats st;
+    expect_ok(unpack(b, 2, NULL, &err, &st), &err);
+    CHECK_STR_EQ(read_file(fmt("%s/etc/hostname", dest)), "box2");
+    CHECK_STR_EQ(read_file(fmt("%s/usr/lib/libm.so", dest)), "m");
+    CHECK(is_link(fmt("%s/lib", dest), "usr/lib"));
+    struct stat s1, s2;
+    CHECK(stat(fmt("%s/bin/tool", dest), &s1) == 0);
+    CHECK(stat(fmt("%s/bin/tool2", dest), &s2) == 0);
+    CHECK_INT_EQ(s1.st_ino, s2.st_ino);
+    CHECK_INT_EQ(s1.st_mode & 07777, 04755);
+    CHECK(stat(fmt("%s/etc", dest), &s1) == 0);
+    CHECK_INT_EQ(s1.st_mode & 07777, 0750);
+    CHECK_INT_EQ(s1.st_mtime, 1500000000);
+    CHECK(stat(fmt("%s/etc/hostname", dest), &s1) == 0);
+    CHECK_INT_EQ(s1.st_mode & 07777, 0644);
+    CHECK(stat(fmt("%s/locked", dest), &s1) == 0);
+    CHECK_INT_EQ(s1.st_mode & 07777, 0500);
+    CHECK(lstat(fmt("%s/run/fifo", dest), &s1) == 0);
+    CHECK(S_ISFIFO(s1.st_mode));
+    CHECK(stat(fmt("%s/big", dest), &s1) == 0);
+    CHECK_INT_EQ(s1.st_size, 3000000);
+    CHECK(stat(dest, &s1) == 0);
+    CHECK_INT_EQ(s1.st_mode & 07777, 0700);
+    CHECK_INT_EQ(st.entries, 14);
+    CHECK(st.bytes > 3000000);
+    check_base_clean(1);
+    check_victim();
+  }
+}
+TEST(basic_layers_all_compressions)
+{
+  run_both(c_basic);
+}
+
+static void c_diffid_mismatch(void)
+{
+  struct built b;
+  build(&b, "gzip", "file a data=x\n");
+  b.diff_id[10] = b.diff_id[10] == '0' ? '1' : '0';
+  fpull_err err;
+  CHECK_INT_EQ(unpack(&b, 1, NULL, &err, NULL), FPULL_EINTEGRITY);
+  CHECK_CONTAINS(err.msg, "layer sha256:");
+  CHECK_CONTAINS(err.msg, "DiffID");
+  check_base_clean(0);
+}
+TEST(diffid_mismatch_is_integrity_error)
+{
+  run_both(c_diffid_mismatch);
+}
+
+/* T32: the DiffID covers data after the end-of-archive blocks. */
+static void c_trailing(void)
+{
+  struct built b;
+  build(&b, "zstd", "%trailing 700\nfile a data=x\n");
+  fpull_err err;
+  expect_ok(unpack(&b, 1, NULL, &err, NULL), &err);
+  CHECK_STR_EQ(read_file(fmt("%s/a", dest)), "x");
+}
+TEST(t32_diffid_covers_trailing_data)
+{
+  run_both(c_trailing);
+}
+
+static void c_gzip_junk(void)
+{
+  struct built b;
+  build(&b, "gzip", "%compressed-junk 512\nfile a data=x\n");
+  fpull_err err;
+  expect_unsafe(unpack(&b, 1, NULL, &err, NULL), &err, "gzip");
+}
+TEST(t32_junk_after_gzip_refused)
+{
+  run_both(c_gzip_junk);
+}
+
+/* ---- T1, T2: names ---- */
+
+static void c_dotdot(void)
+{
+  static const char *names[] = {"../victim/dotdot", "/../victim/x", "a/../../victim/x", "..",
+                                "./../victim/x"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    fpull_err err;
+    int rc = run_descs(&err, 1, fmt("file ok data=1\nfile %s data=pwned\n", names[i]));
+    expect_unsafe(rc, &err, "path has a .. component");
+    CHECK_CONTAINS(err.msg, fmt("entry %s", names[i]));
+  }
+}
+TEST(t01_dotdot_names_refused)
+{
+  run_both(c_dotdot);
+}
+
+static void c_absolute(void)
+{
+  fpull_err err;
+  expect_ok(run_descs(&err, 1,
+                      fmt("file /etc/passwd data=pwned\nfile //etc//x data=y\nfile %s/new data=z\n",
+                          victim)),
+            &err);
+  CHECK_STR_EQ(read_file(fmt("%s/etc/passwd", dest)), "pwned");
+  CHECK_STR_EQ(read_file(fmt("%s/etc/x", dest)), "y");
+  CHECK_STR_EQ(read_file(fmt("%s%s/new", dest, victim)), "z");
+}
+TEST(t02_absolute_names_land_in_dest)
+{
+  run_both(c_absolute);
+}
+
+/* ---- T3-T8: symlinks ---- */
+
+static void c_symlink_same_layer(void)
+{
+  fpull_err err;
+  expect_ok(run_descs(&err, 1,
+                      fmt("symlink evil ../victim\nfile evil/through data=1\n"
+                          "symlink evil2 %s\nfile evil2/through data=2\n",
+                          victim)),
+            &err);
+  CHECK_STR_EQ(read_file(fmt("%s/victim/through", dest)), "1");
+  CHECK_STR_EQ(read_file(fmt("%s%s/through", dest, victim)), "2");
+  CHECK(is_link(fmt("%s/evil", dest), "../victim"));
+}
+TEST(t03_write_through_symlink_same_layer)
+{
+  run_both(c_symlink_same_layer);
+}
+
+static void c_symlink_cross_layer(void)
+{
+  fpull_err err;
+  expect_ok(run_descs(&err, 2, fmt("symlink evil /etc\nsymlink ev2 %s\n", victim),
+                      "file evil/passwd data=pwned\nfile ev2/hello data=pwned\n"),
+            &err);
+  CHECK_STR_EQ(read_file(fmt("%s/etc/passwd", dest)), "pwned");
+  CHECK_STR_EQ(read_file(fmt("%s%s/hello", dest, victim)), "pwned");
+  CHECK(is_link(fmt("%s/evil", dest), "/etc"));
+}
+TEST(t04_write_through_symlink_cross_layer)
+{
+  run_both(c_symlink_cross_layer);
+}
+
+static void c_two_hop(void)
+{
+  fpull_err err;
+  expect_ok(run_descs(&err, 1,
+                      "dir inner\nsymlink inner/go_up ..\nsymlink inner/go_up/escape ../victim\n"
+                      "file inner/go_up/escape/newfile data=x\n"
+                      "symlink up ../../..\nfile up/top data=t\n"),
+            &err);
+  CHECK_STR_EQ(read_file(fmt("%s/victim/newfile", dest)), "x");
+  CHECK_STR_EQ(read_file(fmt("%s/top", dest)), "t");
+}
+TEST(t05_two_hop_chain_contained)
+{
+  run_both(c_two_hop);
+}
+
+static void c_rel_then_abs(void)
+{
+  fpull_err err;
+  expect_ok(run_descs(&err, 2, "symlink escape ..\nsymlink absolute /target\n",
+                      "file escape/absolute/file data=x\n"),
+            &err);
+  CHECK_STR_EQ(read_file(fmt("%s/target/file", dest)), "x");
+}
+TEST(t06_relative_escape_then_absolute)
+{
+  run_both(c_rel_then_abs);
+}
+
+static void c_merged_usr(void)
+{
+  fpull_err err;
+  expect_ok(run_descs(&err, 2, "dir usr/lib\nsymlink lib usr/lib\n",
+                      "file lib/x86_64-linux-gnu/libfoo.so data=so\n"),
+            &err);
+  CHECK_STR_EQ(read_file(fmt("%s/usr/lib/x86_64-linux-gnu/libfoo.so", dest)), "so");
+  CHECK(is_link(fmt("%s/lib", dest), "usr/lib"));
+}
+TEST(t07_merged_usr_benign)
+{
+  run_both(c_merged_usr);
+}
+
+static void c_var_run(void)
+{
+  fpull_err err;
+  expect_ok(run_descs(&err, 2, "dir var\nsymlink var/run /run\ndir run/existing\n",
+                      "file var/run/existing/non-existing/file data=pid\n"),
+            &err);
+  CHECK_STR_EQ(read_file(fmt("%s/run/existing/non-existing/file", dest)), "pid");
+}
+TEST(t08_absolute_in_image_symlink_benign)
+{
+  run_both(c_var_run);
+}
+
+/* ---- T9-T15: hardlinks ---- */
+
+static void c_hardlink_outside(void)
+{
+  fpull_err err;
+  expect_unsafe(run_descs(&err, 1, "hardlink dotdot ../victim/hello\n"), &err,
+                "path has a .. component");
+  expect_unsafe(run_descs(&err, 1, "hardlink slash-dotdot /../victim/hello\n"), &err,
+                "path has a .. component");
+  /* An absolute target is inside DEST, where it does not exist. */
+  expect_unsafe(run_descs(&err, 1, fmt("hardlink abs %s/hello\n", victim)), &err, "does not exist");
+}
+TEST(t09_hardlink_to_outside_refused)
+{
+  run_both(c_hardlink_outside);
+}
+
+static void c_hardlink_symlinked_dir(void)
+{
+  fpull_err err;
+  expect_ok(run_descs(&err, 1,
+                      "file etc/passwd data=inner\ndir breakouts\n"
+                      "symlink breakouts/d1 ../../etc\n"
+                      "hardlink breakouts/mypasswd /breakouts/d1/passwd\n"),
+            &err);
+  struct stat a, b;
+  CHECK(stat(fmt("%s/etc/passwd", dest), &a) == 0);
+  CHECK(stat(fmt("%s/breakouts/mypasswd", dest), &b) == 0);
+  CHECK_INT_EQ(a.st_ino, b.st_ino);
+}
+TEST(t10_hardlink_via_symlinked_dir)
+{
+  run_both(c_hardlink_symlinked_dir);
+}
+
+static void c_abs_hardlink(void)
+{
+  fpull_err err;
+  expect_ok(run_descs(&err, 1,
+                      "file usr/bin/perlbug data=perl\nhardlink usr/bin/perlthanks "
+                      "/usr/bin/perlbug\n"),
+            &err);
+  struct stat a, b;
+  CHECK(stat(fmt("%s/usr/bin/perlbug", dest), &a) == 0);
+  CHECK(stat(fmt("%s/usr/bin/perlthanks", dest), &b) == 0);
+  CHECK_INT_EQ(a.st_ino, b.st_ino);
+}
+TEST(t11_absolute_hardlink_target_benign)
+{
+  run_both(c_abs_hardlink);
+}
+
+static void c_hardlink_symlink_chmod(void)
+{
+  char perm[4200];
+  snprintf(perm, sizeof perm, "%s/perm400", base);
+  FILE *f = fopen(perm, "w");
+  CHECK(f != NULL);
+  fclose(f);
+  CHECK(chmod(perm, 0400) == 0);
+  fpull_err err;
+  expect_ok(run_descs(&err, 1, fmt("symlink ep %s\nhardlink sketchylink ep mode=777\n", perm)),
+            &err);
+  struct stat st;
+  CHECK(stat(perm, &st) == 0);
+  CHECK_INT_EQ(st.st_mode & 07777, 0400);
+  CHECK(lstat(fmt("%s/sketchylink", dest), &st) == 0);
+  CHECK(S_ISLNK(st.st_mode));
+  CHECK(unlink(perm) == 0);
+}
+TEST(t12_hardlink_to_symlink_never_chmods_target)
+{
+  run_both(c_hardlink_symlink_chmod);
+}
+
+static void c_hardlink_to_symlink(void)
+{
+  fpull_err err;
+  expect_ok(
+      run_descs(&err, 1, "file regular data=r\nsymlink link ../../../regular\nhardlink hl link\n"),
+      &err);
+  struct stat a, b;
+  CHECK(lstat(fmt("%s/link", dest), &a) == 0);
+  CHECK(lstat(fmt("%s/hl", dest), &b) == 0);
+  CHECK_INT_EQ(a.st_ino, b.st_ino);
+  CHECK(is_link(fmt("%s/hl", dest), "../../../regular"));
+}
+TEST(t13_hardlink_to_symlink_benign)
+{
+  run_both(c_hardlink_to_symlink);
+}
+
+static void c_hardlink_self(void)
+{
+  fpull_err err;
+  expect_unsafe(run_descs(&err, 1, "file a data=keep\nhardlink a a\n"), &err, "itself");
+  expect_unsafe(run_descs(&err, 1, "hardlink b notyet\nfile notyet data=x\n"), &err,
+                "does not exist");
+  expect_unsafe(run_descs(&err, 1, "dir d\nhardlink x d\n"), &err, "directory");
+  expect_unsafe(run_descs(&err, 1, "dir d\nhardlink x /\n"), &err, "root");
+}
+TEST(t14_t15_hardlink_self_forward_and_directory_refused)
+{
+  run_both(c_hardlink_self);
+}
+
+/* ---- T16, T17: the root, and directories replaced by symlinks ---- */
+
+static void c_root_type(void)
+{
+  static const char *names[] = {".", "./", "/"};
+  for (size_t i = 0; i < 3; i++) {
+    fpull_err err;
+    expect_unsafe(run_descs(&err, 2, fmt("symlink %s %s\n", names[i], victim), "file pwn data=x\n"),
+                  &err, "refusing to change the type of the rootfs root");
+    /* (A file named "./" or "/" reads as a directory with data: refused as corrupt.) */
+    if (i == 0)
+      expect_unsafe(run_descs(&err, 1, fmt("file %s data=x\n", names[i])), &err, "rootfs root");
+    expect_unsafe(run_descs(&err, 1, fmt("fifo %s\n", names[i])), &err, "rootfs root");
+  }
+  fpull_err err;
+  expect_ok(run_descs(&err, 1, "dir ./ mode=777\nfile a data=1\n"), &err);
+  struct stat st;
+  CHECK(stat(dest, &st) == 0);
+  CHECK_INT_EQ(st.st_mode & 07777, 0700);
+}
+TEST(t16_root_never_changes_type)
+{
+  run_both(c_root_type);
+}
+
+static void c_dir_then_symlink(void)
+{
+  fpull_err err;
+  expect_ok(run_descs(&err, 1,
+                      fmt("dir foo\ndir foo/tmp\nfile foo/tmp/f data=012\n"
+                          "symlink foo %s\nfile foo/hello data=345\n"
+                          "dir foo\ndir foo/tmp\nfile foo/tmp/f data=678\n",
+                          base)),
+            &err);
+  CHECK_STR_EQ(read_file(fmt("%s/foo/tmp/f", dest)), "678");
+  CHECK_STR_EQ(read_file(fmt("%s%s/hello", dest, base)), "345");
+}
+TEST(t17_directory_replaced_by_symlink)
+{
+  run_both(c_dir_then_symlink);
+}
+
+/* ---- T23-T25: devices, modes, owners (as root; see nonroot_* for the rest) ---- */
+
+static void c_devices_root(void)
+{
+  if (geteuid() != 0)
+    return;
+  fpull_err err;
+  struct fpull_unpack_stats st;
+  struct built b;
+  build(&b, "none",
+        "chardev dev/null major=1 minor=3 mode=666\nblockdev sda major=8 minor=0 mode=660\n"
+        "fifo fifo mode=600\nfile bin/su data=su mode=4755 uid=0\ndir tmp mode=1777\n"
+        "file owned data=o uid=1234 gid=5678\nsymlink owned-link owned uid=42 gid=43\n"
+        "file big-uid data=x uid=2147483648 gid=65534\n");
+  expect_ok(unpack(&b, 1, NULL, &err, &st), &err);
+  struct stat s;
+  CHECK(lstat(fmt("%s/dev/null", dest), &s) == 0);
+  CHECK(S_ISCHR(s.st_mode));
+  CHECK_INT_EQ(major(s.st_rdev), 1);
+  CHECK_INT_EQ(minor(s.st_rdev), 3);
+  CHECK_INT_EQ(s.st_mode & 07777, 0666);
+  CHECK(lstat(fmt("%s/sda", dest), &s) == 0);
+  CHECK(S_ISBLK(s.st_mode));
+  CHECK(lstat(fmt("%s/bin/su", dest), &s) == 0);
+  CHECK_INT_EQ(s.st_mode & 07777, 04755);
+  CHECK(lstat(fmt("%s/tmp", dest), &s) == 0);
+  CHECK_INT_EQ(s.st_mode & 07777, 01777);
+  CHECK(lstat(fmt("%s/owned", dest), &s) == 0);
+  CHECK_INT_EQ(s.st_uid, 1234);
+  CHECK_INT_EQ(s.st_gid, 5678);
+  CHECK(lstat(fmt("%s/owned-link", dest), &s) == 0);
+  CHECK_INT_EQ(s.st_uid, 42);
+  CHECK(lstat(fmt("%s/big-uid", dest), &s) == 0);
+  CHECK_INT_EQ(s.st_uid, 2147483648u);
+  CHECK_INT_EQ(st.devices_skipped, 0);
+}
+TEST(t23_t25_root_devices_owners_modes)
+{
+  run_both(c_devices_root);
+}
+
+static void c_devices_simulated(void)
+{
+  fpull_err err;
+  struct fpull_unpack_stats st;
+  struct built b;
+  build(&b, "none",
+        "chardev dev/mem major=1 minor=1 mode=666\nblockdev sda major=8 minor=0\n"
+        "fifo fifo\nfile owned data=o uid=1234 gid=5678\n");
+  struct fpull_unpack_opts o = {.unprivileged = 1};
+  expect_ok(unpack(&b, 1, &o, &err, &st), &err);
+  CHECK_INT_EQ(st.devices_skipped, 2);
+  CHECK(access(fmt("%s/dev/mem", dest), F_OK) != 0);
+  CHECK(access(fmt("%s/sda", dest), F_OK) != 0);
+  struct stat s;
+  CHECK(lstat(fmt("%s/fifo", dest), &s) == 0 && S_ISFIFO(s.st_mode));
+  CHECK(lstat(fmt("%s/owned", dest), &s) == 0);
+  CHECK_INT_EQ(s.st_uid, geteuid());
+}
+TEST(t23_unprivileged_mode_skips_devices_keeps_owner)
+{
+  run_both(c_devices_simulated);
+}
+
+static void c_bad_devices_and_owners(void)
+{
+  fpull_err err;
+  expect_unsafe(run_descs(&err, 1, "chardev x major=5000 minor=1\n"), &err, "out of range");
+  expect_unsafe(run_descs(&err, 1, "file x data=1 uid=4294967295\n"), &err, "invalid owner");
+}
+TEST(t23_t25_out_of_range_devices_and_owners_refused)
+{
+  run_both(c_bad_devices_and_owners);
+}
+
+/* The real thing: a child that is not root (uid 65534) unpacks. */
+static void c_nonroot(void)
+{
+  if (geteuid() != 0) {
+    fprintf(stderr, "skipped: needs root to switch to uid 65534\n");
+    return;
+  }
+  struct built b;
+  build(&b, "gzip",
+        "chardev dev/null major=1 minor=3 mode=666\nfifo fifo\n"
+        "file bin/su data=su mode=4755 uid=0\nfile bin/sg data=sg mode=2755 gid=0\n"
+        "dir ro mode=555\nfile ro/inside data=in mode=444\ndir ro/sub mode=500\n"
+        "file ro/sub/deep data=d\nfile owned data=o uid=0 gid=0\n"
+        "file cap data=c xattr.security.capability=xx xattr.user.note=hi xattr.trusted.x=no\n");
+  CHECK(chmod(th_tmpdir(), 0755) == 0);
+  CHECK(chmod(b.path, 0644) == 0);
+  CHECK(chown(base, 65534, 65534) == 0);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+      _exit(90);
+    struct fpull_layer l = {b.path, b.mt, b.digest, b.diff_id};
+    struct fpull_unpack_opts o = {.resolve_fallback = fallback};
+    struct fpull_unpack_stats st;
+    fpull_err err;
+    int rc = fpull_unpack_rootfs(dest, &l, 1, &o, &st, &err);
+    if (rc) {
+      fprintf(stderr, "child: %s\n", err.msg);
+      _exit(91);
+    }
+    _exit(st.devices_skipped == 1 ? 0 : 92);
+  }
+  int status;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK_INT_EQ(WEXITSTATUS(status), 0);
+  struct stat s;
+  CHECK(access(fmt("%s/dev/null", dest), F_OK) != 0);
+  CHECK(lstat(fmt("%s/fifo", dest), &s) == 0 && S_ISFIFO(s.st_mode));
+  CHECK(lstat(fmt("%s/owned", dest), &s) == 0);
+  CHECK_INT_EQ(s.st_uid, 65534);
+  CHECK(lstat(fmt("%s/bin/su", dest), &s) == 0);
+  CHECK_INT_EQ(s.st_mode & 07777, 04755); /* the kernel lets an owner set setuid */
+  CHECK(lstat(fmt("%s/ro", dest), &s) == 0);
+  CHECK_INT_EQ(s.st_mode & 07777, 0555);
+  CHECK(lstat(fmt("%s/ro/sub", dest), &s) == 0);
+  CHECK_INT_EQ(s.st_mode & 07777, 0500);
+  CHECK_STR_EQ(read_file(fmt("%s/ro/sub/deep", dest)), "d");
+  char v[16] = {0};
+  CHECK(lgetxattr(fmt("%s/cap", dest), "security.capability", v, sizeof v) < 0);
+  CHECK(lgetxattr(fmt("%s/cap", dest), "trusted.x", v, sizeof v) < 0);
+  CHECK(chown(base, 0, 0) == 0);
+}
+TEST(nonroot_child_unpacks_with_user_semantics)
+{
+  run_both(c_nonroot);
+}
+
+static void c_xattrs(void)
+{
+  fpull_err err;
+  struct fpull_unpack_stats st;
+  struct built b;
+  build(&b, "none",
+        "file f data=x xattr.user.note=hello xattr.trusted.overlay.opaque=y\n"
+        "dir d xattr.user.dir=1\nsymlink l f xattr.user.no=1\n");
+  expect_ok(unpack(&b, 1, NULL, &err, &st), &err);
+  char v[64] = {0};
+  ssize_t n = getxattr(fmt("%s/f", dest), "user.note", v, sizeof v);
+  if (n < 0 && errno == ENOTSUP) {
+    fprintf(stderr, "no user xattrs on this file system\n");
+    return;
+  }
+  CHECK_INT_EQ(n, 5);
+  CHECK_STR_EQ(v, "hello");
+  CHECK(getxattr(fmt("%s/f", dest), "trusted.overlay.opaque", v, sizeof v) < 0);
+  CHECK(getxattr(fmt("%s/d", dest), "user.dir", v, sizeof v) == 1);
+  CHECK(st.xattrs_skipped >= 2);
+}
+TEST(t35_xattrs_from_the_allowlist_only)
+{
+  run_both(c_xattrs);
+}
+
+/* ---- T26, T28, T29: names and duplicates ---- */
+
+static void c_long_names(void)
+{
+  char comp[301];
+  memset(comp, 'a', 300);
+  comp[300] = '\0';
+  fpull_err err;
+  expect_unsafe(run_descs(&err, 1, fmt("file %s data=x\n", comp)), &err, "longer than 255");
+  /* Past PATH_MAX through a symlink in the middle: contained, or refused; never outside. */
+  char deep[6000] = "";
+  for (int i = 0; i < 40; i++)
+    strcat(deep, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+                 "bbbbbbbbbbbbbb/");
+  (void)run_descs(&err, 2, fmt("dir %s\nsymlink %sc40 ../../../..\n", deep, deep),
+                  fmt("file %sc40/x data=x\n", deep));
+}
+TEST(t26_long_names)
+{
+  run_both(c_long_names);
+}
+
+static void c_odd_names(void)
+{
+  fpull_err err;
+  expect_ok(run_descs(&err, 1,
+                      "file \\xff\\xfe data=1\nfile caf\\xc3\\xa9 data=2\nfile a\\nb data=3\n"
+                      "file back\\\\slash:colon data=4\n"),
+            &err);
+  CHECK_STR_EQ(read_file(fmt("%s/\xff\xfe", dest)), "1");
+  CHECK_STR_EQ(read_file(fmt("%s/caf\xc3\xa9", dest)), "2");
+  CHECK_STR_EQ(read_file(fmt("%s/a\nb", dest)), "3");
+  CHECK_STR_EQ(read_file(fmt("%s/back\\slash:colon", dest)), "4");
+}
+TEST(t28_odd_names_byte_exact)
+{
+  run_both(c_odd_names);
+}
+
+static void c_duplicates(void)
+{
+  fpull_err err;
+  expect_ok(run_descs(&err, 1,
+                      fmt("file x data=1\nsymlink x %s/hello\nfile x data=2\n"
+                          "dir d\nfile d/in data=i\nfile d data=3\n",
+                          victim)),
+            &err);
+  CHECK_STR_EQ(read_file(fmt("%s/x", dest)), "2");
+  CHECK_STR_EQ(read_file(fmt("%s/d", dest)), "3");
+}
+TEST(t29_duplicate_paths_replace_never_write_through)
+{
+  run_both(c_duplicates);
+}
+
+/* ---- T31, T33, T34: limits, corrupt input, media types ---- */
+
+static void c_limits(void)
+{
+  struct built b;
+  fpull_err err;
+  build(&b, "gzip", "file bomb zeros=8000000\n");
+  struct fpull_unpack_opts o = {.max_bytes = 1000000};
+  expect_unsafe(unpack(&b, 1, &o, &err, NULL), &err, "limit");
+  build(&b, "zstd", "repeat 200 file f{i} data=x\n");
+  struct fpull_unpack_opts o2 = {.max_entries = 100};
+  expect_unsafe(unpack(&b, 1, &o2, &err, NULL), &err, "more than 100 entries");
+}
+TEST(t31_limits_stop_bombs)
+{
+  run_both(c_limits);
+}
+
+static void c_corrupt(void)
+{
+  struct built b;
+  fpull_err err;
+  build(&b, "none", "%truncate 700\nfile a data=x\nfile b zeros=2000\n");
+  expect_unsafe(unpack(&b, 1, NULL, &err, NULL), &err, "corrupt");
+  FILE *f = fopen(b.path, "w");
+  for (int i = 0; i < 4096; i++)
+    fputc((i * 7919) & 0xff, f);
+  fclose(f);
+  expect_unsafe(unpack(&b, 1, NULL, &err, NULL), &err, "corrupt");
+  b.mt = MT_GZ;
+  expect_unsafe(unpack(&b, 1, NULL, &err, NULL), &err, "gzip");
+  b.mt = MT_ZST;
+  expect_unsafe(unpack(&b, 1, NULL, &err, NULL), &err, "zstd");
+  build(&b, "gzip", "%truncate 100000\nfile a zeros=50000\n");
+  struct stat st;
+  CHECK(stat(b.path, &st) == 0);
+  CHECK(truncate(b.path, st.st_size - 10) == 0);
+  expect_unsafe(unpack(&b, 1, NULL, &err, NULL), &err, "gzip");
+}
+TEST(t33_corrupt_and_truncated_layers)
+{
+  run_both(c_corrupt);
+}
+
+static void c_media_types(void)
+{
+  struct built b;
+  fpull_err err;
+  build(&b, "zstd", "file a data=x\n");
+  b.mt = MT_GZ;
+  expect_unsafe(unpack(&b, 1, NULL, &err, NULL), &err, "gzip");
+  b.mt = "application/vnd.oci.image.layer.v1.tar+bzip2";
+  expect_unsafe(unpack(&b, 1, NULL, &err, NULL), &err, "unsupported layer media type");
+  /* A zip is not parsed even when declared plain tar. */
+  FILE *f = fopen(b.path, "w");
+  fputs("PK\x03\x04", f);
+  for (int i = 0; i < 600; i++)
+    fputc(0, f);
+  fclose(f);
+  b.mt = MT_TAR;
+  expect_unsafe(unpack(&b, 1, NULL, &err, NULL), &err, "corrupt");
+}
+TEST(t34_media_type_must_match)
+{
+  run_both(c_media_types);
+}
+
+/* ---- C5, C6: the destination ---- */
+
+static void c_dest(void)
+{
+  struct built good, bad;
+  build(&good, "gzip", "file new data=new\n");
+  build(&bad, "none", "file ok data=1\nfile ../x data=2\n");
+  fpull_err err;
+  CHECK(mkdir(dest, 0755) == 0);
+  FILE *f = fopen(fmt("%s/old", dest), "w");
+  fclose(f);
+  CHECK_INT_EQ(unpack(&good, 1, NULL, &err, NULL), FPULL_EFAIL);
+  CHECK_CONTAINS(err.msg, "already exists");
+  CHECK(access(fmt("%s/old", dest), F_OK) == 0);
+  /* A failed --force pull leaves the old DEST as it was. */
+  struct fpull_unpack_opts force = {.force = 1};
+  CHECK_INT_EQ(unpack(&bad, 1, &force, &err, NULL), FPULL_EUNSAFE);
+  CHECK(access(fmt("%s/old", dest), F_OK) == 0);
+  check_base_clean(1);
+  /* An old DEST we cannot write into is still replaced. */
+  CHECK(mkdir(fmt("%s/ro", dest), 0500) == 0);
+  expect_ok(unpack(&good, 1, &force, &err, NULL), &err);
+  CHECK(access(fmt("%s/old", dest), F_OK) != 0);
+  CHECK_STR_EQ(read_file(fmt("%s/new", dest)), "new");
+  check_base_clean(1);
+
+  /* A symlink DEST is refused even with --force, and what it points to is untouched. */
+  CHECK(rename(dest, fmt("%s/real", base)) == 0);
+  CHECK(symlink("real", dest) == 0);
+  CHECK_INT_EQ(unpack(&good, 1, &force, &err, NULL), FPULL_EFAIL);
+  CHECK_CONTAINS(err.msg, "symlink");
+  CHECK(is_link(dest, "real"));
+  CHECK(unlink(dest) == 0);
+  CHECK(rename(fmt("%s/real", base), dest) == 0);
+
+  if (geteuid() == 0) {
+    CHECK(chown(dest, 65534, 65534) == 0);
+    CHECK_INT_EQ(unpack(&good, 1, &force, &err, NULL), FPULL_EFAIL);
+    CHECK_CONTAINS(err.msg, "uid 65534");
+    CHECK(chown(dest, 0, 0) == 0);
+  }
+  CHECK(system(fmt("rm -rf '%s'", dest)) == 0);
+  CHECK(mkdir(dest, 0755) == 0);
+  CHECK(rmdir(dest) == 0);
+  /* DEST given with a trailing slash and in a parent that does not exist yet. */
+  char saved[4200];
+  strcpy(saved, dest);
+  snprintf(dest, sizeof dest, "%.3000s/sub/dir/", base);
+  expect_ok(unpack(&good, 1, NULL, &err, NULL), &err);
+  CHECK_STR_EQ(read_file(fmt("%s/sub/dir/new", base)), "new");
+  CHECK(system(fmt("rm -rf '%s/sub'", base)) == 0);
+  strcpy(dest, saved);
+}
+TEST(c5_destination_rules)
+{
+  run_both(c_dest);
+}
+
+/* Staging directories of a killed run are removed by the next one; a live one is not. */
+static void c_leftovers(void)
+{
+  CHECK(mkdir(fmt("%s/.dest.fpull-staging-dead01", base), 0700) == 0);
+  CHECK(mkdir(fmt("%s/.dest.fpull-staging-dead01/sub", base), 0500) == 0);
+  struct built b;
+  build(&b, "none", "file a data=1\n");
+  fpull_err err;
+  expect_ok(unpack(&b, 1, NULL, &err, NULL), &err);
+  check_base_clean(1);
+}
+TEST(c6_leftover_staging_removed)
+{
+  run_both(c_leftovers);
+}
+
+/* SIGKILL in the middle of a layer: DEST does not appear, the next run cleans up. The layer
+ * comes through a FIFO so the child is stopped mid-stream for sure. */
+static void c_sigkill(void)
+{
+  struct built b;
+  build(&b, "none", "file a data=1\nfile b zeros=2000000\nfile c data=3\n");
+  char fifo[4200];
+  snprintf(fifo, sizeof fifo, "%s/fifo", base);
+  CHECK(mkfifo(fifo, 0600) == 0);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    struct fpull_layer l = {fifo, MT_TAR, b.digest, NULL};
+    struct fpull_unpack_opts o = {.resolve_fallback = fallback};
+    fpull_err err;
+    _exit(fpull_unpack_rootfs(dest, &l, 1, &o, NULL, &err));
+  }
+  int w = open(fifo, O_WRONLY);
+  CHECK(w >= 0);
+  int r = open(b.path, O_RDONLY);
+  CHECK(r >= 0);
+  char buf[65536];
+  ssize_t n = read(r, buf, sizeof buf);
+  CHECK(n == (ssize_t)sizeof buf);
+  CHECK(write(w, buf, (size_t)n) == n);
+  /* Wait until the child has started writing b into its staging directory. */
+  int seen = 0;
+  for (int i = 0; i < 500 && !seen; i++) {
+    usleep(10000);
+    DIR *d = opendir(base);
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+      if (strncmp(de->d_name, ".dest.fpull-staging-", 20) == 0 &&
+          access(fmt("%s/%s/b", base, de->d_name), F_OK) == 0)
+        seen = 1;
+    if (d)
+      closedir(d);
+  }
+  CHECK(seen);
+  CHECK(kill(pid, SIGKILL) == 0);
+  int status;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFSIGNALED(status));
+  close(w);
+  close(r);
+  CHECK(access(dest, F_OK) != 0);
+  CHECK(unlink(fifo) == 0);
+  fpull_err err;
+  expect_ok(unpack(&b, 1, NULL, &err, NULL), &err);
+  CHECK_STR_EQ(read_file(fmt("%s/c", dest)), "3");
+  check_base_clean(1);
+}
+TEST(c6_sigkill_mid_unpack)
+{
+  run_both(c_sigkill);
+}
