@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -712,4 +713,60 @@ TEST(resolve_dir_order)
   d = fpull_cache_resolve_dir(NULL, NULL);
   CHECK_STR_EQ(d, "/home/u/.cache/fpull");
   free(d);
+}
+
+TEST(killed_writer_is_resumed_by_next_run)
+{
+  /* A prefetch SIGKILLed mid-blob: the kernel drops its lock, the partial stays, and the
+   * next run re-hashes it and continues from there. */
+  fpull_cache *c = open_cache("c");
+  const char *dir = fpull_cache_dir(c);
+  size_t len = 64 * 1024, part = 40 * 1024;
+  char *data = malloc(len);
+  for (size_t i = 0; i < len; i++)
+    data[i] = (char)(i % 253);
+  char *digest = fpull_digest_of(data, len);
+  int ready[2];
+  CHECK_INT_EQ(pipe(ready), 0);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    fpull_cache *cc = NULL;
+    fpull_err e = {0};
+    struct fpull_cache_writer *w = NULL;
+    int done = 0;
+    if (fpull_cache_open(&cc, dir, &e) ||
+        fpull_cache_writer_begin(&w, &done, cc, digest, (int64_t)len, &e))
+      _exit(1);
+    const struct fpull_blob_sink *s = fpull_cache_writer_sink(w);
+    if (s->write(s->ud, data, part, &e))
+      _exit(2);
+    if (write(ready[1], "r", 1) != 1)
+      _exit(3);
+    for (;;)
+      pause();
+  }
+  close(ready[1]);
+  char b;
+  CHECK_INT_EQ(read(ready[0], &b, 1), 1);
+  close(ready[0]);
+  CHECK_INT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  CHECK_INT_EQ(waitpid(pid, &status, 0), pid);
+  CHECK(WIFSIGNALED(status));
+
+  fpull_err err = {0};
+  struct fpull_cache_writer *w = NULL;
+  int done = 0;
+  CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, digest, (int64_t)len, &err), 0);
+  CHECK_INT_EQ(done, 0);
+  CHECK_INT_EQ(fpull_cache_writer_offset(w), part);
+  const struct fpull_blob_sink *s = fpull_cache_writer_sink(w);
+  CHECK_INT_EQ(s->write(s->ud, data + part, len - part, &err), 0);
+  CHECK_INT_EQ(fpull_cache_writer_commit(w, &err), 0);
+  CHECK_INT_EQ(fpull_cache_verify_blob(c, digest, (int64_t)len, &err), 0);
+  CHECK_INT_EQ(count_entries(c, "locks"), 0);
+  free(digest);
+  free(data);
+  fpull_cache_free(c);
 }
