@@ -1,0 +1,175 @@
+"""prefetch, --offline and a shared cache, against the real registry."""
+import concurrent.futures
+import json
+import os
+import re
+import shutil
+import tempfile
+import unittest
+
+import fpull
+import images
+import registry
+
+
+def layer(name, size=20000):
+    # Content that gzip cannot shrink much, so byte counts are meaningful.
+    data = os.urandom(size)
+    return [{"path": "data/" + name, "type": "file", "data": data},
+            {"path": "etc/" + name, "type": "file", "data": name + "\n"}]
+
+
+class PrefetchOffline(unittest.TestCase):
+    def setUp(self):
+        self.reg = registry.Registry()
+        self.reg.start()
+        self.addCleanup(self.reg.stop)
+        self.tmp = tempfile.mkdtemp(prefix="fpull-prefetch-")
+        self.addCleanup(fpull.rmtree, self.tmp)
+        self.cache = os.path.join(self.tmp, "cache")
+        self.client = images.Client(self.reg.url)
+        self.img = images.push_image(self.client, "hpc/app", "v1",
+                                     [layer("a"), layer("b"), layer("c")])
+
+    def ref(self, tag="v1", repo="hpc/app"):
+        return "%s/%s:%s" % (self.reg.hostport, repo, tag)
+
+    def blob_gets(self):
+        """GETs of blobs seen by the registry, per digest (from its access log)."""
+        counts = {}
+        with open(self.reg.log_path) as f:
+            for line in f:
+                m = re.search(r'"GET /v2/[^ ]+/blobs/(sha256:[0-9a-f]{64}) HTTP', line)
+                if m:
+                    counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+        return counts
+
+    def test_prefetch_fills_cache_without_rootfs(self):
+        cp, doc = fpull.run_json(["prefetch", "--cache-dir", self.cache, self.ref()],
+                                 cwd=self.tmp)
+        self.assertIsInstance(doc, list)
+        self.assertEqual(len(doc), 1)
+        self.assertEqual(doc[0]["manifest_digest"], self.img["digest"])
+        self.assertNotIn("rootfs", doc[0])
+        self.assertEqual(doc[0]["layers"], 3)
+        self.assertGreater(doc[0]["bytes_downloaded"], 60000)
+        for l in self.img["layers"]:
+            p = os.path.join(self.cache, "blobs", "sha256", l["digest"].split(":")[1])
+            self.assertTrue(os.path.isfile(p), p)
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["cache"])  # no rootfs anywhere
+
+    def test_prefetch_several_images_and_first_failure_decides(self):
+        images.push_image(self.client, "hpc/other", "v2", [layer("z")])
+        cp, doc = fpull.run_json(["prefetch", "--cache-dir", self.cache, self.ref(),
+                                  self.ref("v2", "hpc/other")])
+        self.assertEqual([d["reference"] for d in doc],
+                         [self.ref(), self.ref("v2", "hpc/other")])
+        cp = fpull.run(["prefetch", "--cache-dir", self.cache, self.ref(),
+                        self.ref("nope")])
+        self.assertEqual(cp.returncode, 5, cp.stderr)
+        self.assertIn("nope", fpull.error_line(cp.stderr))
+
+    def test_offline_pull_after_prefetch_with_registry_gone(self):
+        fpull.run(["prefetch", "-q", "--cache-dir", self.cache, self.ref()], check=0)
+        self.reg.stop()
+        dest = os.path.join(self.tmp, "root")
+        cp, doc = fpull.run_json(["pull", "--offline", "--cache-dir", self.cache, self.ref(),
+                                  dest])
+        self.assertEqual(doc["manifest_digest"], self.img["digest"])
+        self.assertEqual(doc["bytes_downloaded"], 0)
+        self.assertGreater(doc["bytes_from_cache"], 60000)
+        with open(os.path.join(dest, "etc", "b")) as f:
+            self.assertEqual(f.read(), "b\n")
+        # By digest too.
+        dest2 = os.path.join(self.tmp, "root2")
+        ref = "%s/hpc/app@%s" % (self.reg.hostport, self.img["digest"])
+        fpull.run(["pull", "-q", "--offline", "--cache-dir", self.cache, ref, dest2], check=0)
+        self.assertTrue(os.path.isfile(os.path.join(dest2, "etc", "c")))
+
+    def test_offline_unknown_tag_is_not_found(self):
+        fpull.run(["prefetch", "-q", "--cache-dir", self.cache, self.ref()], check=0)
+        cp = fpull.run(["pull", "--offline", "--cache-dir", self.cache, self.ref("v9"),
+                        os.path.join(self.tmp, "r")])
+        self.assertEqual(cp.returncode, 5, cp.stderr)
+        self.assertIn("not in the cache", fpull.error_line(cp.stderr))
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "r")))
+        # Nothing was asked of the registry for the offline attempt.
+        with open(self.reg.log_path) as f:
+            self.assertNotIn("/manifests/v9", f.read())
+
+    def test_offline_with_empty_cache_touches_no_network(self):
+        self.reg.stop()
+        cp = fpull.run(["inspect", "--offline", "--cache-dir", self.cache, self.ref()])
+        self.assertEqual(cp.returncode, 5, cp.stderr)
+
+    def test_concurrent_prefetches_fetch_each_blob_once(self):
+        def one(i):
+            return fpull.run(["prefetch", "-q", "--cache-dir", self.cache, self.ref()])
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            results = list(ex.map(one, range(8)))
+        for cp in results:
+            self.assertEqual(cp.returncode, 0, cp.stderr)
+        gets = self.blob_gets()
+        wanted = [l["digest"] for l in self.img["layers"]] + [self.img["config_digest"]]
+        for d in wanted:
+            self.assertEqual(gets.get(d), 1, (d, gets))
+        # No temporary or lock debris under blobs/.
+        blobs = os.listdir(os.path.join(self.cache, "blobs", "sha256"))
+        wanted.append(self.img["digest"])  # the manifest is kept for --offline
+        self.assertEqual(sorted(blobs), sorted(d.split(":")[1] for d in wanted))
+
+    def test_second_pull_comes_from_cache(self):
+        d1, d2 = os.path.join(self.tmp, "r1"), os.path.join(self.tmp, "r2")
+        _, first = fpull.run_json(["pull", "--cache-dir", self.cache, self.ref(), d1])
+        _, second = fpull.run_json(["pull", "--cache-dir", self.cache, self.ref(), d2])
+        self.assertGreater(first["bytes_downloaded"], 0)
+        self.assertEqual(second["bytes_downloaded"], 0)
+        self.assertEqual(second["bytes_from_cache"],
+                         first["bytes_downloaded"] + first["bytes_from_cache"])
+        self.assertEqual(fpull.tree(d1), fpull.tree(d2))
+
+
+class NothingFits(unittest.TestCase):
+    def test_no_entry_fits_names_the_closest(self):
+        with registry.Registry() as reg:
+            c = images.Client(reg.url)
+            a = images.push_image(c, "gpu/tf", "a", [layer("a", 10)])
+            b = images.push_image(c, "gpu/tf", "b", [layer("b", 10)])
+            arm = images.push_image(c, "gpu/tf", "arm", [layer("c", 10)], architecture="arm64")
+            idx = images.push_index(c, "gpu/tf", "1.0", [
+                (arm, {"os": "linux", "architecture": "arm64"}),
+                (a, {"os": "linux", "architecture": "amd64",
+                     "features": ["broadwell", "nvidia-396-44", "nv-compute-5-2"]}),
+                (b, {"os": "linux", "architecture": "amd64", "features": ["nvidia-396-44"]}),
+            ])
+            ref = "%s/gpu/tf:1.0" % reg.hostport
+            tmp = tempfile.mkdtemp()
+            self.addCleanup(fpull.rmtree, tmp)
+            dest = os.path.join(tmp, "out")
+            cp = fpull.run(["pull", "--platform", "linux/amd64:haswell", ref, dest])
+            self.assertEqual(cp.returncode, 3, cp.stderr)
+            line = fpull.error_line(cp.stderr)
+            self.assertIn(b["digest"], line)
+            self.assertIn("nvidia-396-44", line)
+            self.assertFalse(os.path.exists(dest))
+            # inspect prints its table and exits 3 as well.
+            cp = fpull.run(["inspect", "--platform", "linux/amd64:haswell", ref])
+            self.assertEqual(cp.returncode, 3, cp.stderr)
+            self.assertIn(b["digest"].split(":")[1][:12], cp.stdout)
+            self.assertIn("chosen: none", cp.stdout)
+            cp, doc = fpull.run_json(["inspect", "--platform", "linux/amd64:haswell", ref],
+                                     check=3)
+            self.assertIsNone(doc["chosen"])
+            self.assertEqual(doc["index_digest"], idx["digest"])
+            self.assertEqual([e["eligible"] for e in doc["entries"]], [False] * 3)
+            self.assertEqual(doc["entries"][2]["missing"], ["nvidia-396-44"])
+            self.assertEqual(sorted(doc["entries"][1]["missing"]),
+                             ["broadwell", "nv-compute-5-2", "nvidia-396-44"])
+            # With the driver it fits, and the more specific entry is not eligible.
+            cp, doc = fpull.run_json(["inspect", "--features", "haswell,nvidia-396-44", ref])
+            self.assertEqual(doc["chosen"], b["digest"])
+            self.assertEqual([e["rank"] for e in doc["entries"]], [None, None, 1])
+
+
+if __name__ == "__main__":
+    unittest.main()
