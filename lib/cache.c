@@ -237,6 +237,36 @@ static int open_blob(int *out, struct stat *st, fpull_cache *c, const char *dige
                        "cache: %s/blobs/sha256/%s is not a regular file; removed", c->dir, hex);
 }
 
+int fpull_cache_open_blob(int *out, fpull_cache *c, const char *digest, int64_t size,
+                          fpull_err *err)
+{
+  *out = -1;
+  if (!fpull_digest_valid(digest))
+    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: invalid digest");
+  struct stat st;
+  cleanup_close int fd = -1;
+  int r = open_blob(&fd, &st, c, digest, err);
+  if (r == FPULL_EINTEGRITY) {
+    fp_warn("%s", err ? err->msg : "cache: bad entry removed");
+    return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s not in %s", digest, c->dir);
+  }
+  if (r)
+    return r;
+  if (size >= 0 && st.st_size != size) {
+    fp_warn("cache: blob %s has %lld bytes, expected %lld; removed", digest, (long long)st.st_size,
+            (long long)size);
+    fp_cache_remove_if_same(c->blobs_fd, digest + 7, &st);
+    return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s not in %s", digest, c->dir);
+  }
+  /* Reads block as usual from here on (O_NONBLOCK only kept a planted FIFO from hanging). */
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0)
+    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  *out = fd;
+  fd = -1;
+  return 0;
+}
+
 int fpull_cache_verify_blob(fpull_cache *c, const char *digest, int64_t size, fpull_err *err)
 {
   if (!fpull_digest_valid(digest))

@@ -28,6 +28,13 @@ FPULL_API char *fpull_cache_blob_path(const fpull_cache *c, const char *digest);
 /* 1 when a regular file (not a symlink) of the right size is there (size < 0: any size).
  * Cheap (lstat): use fpull_cache_verify_blob before trusting the bytes. */
 FPULL_API int fpull_cache_has_blob(const fpull_cache *c, const char *digest, int64_t size);
+/* Opens a cached blob for reading without following a symlink and checks it is a regular
+ * file of size bytes (size < 0: any), so what is read is the entry that was checked (no
+ * path race). *out is the caller's to close. FPULL_ENOTFOUND when absent; a non-regular or
+ * wrong-sized entry is removed and FPULL_ENOTFOUND returned, so the caller fetches it
+ * again. The bytes are not re-hashed: see fpull_cache_verify_blob. */
+FPULL_API int fpull_cache_open_blob(int *out, fpull_cache *c, const char *digest, int64_t size,
+                                    fpull_err *err);
 /* Re-hashes a cached blob (size < 0: any size); a corrupt, wrong-sized or non-regular
  * (symlink) entry is removed and FPULL_EINTEGRITY returned; FPULL_ENOTFOUND when absent. */
 FPULL_API int fpull_cache_verify_blob(fpull_cache *c, const char *digest, int64_t size,

@@ -770,3 +770,39 @@ TEST(killed_writer_is_resumed_by_next_run)
   free(data);
   fpull_cache_free(c);
 }
+
+TEST(open_blob_checks_the_entry_it_returns)
+{
+  fpull_cache *c = open_cache("c");
+  fpull_err err = {0};
+  size_t len = strlen(HELLO);
+  char *digest = fpull_digest_of(HELLO, len);
+  int fd = -2;
+  CHECK_INT_EQ(fpull_cache_open_blob(&fd, c, digest, (int64_t)len, &err), FPULL_ENOTFOUND);
+  CHECK_INT_EQ(fd, -1);
+  CHECK_INT_EQ(store(c, digest, (int64_t)len, HELLO, len, &err), 0);
+  CHECK_INT_EQ(fpull_cache_open_blob(&fd, c, digest, (int64_t)len, &err), 0);
+  char buf[128] = {0};
+  CHECK_INT_EQ(read(fd, buf, sizeof buf), len);
+  CHECK_STR_EQ(buf, HELLO);
+  close(fd);
+  /* Wrong size: removed, reported absent. */
+  CHECK_INT_EQ(fpull_cache_open_blob(&fd, c, digest, (int64_t)len + 1, &err), FPULL_ENOTFOUND);
+  CHECK(!fpull_cache_has_blob(c, digest, -1));
+  /* A symlink or a FIFO planted under the name is never opened through. */
+  char *path = fpull_cache_blob_path(c, digest);
+  char *victim = path_in(th_tmpdir(), "victim");
+  write_file(victim, HELLO, len);
+  CHECK_INT_EQ(symlink(victim, path), 0);
+  CHECK_INT_EQ(fpull_cache_open_blob(&fd, c, digest, (int64_t)len, &err), FPULL_ENOTFOUND);
+  struct stat st;
+  CHECK(lstat(path, &st) < 0);
+  CHECK_INT_EQ(mkfifo(path, 0600), 0);
+  CHECK_INT_EQ(fpull_cache_open_blob(&fd, c, digest, -1, &err), FPULL_ENOTFOUND);
+  CHECK(lstat(path, &st) < 0);
+  CHECK_INT_EQ(fpull_cache_open_blob(&fd, c, "sha256:../../x", -1, &err), FPULL_EINTEGRITY);
+  free(victim);
+  free(path);
+  free(digest);
+  fpull_cache_free(c);
+}
