@@ -1,0 +1,301 @@
+/* Whiteouts: name classification, the per-layer path set, and their effect on a rootfs
+ * (T18-T22), with both path resolvers and a victim directory beside DEST. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fpull/unpack.h"
+#include "harness.h"
+#include "whiteout.h"
+
+TEST(kind_classifies_names)
+{
+  const char *t = NULL;
+  CHECK_INT_EQ(fp_whiteout_kind("foo", &t), FP_WH_NONE);
+  CHECK_INT_EQ(fp_whiteout_kind(".whfoo", &t), FP_WH_NONE);
+  CHECK_INT_EQ(fp_whiteout_kind(".wh.foo", &t), FP_WH_FILE);
+  CHECK_STR_EQ(t, "foo");
+  CHECK_INT_EQ(fp_whiteout_kind(".wh..hidden", &t), FP_WH_FILE);
+  CHECK_STR_EQ(t, ".hidden");
+  CHECK_INT_EQ(fp_whiteout_kind(".wh..wh..opq", &t), FP_WH_OPAQUE_DIR);
+  CHECK_INT_EQ(fp_whiteout_kind(".wh..wh.plnk", &t), FP_WH_META);
+  CHECK_INT_EQ(fp_whiteout_kind(".wh.", &t), FP_WH_INVALID);
+  CHECK_INT_EQ(fp_whiteout_kind(".wh..", &t), FP_WH_INVALID);
+  CHECK_INT_EQ(fp_whiteout_kind(".wh...", &t), FP_WH_INVALID);
+}
+
+TEST(pathset_holds_paths_and_ancestors)
+{
+  struct fp_pathset s = {0};
+  CHECK(!fp_pathset_has(&s, "a", 1));
+  fp_pathset_add(&s, "a/b/c");
+  CHECK(fp_pathset_has(&s, "a/b/c", 5));
+  CHECK(fp_pathset_has(&s, "a/b", 3));
+  CHECK(fp_pathset_has(&s, "a", 1));
+  CHECK(!fp_pathset_has(&s, "a/b/d", 5));
+  CHECK(!fp_pathset_has(&s, "b", 1));
+  char p[64];
+  for (int i = 0; i < 5000; i++) {
+    snprintf(p, sizeof p, "dir%d/file%d", i % 37, i);
+    fp_pathset_add(&s, p);
+  }
+  for (int i = 0; i < 5000; i++) {
+    snprintf(p, sizeof p, "dir%d/file%d", i % 37, i);
+    CHECK(fp_pathset_has(&s, p, strlen(p)));
+    snprintf(p, sizeof p, "dir%d/other%d", i % 37, i);
+    CHECK(!fp_pathset_has(&s, p, strlen(p)));
+  }
+  fp_pathset_clear(&s);
+  CHECK(!fp_pathset_has(&s, "a", 1));
+  fp_pathset_free(&s);
+}
+
+/* ---- through fpull_unpack_rootfs ---- */
+
+#define VICTIM_DATA "victim data, must never change"
+static int fallback;
+static char base[3000], dest[3100], victim[3100];
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+  static char bufs[8][8192];
+  static int i;
+  char *b = bufs[i++ % 8];
+  va_list ap;
+  va_start(ap, f);
+  vsnprintf(b, sizeof bufs[0], f, ap);
+  va_end(ap);
+  return b;
+}
+
+static void fresh(void)
+{
+  static int n;
+  snprintf(base, sizeof base, "%.2900s/case%d", th_tmpdir(), n++);
+  snprintf(dest, sizeof dest, "%s/dest", base);
+  snprintf(victim, sizeof victim, "%s/victim", base);
+  CHECK(mkdir(base, 0755) == 0);
+  CHECK(mkdir(victim, 0755) == 0);
+  FILE *f = fopen(fmt("%s/hello", victim), "w");
+  CHECK(f != NULL);
+  fputs(VICTIM_DATA, f);
+  fclose(f);
+}
+
+static void check_victim(void)
+{
+  DIR *d = opendir(victim);
+  CHECK(d != NULL);
+  int n = 0;
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+      n++;
+  closedir(d);
+  CHECK_INT_EQ(n, 1);
+  char buf[100] = {0};
+  FILE *f = fopen(fmt("%s/hello", victim), "r");
+  CHECK(f != NULL);
+  CHECK(fread(buf, 1, sizeof buf - 1, f) > 0);
+  fclose(f);
+  CHECK_STR_EQ(buf, VICTIM_DATA);
+}
+
+static int exists(const char *rel)
+{
+  struct stat st;
+  return lstat(fmt("%s/%s", dest, rel), &st) == 0;
+}
+
+/* Builds the layers (uncompressed) and unpacks them into DEST. */
+static int run(fpull_err *err, struct fpull_unpack_stats *st, int n, ...)
+{
+  static int k;
+  struct fpull_layer layers[8];
+  char paths[8][3200], digests[8][80], diffs[8][80];
+  const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+  va_list ap;
+  va_start(ap, n);
+  for (int i = 0; i < n; i++, k++) {
+    char desc[3200], cmd[10000];
+    snprintf(desc, sizeof desc, "%.2900s/wh%d.txt", th_tmpdir(), k);
+    snprintf(paths[i], sizeof paths[i], "%.2900s/wh%d.tar", th_tmpdir(), k);
+    snprintf(digests[i], sizeof digests[i], "sha256:%064x", k + 0xabcd);
+    FILE *f = fopen(desc, "w");
+    CHECK(f != NULL);
+    fputs(va_arg(ap, const char *), f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s '%s' -o '%s' '%s'", py, th_src("tests/fixtures/mklayer.py"),
+             paths[i], desc);
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    CHECK(fgets(diffs[i], sizeof diffs[i], p) != NULL);
+    CHECK_INT_EQ(pclose(p), 0);
+    diffs[i][strcspn(diffs[i], "\n")] = '\0';
+    layers[i] = (struct fpull_layer){paths[i], "application/vnd.oci.image.layer.v1.tar", digests[i],
+                                     diffs[i]};
+  }
+  va_end(ap);
+  struct fpull_unpack_opts o = {.resolve_fallback = fallback};
+  fpull_err_clear(err);
+  return fpull_unpack_rootfs(dest, layers, (size_t)n, &o, st, err);
+}
+
+static void run_both(void (*fn)(void))
+{
+  for (fallback = 0; fallback < 2; fallback++) {
+    fprintf(stderr, "resolver: %s\n", fallback ? "O_NOFOLLOW walk" : "openat2");
+    fresh();
+    fn();
+    check_victim();
+  }
+}
+
+static void expect_ok(int rc, const fpull_err *err)
+{
+  if (rc)
+    th_fail(__FILE__, __LINE__, "unpack failed (%d): %s", rc, err->msg);
+}
+
+static void c_invalid_names(void)
+{
+  static const char *names[] = {".wh.", ".wh..", ".wh...", "etc/.wh..", "etc/.wh..."};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    fpull_err err;
+    int rc = run(&err, NULL, 2, "file etc/passwd data=p\nfile keep data=k\n",
+                 fmt("file %s\n", names[i]));
+    CHECK_INT_EQ(rc, FPULL_EUNSAFE);
+    CHECK_CONTAINS(err.msg, "invalid whiteout");
+    CHECK_CONTAINS(err.msg, names[i]);
+    CHECK(access(dest, F_OK) != 0);
+  }
+}
+TEST(t18_invalid_whiteout_names_refused)
+{
+  run_both(c_invalid_names);
+}
+
+static void c_through_symlink(void)
+{
+  fpull_err err;
+  struct fpull_unpack_stats st;
+  expect_ok(run(&err, &st, 2,
+                fmt("file etc/passwd data=p\nsymlink localetc /etc\nsymlink lv %s\n", victim),
+                "file localetc/.wh.passwd\nfile lv/.wh.hello\n"),
+            &err);
+  CHECK(!exists("etc/passwd"));
+  CHECK(exists("localetc"));
+  CHECK_INT_EQ(st.whiteouts, 2);
+}
+TEST(t19_whiteout_through_symlinked_dir_stays_inside)
+{
+  run_both(c_through_symlink);
+}
+
+static void c_of_symlink(void)
+{
+  fpull_err err;
+  expect_ok(run(&err, NULL, 2,
+                fmt("file etc/passwd data=p\nsymlink localetc /etc\nsymlink v %s\n"
+                    "symlink rel ../victim\n",
+                    victim),
+                "file .wh.localetc\nfile .wh.v\nfile .wh.rel\n"),
+            &err);
+  CHECK(!exists("localetc"));
+  CHECK(!exists("v"));
+  CHECK(!exists("rel"));
+  CHECK(exists("etc/passwd"));
+}
+TEST(t20_whiteout_of_symlink_removes_only_the_link)
+{
+  run_both(c_of_symlink);
+}
+
+static void c_scope(void)
+{
+  fpull_err err;
+  expect_ok(run(&err, NULL, 2,
+                "file a/b data=lower\nfile a/c data=lower\ndir a/d\nfile a/d/deep data=lower\n"
+                "file x data=lower\nfile y/keep data=lower\nfile y/gone data=lower\n"
+                "file z data=lower\n",
+                "file a/b data=upper\nfile a/d/new data=upper\nfile a/.wh..wh..opq\n"
+                "file x data=upper\nfile .wh.x\n"
+                "file .wh.y\nfile y/keep data=upper\n"
+                "file .wh.z\n"),
+            &err);
+  CHECK(exists("a/b"));
+  CHECK(!exists("a/c"));
+  CHECK(exists("a/d/new"));
+  CHECK(!exists("a/d/deep"));
+  CHECK(exists("x"));
+  CHECK(exists("y/keep"));
+  CHECK(!exists("y/gone"));
+  CHECK(!exists("z"));
+  FILE *f = fopen(fmt("%s/a/b", dest), "r");
+  char buf[16] = {0};
+  CHECK(f && fread(buf, 1, sizeof buf - 1, f) > 0);
+  fclose(f);
+  CHECK_STR_EQ(buf, "upper");
+  CHECK(!exists("a/.wh..wh..opq"));
+  CHECK(!exists(".wh.x"));
+}
+TEST(t21_whiteouts_apply_to_lower_layers_only)
+{
+  run_both(c_scope);
+}
+
+static void c_opaque_first(void)
+{
+  fpull_err err;
+  expect_ok(run(&err, NULL, 2, "file d/old data=1\nfile d/sub/old data=1\nfile other data=1\n",
+                "dir d\nfile d/.wh..wh..opq\nfile d/new data=2\n"),
+            &err);
+  CHECK(!exists("d/old"));
+  CHECK(!exists("d/sub"));
+  CHECK(exists("d/new"));
+  CHECK(exists("other"));
+}
+TEST(t21_opaque_marker_first)
+{
+  run_both(c_opaque_first);
+}
+
+static void c_missing(void)
+{
+  fpull_err err;
+  expect_ok(run(&err, NULL, 1,
+                "file .wh.does-not-exist\nfile nodir/.wh.x\nfile nodir2/.wh..wh..opq\n"
+                "file .wh..wh.plnk\n"),
+            &err);
+  DIR *d = opendir(dest);
+  CHECK(d != NULL);
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+      th_fail(__FILE__, __LINE__, "unexpected %s", de->d_name);
+  closedir(d);
+}
+TEST(t22_missing_whiteout_target_creates_nothing)
+{
+  run_both(c_missing);
+}
+
+static void c_opaque_symlinked(void)
+{
+  /* An opaque marker in a directory reached through a symlink prunes inside DEST only. */
+  fpull_err err;
+  expect_ok(run(&err, NULL, 2, fmt("symlink v %s\nsymlink up ../..\nfile etc/x data=1\n", victim),
+                "file v/.wh..wh..opq\nfile up/.wh..wh..opq\n"),
+            &err);
+  CHECK(!exists("etc/x"));
+}
+TEST(t19_opaque_through_symlinks_stays_inside)
+{
+  run_both(c_opaque_symlinked);
+}
