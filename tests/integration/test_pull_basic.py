@@ -3,6 +3,7 @@ import json
 import os
 import platform as pyplatform
 import stat
+import subprocess
 import tempfile
 import unittest
 
@@ -318,6 +319,40 @@ class PullJson(PullTestCase):
                                                                 img["digest"]))
         self.assertEqual(doc["manifest_digest"], img["digest"])
         self.assertEqual(self.read(self.path("d"), "etc/which"), b"d\n")
+        both = "%s/by/digest:t@%s" % (self.reg.hostport, img["digest"])
+        cp, doc = self.pull_json([both, self.path("d2")])
+        self.assertEqual(doc["reference"], both)
+        self.assertEqual(doc["manifest_digest"], img["digest"])
+
+    def test_simultaneous_pulls_share_the_cache(self):
+        img = images.push_image(self.client, "con/current", "t", LAYERS, fmt="oci")
+        ref = self.ref("con/current", "t")
+        procs = []
+        for i in range(4):
+            procs.append(subprocess.Popen(
+                [fpull.binary(), "pull", "--json", ref, self.path("c%d" % i)],
+                env=fpull.base_env(self.env), cwd=self.tmp,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        total = len(img["config"]) + sum(l["size"] for l in img["layers"])
+        fetched = 0
+        for p in procs:
+            out, errs = p.communicate(timeout=120)
+            self.assertEqual(p.returncode, 0, errs.decode(errors="replace"))
+            doc = json.loads(out)
+            self.assertEqual(doc["bytes_downloaded"] + doc["bytes_from_cache"], total)
+            fetched += doc["bytes_downloaded"]
+        # Each blob is downloaded once however the processes interleave.
+        self.assertEqual(fetched, total)
+        first = fpull.tree(self.path("c0"), mtimes=False)
+        for i in range(1, 4):
+            self.assertEqual(fpull.tree(self.path("c%d" % i), mtimes=False), first)
+        self.check_full_rootfs(self.path("c3"))
+        blobs = os.path.join(self.cache, "blobs", "sha256")
+        want = set(d.split(":")[1] for d in
+                   [img["config_digest"]] + [l["digest"] for l in img["layers"]])
+        # The cache may keep the manifest too (for --offline); nothing else may be there.
+        got = set(os.listdir(blobs)) - {img["digest"].split(":")[1]}
+        self.assertEqual(sorted(got), sorted(want), "temporary files left in the cache")
 
 
 class PullErrors(PullTestCase):
@@ -379,6 +414,32 @@ class PullErrors(PullTestCase):
                     self.assertNotEqual(f.read(), bytes(data), "corrupt bytes kept in " + p)
         self.assertEqual(sorted(os.listdir(self.tmp)), ["cache"] if os.path.isdir(self.cache)
                          else [], "something left beside DEST")
+
+    def test_failed_force_pull_keeps_old_dest(self):
+        img = images.push_image(self.client, "keep/old", "t", [marker_layer("x"), BASE])
+        victim = img["layers"][1]["digest"]
+        with open(self.reg.blob_path(victim), "r+b") as f:
+            f.seek(100)
+            b = f.read(1)
+            f.seek(100)
+            f.write(bytes([b[0] ^ 0x55]))
+        dest = self.path("keep")
+        os.mkdir(dest)
+        with open(os.path.join(dest, "precious"), "w") as f:
+            f.write("still here")
+        cp = self.fpull(["pull", "--force", self.ref("keep/old", "t"), dest])
+        self.assert_failed(cp, 7)
+        self.assertEqual(os.listdir(dest), ["precious"])
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["cache", "keep"]
+                         if os.path.isdir(self.cache) else ["keep"],
+                         "staging directory left beside DEST")
+
+    def test_unknown_digest_exits_5(self):
+        images.push_image(self.client, "dig/missing", "t", [marker_layer("m")])
+        cp = self.fpull(["pull", self.ref("dig/missing", "sha256:" + "ab" * 32),
+                         self.path("d")])
+        self.assert_failed(cp, 5)
+        self.assertFalse(os.path.lexists(self.path("d")))
 
     def test_errors_are_one_line(self):
         cp = self.fpull(["pull", self.ref("no/repo", "t")])
