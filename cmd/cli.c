@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -219,6 +220,24 @@ void cli_env_free(struct cli_env *env)
   free(env->cache_dir);
 }
 
+/* Progress only on a terminal: scripts and logs get nothing but the result. */
+static void show_progress(void *ud, const struct fpull_progress *p)
+{
+  static uint64_t bytes;
+  static struct timespec start;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  if (p->blobs_done <= 1 && bytes == 0)
+    start = now;
+  bytes += p->total;
+  double secs = (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) / 1e9;
+  fprintf(stderr, "\r%u/%u layers, %.1f MB, %.1f MB/s ", p->blobs_done, p->blobs_total,
+          (double)bytes / 1e6, secs > 0.01 ? (double)bytes / 1e6 / secs : 0.0);
+  if (p->blobs_done == p->blobs_total)
+    fputc('\n', stderr);
+  fflush(stderr);
+}
+
 void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
                    const struct cli_settings *s)
 {
@@ -232,6 +251,8 @@ void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
   o->offline = s->offline;
   o->jobs = s->jobs;
   o->unpack.force = s->force;
+  if (!s->quiet && isatty(STDERR_FILENO))
+    o->progress = show_progress;
 }
 
 void cli_print_json(void *v)
