@@ -41,5 +41,5 @@ class Progress(unittest.TestCase):
         self.assertNotIn("layers", shown)
         cp = fpull.run(["prefetch", "--cache-dir", os.path.join(self.tmp, "c3"), self.ref],
                        check=0)
-        self.assertNotIn("layers,", cp.stderr)
+        self.assertNotIn("MB/s", cp.stderr)
         self.assertNotIn("\r", cp.stderr)
