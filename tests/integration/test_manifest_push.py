@@ -8,6 +8,7 @@ back with skopeo, and `fpull pull` of it must pick as the ranking says.
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -164,6 +165,10 @@ class ManifestPushTestCase(unittest.TestCase):
     # ---- tests ----
     def test_push_oci_eleven_entries(self):
         self.round_trip("oci", [], OCI_INDEX, OCI_MANIFEST)
+        # Within one registry the blobs are mounted, never downloaded from the sources.
+        log = self.reg.log()
+        self.assertIn("mount=sha256", log)
+        self.assertIsNone(re.search(r"GET /v2/qnib/cv-[a-z0-9-]+-dev/blobs/", log))
 
     def test_push_docker_eleven_entries(self):
         self.round_trip("docker", ["--type", "docker"], DOCKER_LIST, DOCKER_MANIFEST)
@@ -210,6 +215,9 @@ class ManifestPushTestCase(unittest.TestCase):
         for tag in ("latest", "v1"):
             self.assertEqual(self.skopeo_raw(self.target(tag)), raw)
         self.check_copied(pushed[:4])
+        # Across registries nothing can be mounted: the blobs were downloaded and uploaded.
+        self.assertNotIn("mount=", self.reg.log())
+        self.assertIsNotNone(re.search(r"GET /v2/qnib/cv-[a-z0-9-]+-dev/blobs/sha256", other.log()))
 
     def test_entry_in_target_repository_is_not_copied(self):
         layer = [{"path": "x", "data": "in place\n"}]
@@ -300,6 +308,39 @@ class ManifestPushTestCase(unittest.TestCase):
         self.assertEqual(doc["manifests"][0]["digest"], img["digest"])
         self.assertEqual(doc["manifests"][0]["platform"]["features"],
                          ["broadwell", "frobnicator", "nvidia-39x"])
+
+    def test_docker_list_of_oci_manifests_warns(self):
+        images.push_image(self.client, "w/oci", "1", [[{"path": "a", "data": "a"}]])
+        spec = self.write("spec.yaml", spec_text(self.target(), [
+            ("%s/w/oci:1" % self.reg.hostport, {"os": "linux", "architecture": "amd64"})]))
+        cp = self.fpull(["manifest", "push", "--type", "docker", spec], check=0)
+        self.assertIn("fpull: warning: ", cp.stderr)
+        self.assertIn("not a Docker manifest", cp.stderr)
+        doc = json.loads(self.skopeo_raw(self.target()))
+        self.assertEqual(doc["mediaType"], DOCKER_LIST)
+        self.assertEqual(doc["manifests"][0]["mediaType"], OCI_MANIFEST)
+
+    def test_config_file_errors_and_warnings(self):
+        img = images.push_image(self.client, "c/src", "1", [[{"path": "a", "data": "a"}]])
+        spec = self.write("spec.yaml", spec_text(self.target(), [
+            ("%s/c/src:1" % self.reg.hostport, {"os": "linux", "architecture": "amd64"})]))
+        bad = self.write("bad-config.yaml", "registry-mirrors: {}\ndetect: maybe\n")
+        for args, env in ((["--config", bad], {}), ([], {"FPULL_CONFIG": bad})):
+            cp = self.fpull(["manifest", "push"] + args + [spec], check=2, env=env)
+            self.assertIn(bad + ":2:9: detect must be true or false",
+                          fpull.error_line(cp.stderr))
+        broken = self.write("broken-config.yaml", "insecure-registries: [a\n")
+        cp = self.fpull(["manifest", "push", "--config", broken, spec], check=2)
+        self.assertIn(broken + ":2:", fpull.error_line(cp.stderr))
+        cp = self.fpull(["manifest", "push", "--config", os.path.join(self.tmp, "none.yaml"),
+                         spec], check=2)
+        self.assertIn("none.yaml", fpull.error_line(cp.stderr))
+        # Unknown keys: a warning with the position, and the push goes on.
+        odd = self.write("odd-config.yaml", "detect: true\nregistry-mirror: {}\n")
+        cp = self.fpull(["manifest", "push", "--config", odd, spec], check=0)
+        self.assertIn("fpull: warning: %s:2:1: unknown key \"registry-mirror\"" % odd, cp.stderr)
+        doc = json.loads(self.skopeo_raw(self.target()))
+        self.assertEqual(doc["manifests"][0]["digest"], img["digest"])
 
     def test_manifest_inspect_prints_raw_bytes(self):
         img = images.push_image(self.client, "raw/img", "1", [[{"path": "a", "data": "a"}]])
