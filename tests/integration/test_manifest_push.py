@@ -5,6 +5,7 @@ live in their own repositories (cv-tf-dev, cv-nccl90-tf-dev, cv-nccl92-tf-dev), 
 must copy each into the target repository before it pushes the index; the result is read
 back with skopeo, and `fpull pull` of it must pick as the ranking says.
 """
+import base64
 import hashlib
 import json
 import os
@@ -17,6 +18,7 @@ import unittest
 import fpull
 import images
 import registry
+import tokenserver
 
 ROWS = [
     ("cv-tf-dev:1.12.0-rev11", []),
@@ -341,6 +343,44 @@ class ManifestPushTestCase(unittest.TestCase):
         self.assertIn("fpull: warning: %s:2:1: unknown key \"registry-mirror\"" % odd, cp.stderr)
         doc = json.loads(self.skopeo_raw(self.target()))
         self.assertEqual(doc["manifests"][0]["digest"], img["digest"])
+
+    def test_push_with_token_auth(self):
+        ts = tokenserver.TokenServer(users={"alice": "pa55-word"}).start()
+        self.addCleanup(ts.stop)
+        reg = registry.Registry(auth=ts.registry_auth()).start()
+        self.addCleanup(reg.stop)
+        client = images.Client(reg.url, username="alice", password="pa55-word")
+        img = images.push_image(client, "team/src", "1", [[{"path": "a", "data": "a"}]])
+        target = "%s/team/idx:1" % reg.hostport
+        spec = self.write("spec.yaml", spec_text(target, [
+            ("%s/team/src:1" % reg.hostport, {"os": "linux", "architecture": "amd64"})]))
+        docker = os.path.join(self.tmp, "docker")
+        os.makedirs(docker)
+
+        def login(password):
+            auth = base64.b64encode(("alice:" + password).encode()).decode()
+            with open(os.path.join(docker, "config.json"), "w") as f:
+                json.dump({"auths": {reg.hostport: {"auth": auth}}}, f)
+
+        login("wrong")
+        cp = self.fpull(["manifest", "push", spec], check=4, env={"DOCKER_CONFIG": docker})
+        self.assertNotIn("wrong", cp.stderr)
+        login("pa55-word")
+        ts.requests.clear()
+        cp = self.fpull(["manifest", "push", spec], check=0, env={"DOCKER_CONFIG": docker})
+        self.assertNotIn("pa55-word", cp.stdout + cp.stderr)
+        scopes = [sc for q in ts.requests for sc in q["scopes"]]
+        self.assertIn("repository:team/idx:pull,push", scopes)
+        self.assertTrue(all(q["user"] == "alice" for q in ts.requests))
+        status, _, body = client.get("/v2/team/idx/manifests/1")
+        self.assertEqual(status, 200)
+        self.assertEqual(cp.stdout.strip(), sha256(body))
+        self.assertEqual(json.loads(body)["manifests"][0]["digest"], img["digest"])
+        # The copied manifest and its blobs are in the target repository.
+        status, _, _ = client.get("/v2/team/idx/manifests/" + img["digest"])
+        self.assertEqual(status, 200)
+        status, _, _ = client.get("/v2/team/idx/blobs/" + img["layers"][0]["digest"])
+        self.assertEqual(status, 200)
 
     def test_manifest_inspect_prints_raw_bytes(self):
         img = images.push_image(self.client, "raw/img", "1", [[{"path": "a", "data": "a"}]])
