@@ -145,6 +145,19 @@ static int parse_cpu_tag(struct fpull_user_tag *t, const struct fp_ynode *key,
   return 0;
 }
 
+/* ISA names are compared with what CPUID decoding reports: a name with a separator in it
+ * can never match, so it is a mistake worth pointing at. */
+static int check_isa_names(const struct fpull_user_tag *t, const struct fp_ynode *val,
+                           const char *name, fpull_err *err)
+{
+  const struct fp_ynode *list = val->kind == FP_Y_MAP ? fp_ynode_get(val, "isa") : val;
+  for (size_t i = 0; t->isa && t->isa[i]; i++)
+    if (strpbrk(t->isa[i], ",: \t/"))
+      return fp_yaml_err(err, name, list && list->kind == FP_Y_SEQ ? list->items[i] : list,
+                         "cpu-tags.%s: \"%s\" is not an ISA extension name", t->name, t->isa[i]);
+  return 0;
+}
+
 static int parse_cpu_tags(struct fpull_config *c, const struct fp_ynode *n, const char *name,
                           fpull_err *err)
 {
@@ -165,7 +178,10 @@ static int parse_cpu_tags(struct fpull_config *c, const struct fp_ynode *n, cons
       if (strcasecmp(c->cpu_tags[j].name, key->value) == 0)
         return fp_yaml_err(err, name, key, "cpu-tags: \"%s\" defined twice", key->value);
     /* Counted before parsing so that fpull_config_free sees a half-filled tag. */
-    int r = parse_cpu_tag(&c->cpu_tags[c->n_cpu_tags++], key, n->items[i + 1], name, err);
+    struct fpull_user_tag *t = &c->cpu_tags[c->n_cpu_tags++];
+    int r = parse_cpu_tag(t, key, n->items[i + 1], name, err);
+    if (!r)
+      r = check_isa_names(t, n->items[i + 1], name, err);
     if (r)
       return r;
   }
