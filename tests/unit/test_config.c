@@ -191,7 +191,7 @@ TEST(wrong_types_name_line_and_column)
   CHECK_CONTAINS(parse_fail("cpu-tags:\n  \"a,b\": [avx]\n"), "not a usable feature name");
   CHECK_CONTAINS(parse_fail("cpu-tags:\n  t: [avx2, \"fma sse\"]\n"),
                  "cfg.yaml:2:13: cpu-tags.t: \"fma sse\" is not an ISA extension name");
-  CHECK_CONTAINS(parse_fail("cpu-tags:\n  t:\n    isa: [avx2, \"a:b\"]\n"), "cfg.yaml:3:18:");
+  CHECK_CONTAINS(parse_fail("cpu-tags:\n  t:\n    isa: [avx2, \"a:b\"]\n"), "cfg.yaml:3:17:");
   CHECK_CONTAINS(parse_fail("cpu-tags:\n  t: \"avx,fma\"\n"), "cfg.yaml:2:6:");
   CHECK_CONTAINS(parse_fail("cpu-tags:\n  Abc: [avx]\n  abc: [avx2]\n"),
                  "cfg.yaml:3:3: cpu-tags: \"abc\" defined twice");
