@@ -7,6 +7,7 @@ import subprocess
 import unittest
 
 import faultproxy
+import fpull
 import images
 import pki
 import regget
@@ -276,6 +277,95 @@ class ClientCertificate(unittest.TestCase):
                 self.assertIn("not found", r.stderr)
         finally:
             env.cleanup()
+
+
+class CLIAuth(unittest.TestCase):
+    """The same through `fpull pull`: exit codes and the one-line message."""
+
+    def setUp(self):
+        if not fpull.available():
+            self.skipTest("fpull not built")
+        self.env = regget.Env()
+        self.ts = tokenserver.TokenServer(users={"alice": "Cli-s3cret"}).start()
+        self.reg = registry.Registry(auth=self.ts.registry_auth()).start()
+        client = images.Client(self.reg.url, username="alice", password="Cli-s3cret")
+        self.img = images.push_image(client, "cli/app", "v1", [LAYER])
+        self.vars = {"DOCKER_CONFIG": self.env.docker, "HOME": self.env.home,
+                     "FPULL_CACHE": os.path.join(self.env.dir, "cache")}
+        self.dest = os.path.join(self.env.dir, "rootfs")
+
+    def tearDown(self):
+        self.reg.stop()
+        self.ts.stop()
+        self.env.cleanup()
+
+    def test_cli_token_auth_with_credentials(self):
+        self.env.login(self.reg.hostport, "alice", "Cli-s3cret")
+        fpull.run(["pull", "%s/cli/app:v1" % self.reg.hostport, self.dest], env=self.vars,
+                  check=0)
+        with open(os.path.join(self.dest, "etc", "hostname")) as f:
+            self.assertEqual(f.read(), "auth\n")
+        self.assertTrue(self.ts.requests)
+        self.assertTrue(all(q["user"] == "alice" for q in self.ts.requests))
+
+    def test_cli_wrong_credentials_exit_4_no_password_even_verbose(self):
+        self.env.login(self.reg.hostport, "alice", "Wr0ng-Cli-pw")
+        r = fpull.run(["pull", "-v", "%s/cli/app:v1" % self.reg.hostport, self.dest],
+                      env=self.vars, check=4)
+        line = fpull.error_line(r.stderr)
+        self.assertIn("authentication refused by %s for cli/app" % self.reg.hostport, line)
+        self.assertNotIn("Wr0ng-Cli-pw", r.stderr + r.stdout)
+        self.assertNotIn(base64.b64encode(b"alice:Wr0ng-Cli-pw").decode(), r.stderr)
+        self.assertFalse(os.path.exists(self.dest))
+
+    def test_cli_anonymous_refused_exit_4(self):
+        r = fpull.run(["pull", "%s/cli/app:v1" % self.reg.hostport, self.dest],
+                      env=self.vars, check=4)
+        fpull.error_line(r.stderr)
+
+
+class CLITLS(unittest.TestCase):
+    NAME = "cli.fpull.test"
+
+    def setUp(self):
+        if not fpull.available():
+            self.skipTest("fpull not built")
+        self.env = regget.Env()
+        self.ca = pki.CA(os.path.join(self.env.dir, "pki"))
+        cert, key = self.ca.issue("registry", ips=["127.0.0.1"], dns=[self.NAME])
+        pw = os.path.join(self.env.dir, "htpasswd")
+        htpasswd(pw, "carol", "Car0l-pw")
+        self.reg = registry.Registry(
+            tls=(cert, key), auth={"htpasswd": {"realm": "fpull-test", "path": pw}}).start()
+        client = images.Client(self.reg.url, username="carol", password="Car0l-pw",
+                               cafile=self.ca.cert)
+        images.push_image(client, "c/img", "v1", [LAYER])
+        self.named = "%s:%d" % (self.NAME, self.reg.port)
+        self.certs = os.path.join(self.env.dir, "certs.d")
+        pki.certs_d(self.certs, self.named, self.ca)
+        self.env.login(self.named, "carol", "Car0l-pw")
+        self.vars = {"DOCKER_CONFIG": self.env.docker, "HOME": self.env.home,
+                     "FPULL_CACHE": os.path.join(self.env.dir, "cache"),
+                     "FPULL_RESOLVE": "%s:%d:127.0.0.1" % (self.NAME, self.reg.port),
+                     "FPULL_RETRY_BASE_MS": "20"}
+        self.dest = os.path.join(self.env.dir, "rootfs")
+
+    def tearDown(self):
+        self.reg.stop()
+        self.env.cleanup()
+
+    def test_cli_basic_auth_over_tls_with_certs_dir(self):
+        fpull.run(["pull", "--certs-dir", self.certs, "%s/c/img:v1" % self.named, self.dest],
+                  env=self.vars, check=0)
+        self.assertTrue(os.path.isfile(os.path.join(self.dest, "etc", "hostname")))
+
+    def test_cli_untrusted_certificate_exit_6(self):
+        r = fpull.run(["pull", "%s/c/img:v1" % self.named, self.dest], env=self.vars, check=6)
+        self.assertIn("certificate", fpull.error_line(r.stderr).lower())
+
+    def test_cli_insecure(self):
+        fpull.run(["pull", "--insecure", "%s/c/img:v1" % self.named, self.dest],
+                  env=self.vars, check=0)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import time
 import unittest
 
 import faultproxy
+import fpull
 import images
 import regget
 import registry
@@ -336,6 +337,78 @@ class RedirectAuth(unittest.TestCase):
         reqs = self.front.matching("/blobs/sha256:")
         self.assertEqual(len(reqs), 2)
         self.assertTrue(all(q["headers"].get("authorization") for q in reqs))
+
+
+class CLITransport(unittest.TestCase):
+    """Faults under `fpull pull`: the pull still succeeds, or fails with the right code."""
+
+    def setUp(self):
+        if not fpull.available():
+            self.skipTest("fpull not built")
+        self.env = regget.Env()
+        self.reg = registry.Registry().start()
+        client = images.Client(self.reg.url)
+        self.img = images.push_image(client, "t/cli", "v1",
+                                     [[{"path": "big", "data": BIG}]], compression=None)
+        self.proxy = faultproxy.FaultProxy(self.reg.url).start()
+        self.vars = {"HOME": self.env.home, "FPULL_CACHE": os.path.join(self.env.dir, "cache"),
+                     "FPULL_RETRY_BASE_MS": "20"}
+        self.dest = os.path.join(self.env.dir, "rootfs")
+        self.ref = "%s/t/cli:v1" % self.proxy.hostport
+
+    def tearDown(self):
+        self.proxy.stop()
+        self.reg.stop()
+        self.env.cleanup()
+
+    def check_rootfs(self):
+        with open(os.path.join(self.dest, "big"), "rb") as f:
+            self.assertEqual(f.read(), BIG)
+
+    def test_cli_reset_mid_blob_resumes(self):
+        layer = self.img["layers"][0]["digest"]
+        self.proxy.add(r"/blobs/" + layer, reset_after=150000, times=1)
+        cp, doc = fpull.run_json(["pull", self.ref, self.dest], env=self.vars)
+        self.check_rootfs()
+        reqs = self.proxy.matching("/blobs/" + layer)
+        self.assertEqual(len(reqs), 2)
+        self.assertTrue(reqs[1]["headers"].get("range", "").startswith("bytes="))
+        # bytes_downloaded counts what was received, retries included, not more.
+        total = self.img["layers"][0]["size"] + os.path.getsize(
+            self.reg.blob_path(self.img["config_digest"]))
+        self.assertEqual(doc["bytes_downloaded"], total)
+
+    def test_cli_503_and_429(self):
+        self.proxy.add(r"/manifests/", status=503, times=1)
+        self.proxy.add(r"/blobs/", status=429, times=1, headers={"Retry-After": "1"})
+        fpull.run(["pull", self.ref, self.dest], env=self.vars, check=0)
+        self.check_rootfs()
+
+    def test_cli_persistent_failure_exit_6(self):
+        self.proxy.add(r"/blobs/", status=500)
+        r = fpull.run(["pull", self.ref, self.dest], env=self.vars, check=6)
+        self.assertIn("HTTP 500", fpull.error_line(r.stderr))
+        self.assertFalse(os.path.exists(self.dest))
+
+    def test_cli_lying_digest_header_exit_7(self):
+        self.proxy.add(r"/manifests/", headers={"Docker-Content-Digest": "sha256:" + "4" * 64})
+        r = fpull.run(["pull", self.ref, self.dest], env=self.vars, check=7)
+        fpull.error_line(r.stderr)
+
+    def test_cli_config_mirror(self):
+        mirror = faultproxy.FaultProxy(self.reg.url).start()
+        try:
+            cfg = os.path.join(self.env.dir, "config.yaml")
+            with open(cfg, "w") as f:
+                f.write('registry-mirrors:\n  "%s": ["%s"]\n' % (self.proxy.hostport,
+                                                                  mirror.url))
+            env = dict(self.vars, FPULL_CONFIG=cfg)
+            fpull.run(["pull", self.ref, self.dest], env=env, check=0)
+            self.check_rootfs()
+            self.assertGreaterEqual(mirror.count("/blobs/"), 2)
+            self.assertEqual(self.proxy.count("/blobs/"), 0)
+        finally:
+            mirror.stop()
 
 
 if __name__ == "__main__":
