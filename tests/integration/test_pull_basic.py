@@ -7,6 +7,7 @@ import subprocess
 import tempfile
 import unittest
 
+import demo_index
 import fpull
 import images
 import registry
@@ -446,6 +447,39 @@ class PullErrors(PullTestCase):
         line = self.assert_failed(cp, 5)
         self.assertTrue(line.startswith("fpull: "))
         self.assertEqual(cp.stdout, "")
+
+
+class PullDemoIndex(PullTestCase):
+    """The choices scripts/demo shows, checked without building or printing anything."""
+
+    CASES = [
+        (["--platform", "linux/amd64:broadwell:nv-compute-5-2:nvidia-396-44"],
+         "cv-nccl92-tf-dev:broadwell_nvcap52_1.12.0-rev2"),
+        (["--platform", "linux/amd64", "--features", "broadwell,nv-compute-5-2,nvidia-396-44"],
+         "cv-nccl92-tf-dev:broadwell_nvcap52_1.12.0-rev2"),
+        (["--platform", "linux/amd64:skylake-avx512:nvidia-396-44"],
+         "cv-nccl92-tf-dev:skylake512_1.12.0-rev8"),
+        (["--platform", "linux/amd64"], "cv-tf-dev:1.12.0-rev11"),
+    ]
+
+    def check(self, fmt):
+        demo = demo_index.build_demo(self.client, fmt=fmt)
+        digests = {name: d for name, d, _ in demo["entries"]}
+        ref = self.ref(demo["repo"], demo["tag"])
+        for i, (opts, want) in enumerate(self.CASES):
+            dest = self.path("demo%d" % i)
+            cp, doc = self.pull_json(opts + [ref, dest])
+            self.assertEqual(doc["index_digest"], demo["index_digest"])
+            self.assertEqual(doc["manifest_digest"], digests[want], " ".join(opts))
+            self.assertEqual(self.read(dest, "etc/fpull-demo").decode().splitlines()[0], want)
+            want_features = dict(demo_index.DEMO_ROWS)[want]
+            self.assertEqual(doc["platform"].get("features") or [], want_features)
+
+    def test_demo_index_oci(self):
+        self.check("oci")
+
+    def test_demo_manifest_list_docker(self):
+        self.check("docker")
 
 
 class PullCli(PullTestCase):
