@@ -235,6 +235,105 @@ class BasicAuthTLS(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
 
 
+class HostileAuth(unittest.TestCase):
+    """Challenges that must not get credentials: canned 401s in front of a registry."""
+
+    def setUp(self):
+        self.env = regget.Env()
+        self.reg = registry.Registry().start()
+        images.push_image(images.Client(self.reg.url), "h/img", "v1", [LAYER])
+        self.proxy = faultproxy.FaultProxy(self.reg.url).start()
+        self.sink = faultproxy.FaultProxy(None).start()  # records what a realm would get
+        self.env.login(self.proxy.hostport, "eve", "Eve-Secret-9")
+
+    def tearDown(self):
+        self.proxy.stop()
+        self.sink.stop()
+        self.reg.stop()
+        self.env.cleanup()
+
+    def challenge(self, value):
+        self.proxy.add(r"^/v2/", status=401, headers={"WWW-Authenticate": value})
+        return self.env.run("-v", "manifest", self.proxy.hostport, "h/img", "v1")
+
+    def test_realm_with_bad_scheme_refused(self):
+        r = self.challenge('Bearer realm="file:///etc/passwd",service="x"')
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("realm", r.stderr)
+        self.assertNotIn("Eve-Secret-9", r.stderr)
+
+    def test_realm_with_userinfo_refused(self):
+        r = self.challenge('Bearer realm="http://u:p@%s/token"' % self.sink.hostport)
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertEqual(self.sink.count("."), 0)
+
+    def test_malformed_challenge_clear_error(self):
+        r = self.challenge('Bearer realm="http://%s/token' % self.sink.hostport)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("malformed WWW-Authenticate", r.stderr)
+        self.assertIn("unterminated", r.stderr)
+        self.assertEqual(self.sink.count("."), 0)
+
+    def test_unsupported_scheme_exit_4(self):
+        r = self.challenge('Negotiate abc==')
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("negotiate", r.stderr)
+
+    def test_token_realm_elsewhere_gets_credentials_only_over_https(self):
+        # The registry is plain HTTP here, so an HTTP realm may get them (insecure setup).
+        self.sink.add(r"^/token", status=200, body=b'{"token":"tok"}')
+        r = self.challenge('Bearer realm="http://%s/token",service="s"' % self.sink.hostport)
+        self.assertEqual(r.returncode, 4, r.stderr)
+        got = self.sink.matching("^/token")
+        self.assertTrue(got)
+        self.assertTrue(got[0]["headers"].get("authorization", "").startswith("Basic "))
+
+
+class HTTPRealmOfHTTPSRegistry(unittest.TestCase):
+    def test_credentials_not_sent_to_plain_http_realm(self):
+        env = regget.Env()
+        ts = tokenserver.TokenServer(users={"alice": "Https-Only-pw"}, anonymous_pull=True)
+        ts.start()
+        try:
+            ca = pki.CA(os.path.join(env.dir, "pki"))
+            cert, key = ca.issue("registry")
+            with registry.Registry(tls=(cert, key), auth=ts.registry_auth()) as reg:
+                client = images.Client(reg.url, username="alice", password="Https-Only-pw",
+                                       cafile=ca.cert)
+                images.push_image(client, "s/img", "v1", [LAYER])
+                ts.requests.clear()
+                env.login(reg.hostport, "alice", "Https-Only-pw")
+                r = env.run("manifest", reg.hostport, "s/img", "v1")
+                # Anonymous pull is allowed, so it works, but without the credentials.
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("not sending credentials to the plain-HTTP token realm",
+                              r.stderr)
+                self.assertTrue(ts.requests)
+                self.assertTrue(all(q["authorization"] == "" for q in ts.requests))
+        finally:
+            ts.stop()
+            env.cleanup()
+
+
+class ProxyFromEnvironment(unittest.TestCase):
+    def test_http_proxy_variable_used(self):
+        env = regget.Env()
+        try:
+            with registry.Registry() as reg:
+                images.push_image(images.Client(reg.url), "p/img", "v1", [LAYER])
+                fwd = faultproxy.FaultProxy(reg.url).start()
+                try:
+                    env.env.update({"http_proxy": fwd.url, "https_proxy": fwd.url,
+                                    "NO_PROXY": "", "no_proxy": ""})
+                    r = env.run("manifest", reg.hostport, "p/img", "v1")
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertGreaterEqual(fwd.count("/v2/p/img/manifests/v1"), 1)
+                finally:
+                    fwd.stop()
+        finally:
+            env.cleanup()
+
+
 class MTLSRegistry(registry.Registry):
     """The fixture pings without a client certificate; here a TCP connect means up."""
 
