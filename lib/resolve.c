@@ -140,14 +140,6 @@ static int fetch_small_blob(struct fp_session *s, const struct fpull_descriptor 
   int rc = fp_fetch_blob(s, d, err);
   if (rc)
     return rc;
-  /* Re-verified on every use: the cache directory may be shared and writable by others. */
-  rc = fpull_cache_verify_blob(s->cache, d->digest, d->size, err);
-  if (rc == FPULL_EINTEGRITY && s->reg) {
-    fpull_err_clear(err);
-    rc = fp_fetch_blob(s, d, err);
-  }
-  if (rc)
-    return rc;
   return fpull_cache_get_bytes(s->cache, d->digest, FPULL_MANIFEST_MAX, data, len, err);
 }
 
@@ -240,9 +232,20 @@ int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpul
 int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, fpull_err *err)
 {
   uint64_t size = (uint64_t)d->size;
+  /* A cached blob is re-hashed on every use, since the cache may be shared: a corrupt one
+   * is removed by the check and fetched again, never extracted. */
   if (fpull_cache_has_blob(s->cache, d->digest, d->size)) {
-    __atomic_add_fetch(&s->bytes_from_cache, size, __ATOMIC_RELAXED);
-    return 0;
+    fpull_err verr = {0};
+    int vrc = fpull_cache_verify_blob(s->cache, d->digest, d->size, &verr);
+    if (vrc == 0) {
+      __atomic_add_fetch(&s->bytes_from_cache, size, __ATOMIC_RELAXED);
+      return 0;
+    }
+    if (vrc != FPULL_EINTEGRITY) {
+      *err = verr;
+      return vrc;
+    }
+    fp_warn("%s: cached blob %s was corrupt; fetching it again", s->reference, d->digest);
   }
   if (!s->reg)
     return fpull_err_set(err, FPULL_ENOTFOUND, "blob %s is not in the cache (--offline)",

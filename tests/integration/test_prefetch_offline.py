@@ -129,6 +129,36 @@ class PrefetchOffline(unittest.TestCase):
         self.assertEqual(fpull.tree(d1), fpull.tree(d2))
 
 
+    def corrupt_cached_layer(self):
+        hexd = self.img["layers"][1]["digest"].split(":")[1]
+        p = os.path.join(self.cache, "blobs", "sha256", hexd)
+        with open(p, "r+b") as f:
+            b = f.read(1)
+            f.seek(0)
+            f.write(bytes([b[0] ^ 0xff]))
+        return p
+
+    def test_corrupt_cached_layer_is_fetched_again_not_extracted(self):
+        fpull.run(["prefetch", "-q", "--cache-dir", self.cache, self.ref()], check=0)
+        self.corrupt_cached_layer()
+        dest = os.path.join(self.tmp, "root")
+        cp, doc = fpull.run_json(["pull", "--cache-dir", self.cache, self.ref(), dest])
+        self.assertIn("corrupt", cp.stderr)
+        self.assertGreaterEqual(doc["bytes_downloaded"], self.img["layers"][1]["size"])
+        with open(os.path.join(dest, "etc", "b")) as f:
+            self.assertEqual(f.read(), "b\n")
+
+    def test_corrupt_cached_layer_offline_fails_and_leaves_no_dest(self):
+        fpull.run(["prefetch", "-q", "--cache-dir", self.cache, self.ref()], check=0)
+        p = self.corrupt_cached_layer()
+        dest = os.path.join(self.tmp, "root")
+        cp = fpull.run(["pull", "--offline", "--cache-dir", self.cache, self.ref(), dest])
+        self.assertEqual(cp.returncode, 5, cp.stderr)
+        self.assertIn(self.img["layers"][1]["digest"], fpull.error_line(cp.stderr))
+        self.assertFalse(os.path.exists(dest))
+        self.assertFalse(os.path.exists(p))  # the corrupt blob is gone from the cache
+
+
 class NothingFits(unittest.TestCase):
     def test_no_entry_fits_names_the_closest(self):
         with registry.Registry() as reg:
