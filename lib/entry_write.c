@@ -456,7 +456,8 @@ int fp_writer_finish(struct fp_writer *w, fpull_err *err)
   free(w->dir_index);
   w->dir_index = NULL;
   w->dir_index_cap = 0;
-  qsort(w->dirs, w->n_dirs, sizeof *w->dirs, by_depth_desc);
+  if (w->n_dirs)
+    qsort(w->dirs, w->n_dirs, sizeof *w->dirs, by_depth_desc);
   for (size_t i = 0; i < w->n_dirs; i++) {
     struct fp_dirmeta *m = &w->dirs[i];
     cleanup_close int pfd = fp_inroot_open(&w->root, m->path, 1);
