@@ -126,7 +126,8 @@ class PrefetchOffline(unittest.TestCase):
         self.assertEqual(second["bytes_downloaded"], 0)
         self.assertEqual(second["bytes_from_cache"],
                          first["bytes_downloaded"] + first["bytes_from_cache"])
-        self.assertEqual(fpull.tree(d1), fpull.tree(d2))
+        # Parents without an entry of their own get the time of the unpack, like tar.
+        self.assertEqual(fpull.tree(d1, mtimes=False), fpull.tree(d2, mtimes=False))
 
 
     def corrupt_cached_layer(self):
