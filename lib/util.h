@@ -49,7 +49,7 @@ static inline void *fp_steal(void *pp)
 void *fp_xmalloc(size_t n);
 void *fp_xcalloc(size_t n, size_t m);
 void *fp_xrealloc(void *p, size_t n);
-char *fp_xstrdup(const char *s);  /* NULL stays NULL */
+char *fp_xstrdup(const char *s); /* NULL stays NULL */
 char *fp_xstrndup(const char *s, size_t n);
 char *fp_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

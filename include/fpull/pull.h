@@ -24,12 +24,12 @@ struct fpull_pull_opts {
 };
 
 struct fpull_pull_result {
-  char *reference;       /* normalised */
-  char *index_digest;    /* NULL for a single manifest */
+  char *reference;    /* normalised */
+  char *index_digest; /* NULL for a single manifest */
   char *manifest_digest;
   struct fpull_platform *platform; /* the chosen entry's, as listed (from the config for a
                                       single manifest) */
-  char *rootfs;          /* absolute; NULL for prefetch */
+  char *rootfs;                    /* absolute; NULL for prefetch */
   size_t layers;
   uint64_t bytes_downloaded;
   uint64_t bytes_from_cache;
@@ -46,7 +46,7 @@ FPULL_API int fpull_prefetch(struct fpull_pull_result **out, const char *image,
 
 struct fpull_inspect_result {
   char *reference;
-  char *index_digest; /* NULL for a single manifest */
+  char *index_digest;               /* NULL for a single manifest */
   struct fpull_descriptor *entries; /* for a single manifest: one, from its config */
   size_t n_entries;
   struct fpull_match *match;
