@@ -31,28 +31,6 @@ struct fp_layer_stream {
   fpull_err err;
 };
 
-int fp_layer_media_compression(const char *media_type)
-{
-  static const struct {
-    const char *mt;
-    int comp;
-  } types[] = {
-      {"application/vnd.oci.image.layer.v1.tar", FP_COMP_NONE},
-      {"application/vnd.oci.image.layer.v1.tar+gzip", FP_COMP_GZIP},
-      {"application/vnd.oci.image.layer.v1.tar+zstd", FP_COMP_ZSTD},
-      {"application/vnd.oci.image.layer.nondistributable.v1.tar", FP_COMP_NONE},
-      {"application/vnd.oci.image.layer.nondistributable.v1.tar+gzip", FP_COMP_GZIP},
-      {"application/vnd.oci.image.layer.nondistributable.v1.tar+zstd", FP_COMP_ZSTD},
-      {"application/vnd.docker.image.rootfs.diff.tar", FP_COMP_NONE},
-      {"application/vnd.docker.image.rootfs.diff.tar.gzip", FP_COMP_GZIP},
-      {"application/vnd.docker.image.rootfs.diff.tar.zstd", FP_COMP_ZSTD},
-  };
-  for (size_t i = 0; media_type && i < sizeof types / sizeof *types; i++)
-    if (strcmp(media_type, types[i].mt) == 0)
-      return types[i].comp;
-  return -1;
-}
-
 static ssize_t fail(struct fp_layer_stream *s, int code, const char *msg, const char *detail)
 {
   if (!s->failed)

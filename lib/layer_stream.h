@@ -9,10 +9,8 @@
 
 #include "fpull/error.h"
 
+/* The values of fpull_layer_compression() (manifest.h). */
 enum fp_compression { FP_COMP_NONE = 0, FP_COMP_GZIP = 1, FP_COMP_ZSTD = 2 };
-
-/* Compression of a layer media type, or -1 when fpull cannot unpack that type. */
-int fp_layer_media_compression(const char *media_type);
 
 struct fp_layer_stream;
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "entry_write.h"
+#include "fpull/manifest.h"
 #include "fpull/unpack.h"
 #include "inroot.h"
 #include "layer_stream.h"
@@ -44,7 +45,7 @@ static void escape_name(char *out, size_t cap, const char *in)
 static int apply_layer(struct fp_writer *w, const struct fpull_layer *layer, uint64_t max_entries,
                        uint64_t max_bytes, struct fpull_unpack_stats *stats, fpull_err *err)
 {
-  int comp = fp_layer_media_compression(layer->media_type);
+  int comp = fpull_layer_compression(layer->media_type);
   if (comp < 0)
     return fpull_err_set(err, FPULL_EUNSAFE, "unsupported layer media type %s",
                          layer->media_type ? layer->media_type : "(none)");
