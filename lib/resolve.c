@@ -109,7 +109,10 @@ static int no_match(const struct fpull_index *idx, const struct fpull_match *m,
   for (size_t i = 0; i < m->n; i++) {
     const struct fpull_platform *p = idx->manifests[i].platform;
     size_t nm = fpull_strv_len(m->entries[i].missing);
-    if (!p || idx->manifests[i].ref_type || nm == 0)
+    /* Only entries whose platform fits and that lack features: an arm64 entry is never
+     * "close" to an amd64 target. */
+    const char *why = m->entries[i].why;
+    if (!p || idx->manifests[i].ref_type || nm == 0 || !why || strncmp(why, "lacks", 5) != 0)
       continue;
     if (best < 0 || nm < best_missing) {
       best = (long)i;

@@ -168,7 +168,8 @@ class NothingFits(unittest.TestCase):
             b = images.push_image(c, "gpu/tf", "b", [layer("b", 10)])
             arm = images.push_image(c, "gpu/tf", "arm", [layer("c", 10)], architecture="arm64")
             idx = images.push_index(c, "gpu/tf", "1.0", [
-                (arm, {"os": "linux", "architecture": "arm64"}),
+                # Lacks as few features as b, but is for another architecture: not "closest".
+                (arm, {"os": "linux", "architecture": "arm64", "features": ["nvidia-396-44"]}),
                 (a, {"os": "linux", "architecture": "amd64",
                      "features": ["broadwell", "nvidia-396-44", "nv-compute-5-2"]}),
                 (b, {"os": "linux", "architecture": "amd64", "features": ["nvidia-396-44"]}),
