@@ -1,4 +1,5 @@
 /* Registry authentication: the 401 challenge, Bearer tokens from the realm, Basic. */
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <string.h>
 #include <strings.h>
@@ -85,6 +86,36 @@ static int realm_check(struct fp_endpoint *ep, const char *realm, int *https, fp
   return rc;
 }
 
+/* 1 when host (no port, no brackets) is an IP literal in loopback, link-local or private
+ * space: a realm there from a public registry is an SSRF or credential-theft attempt. */
+static int internal_ip(const char *host)
+{
+  unsigned char a[16];
+  if (inet_pton(AF_INET, host, a) == 1)
+    return a[0] == 127 || a[0] == 10 || (a[0] == 169 && a[1] == 254) ||
+           (a[0] == 172 && (a[1] & 0xf0) == 16) || (a[0] == 192 && a[1] == 168) || a[0] == 0;
+  if (inet_pton(AF_INET6, host, a) == 1) {
+    static const unsigned char lo[16] = {[15] = 1};
+    return memcmp(a, lo, 16) == 0 || (a[0] == 0xfe && (a[1] & 0xc0) == 0x80) ||
+           (a[0] & 0xfe) == 0xfc;
+  }
+  return 0;
+}
+
+static char *url_host(const char *url)
+{
+  CURLU *u = curl_url();
+  char *h = NULL, *out = NULL;
+  if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_HOST, &h, 0) == CURLUE_OK) {
+    size_t n = strlen(h);
+    out = h[0] == '[' && n > 1 ? fp_xstrndup(h + 1, n - 2) : fp_xstrdup(h);
+  }
+  curl_free(h);
+  curl_url_cleanup(u);
+  return out;
+}
+
 static char *token_url(const char *realm, const char *service, const char *scope)
 {
   CURLU *u = curl_url();
@@ -130,6 +161,14 @@ static int fetch_token(fpull_registry *r, struct fp_endpoint *ep, const char *sc
   if (have_creds && !send_creds)
     fp_warn("%s: not sending credentials to the plain-HTTP token realm of an HTTPS registry",
             ep->hostport);
+  cleanup_free char *rhost = url_host(ep->realm);
+  cleanup_free char *ehost = url_host(ep->base ? ep->base : ep->https_base);
+  if (send_creds && rhost && internal_ip(rhost) && !(ehost && internal_ip(ehost)) &&
+      !fpull_ref_host_is_loopback(ep->hostport)) {
+    fp_warn("%s: not sending credentials to the token realm at internal address %s", ep->hostport,
+            rhost);
+    send_creds = 0;
+  }
   cleanup_free char *url = token_url(ep->realm, ep->service, scope);
   if (!url)
     return fpull_err_set(err, FPULL_EAUTH, "%s: bad token realm", ep->hostport);

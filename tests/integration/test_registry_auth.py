@@ -117,6 +117,23 @@ class TokenAuth(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.ts.requests[-1]["user"], "alice")
 
+    def test_identity_token_refresh_grant(self):
+        self.ts.anonymous_pull = False
+        self.ts.refresh_tokens = {"refresh-Tok-123": "alice"}
+        helper = os.path.join(self.env.bin, "docker-credential-fpulltest")
+        with open(helper, "w") as f:
+            f.write("#!/bin/sh\nread server\n"
+                    "echo '{\"Username\":\"<token>\",\"Secret\":\"refresh-Tok-123\"}'\n")
+        os.chmod(helper, 0o755)
+        self.env.docker_config({"credHelpers": {self.reg.hostport: "fpulltest"}})
+        r = self.env.run("-v", "manifest", self.reg.hostport, "team/app", "v1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("refresh-Tok-123", r.stderr)
+        posts = [q for q in self.ts.requests if q["method"] == "POST"]
+        self.assertEqual(len(posts), 1)
+        self.assertEqual(posts[0]["user"], "alice")
+        self.assertEqual(posts[0]["scopes"], ["repository:team/app:pull"])
+
     def test_registry_auth_file(self):
         self.ts.anonymous_pull = False
         path = os.path.join(self.env.dir, "auth.json")
@@ -287,6 +304,33 @@ class HostileAuth(unittest.TestCase):
         got = self.sink.matching("^/token")
         self.assertTrue(got)
         self.assertTrue(got[0]["headers"].get("authorization", "").startswith("Basic "))
+
+
+class InternalRealm(unittest.TestCase):
+    def test_no_credentials_to_internal_ip_realm_of_named_registry(self):
+        env = regget.Env()
+        try:
+            with registry.Registry() as reg:
+                proxy = faultproxy.FaultProxy(reg.url).start()
+                sink = faultproxy.FaultProxy(None).start()
+                try:
+                    name = "public.fpull.test:%d" % proxy.port
+                    env.env["FPULL_RESOLVE"] = "public.fpull.test:%d:127.0.0.1" % proxy.port
+                    env.login(name, "eve", "Eve-Secret-9")
+                    sink.add(r"^/token", status=200, body=b'{"token":"tok"}')
+                    proxy.add(r"^/v2/", status=401, headers={
+                        "WWW-Authenticate": 'Bearer realm="http://%s/token"' % sink.hostport})
+                    r = env.run("--insecure", "manifest", name, "h/img", "v1")
+                    self.assertEqual(r.returncode, 4, r.stderr)
+                    self.assertIn("internal address", r.stderr)
+                    got = sink.matching("^/token")
+                    self.assertTrue(got)
+                    self.assertNotIn("authorization", got[0]["headers"])
+                finally:
+                    proxy.stop()
+                    sink.stop()
+        finally:
+            env.cleanup()
 
 
 class HTTPRealmOfHTTPSRegistry(unittest.TestCase):
