@@ -97,6 +97,6 @@ void *cli_json_platform(const struct fpull_platform *p);
 void *cli_json_strv(char *const *v);
 
 extern const struct cli_cmd cmd_pull, cmd_prefetch, cmd_inspect, cmd_features, cmd_version,
-    cmd_manifest;
+    cmd_manifest, cmd_login, cmd_logout;
 
 #endif

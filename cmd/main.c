@@ -4,18 +4,16 @@
 
 #include "cli.h"
 
-/* cmd_manifest is optional at link time while the authoring command is being written. */
-extern const struct cli_cmd cmd_manifest __attribute__((weak));
-
 static const struct cli_cmd *const commands[] = {
-    &cmd_pull, &cmd_prefetch, &cmd_inspect, &cmd_features, &cmd_manifest, &cmd_version,
+    &cmd_pull,     &cmd_prefetch, &cmd_inspect, &cmd_features,
+    &cmd_manifest, &cmd_login,    &cmd_logout,  &cmd_version,
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
 static const struct cli_cmd *find(const char *name)
 {
   for (size_t i = 0; i < N_COMMANDS; i++)
-    if (commands[i] && strcmp(commands[i]->name, name) == 0)
+    if (strcmp(commands[i]->name, name) == 0)
       return commands[i];
   return NULL;
 }
@@ -27,8 +25,7 @@ static void usage(FILE *out)
                "Feature-aware pull of OCI and Docker images into a rootfs directory.\n\n"
                "Commands:\n");
   for (size_t i = 0; i < N_COMMANDS; i++)
-    if (commands[i])
-      fprintf(out, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
+    fprintf(out, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
   fprintf(out, "\nRun 'fpull COMMAND --help' for a command's options; see fpull(1).\n");
 }
 

@@ -15,5 +15,6 @@
 #include "unpack.h"
 #include "pull.h"
 #include "spec.h"
+#include "login.h"
 
 #endif
