@@ -1,0 +1,121 @@
+"""fpull features: detection, config, FPULL_FEATURES and the command line, with sources."""
+import os
+import tempfile
+import unittest
+
+import fpull
+
+SRC = os.environ["FPULL_SRC_DIR"]
+BUILD = os.environ["FPULL_BUILD_DIR"]
+CPUID = os.path.join(SRC, "tests", "fixtures", "cpuid")
+
+
+def cpuid_file(name):
+    for f in os.listdir(CPUID):
+        if name in f:
+            return os.path.join(CPUID, f)
+    raise AssertionError("no cpuid fixture like %s in %s" % (name, os.listdir(CPUID)))
+
+
+class FeaturesCli(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(fpull.rmtree, self.tmp)
+        # A recorded Broadwell and no GPU, so the test means the same on every machine.
+        self.env = {"FPULL_CPUID_FILE": cpuid_file("broadwell"),
+                    "FPULL_NVML_LIBRARY": os.path.join(self.tmp, "no-such-libnvidia-ml.so.1"),
+                    "FPULL_NVIDIA_PROC_VERSION": os.path.join(self.tmp, "no-such-file")}
+
+    def config(self, text):
+        p = os.path.join(self.tmp, "config.yaml")
+        with open(p, "w") as f:
+            f.write(text)
+        return p
+
+    def features(self, *args, env=None):
+        e = dict(self.env)
+        e.update(env or {})
+        _, doc = fpull.run_json(["features"] + list(args), env=e)
+        self.assertEqual(sorted(doc["features"]), sorted(doc["sources"]))
+        return doc
+
+    def test_detected_broadwell(self):
+        doc = self.features()
+        self.assertEqual((doc["os"], doc["architecture"], doc["variant"]),
+                         ("linux", "amd64", "v3"))
+        self.assertEqual(doc["sources"]["broadwell"], "cpu")
+        self.assertEqual(doc["sources"]["haswell"], "cpu")
+        self.assertNotIn("skylake", doc["sources"])
+        self.assertNotIn("x86-64-v4", doc["sources"])
+        self.assertFalse([f for f in doc["features"] if f.startswith("nvidia")])
+
+    def test_config_and_env_add_with_source_config(self):
+        cfg = self.config("platform-features: [infiniband, nvidia-396-44]\n")
+        doc = self.features("--config", cfg, env={"FPULL_FEATURES": "Lustre,skylake"})
+        s = doc["sources"]
+        self.assertEqual(s["infiniband"], "config")
+        self.assertEqual(s["lustre"], "config")  # printed in lower case
+        self.assertEqual(s["nvidia-396-44"], "config")
+        self.assertEqual(s["nvidia-396"], "config")  # implied, carries its source
+        self.assertEqual(s["skylake"], "config")
+        self.assertEqual(s["broadwell"], "cpu")  # direct detection beats config implication
+
+    def test_detect_false_keeps_configured_features(self):
+        cfg = self.config("detect: false\nplatform-features: [haswell]\n")
+        doc = self.features("--config", cfg, env={"FPULL_FEATURES": "gpu-x"})
+        self.assertNotIn("broadwell", doc["sources"])
+        self.assertEqual(doc["sources"]["haswell"], "config")
+        self.assertEqual(doc["sources"]["gpu-x"], "config")
+        self.assertEqual(doc["variant"], "v3")
+
+    def test_command_line_replaces_everything(self):
+        cfg = self.config("platform-features: [infiniband]\n")
+        env = {"FPULL_FEATURES": "lustre"}
+        doc = self.features("--config", cfg, "--features", "skylake512,nvidia-580-159-04",
+                            env=env)
+        s = doc["sources"]
+        self.assertNotIn("infiniband", s)
+        self.assertNotIn("lustre", s)
+        self.assertEqual(set(s.values()), {"cli"})
+        for f in ("skylake-avx512", "skylake", "broadwell", "x86-64-v4", "nvidia-580-159",
+                  "nvidia-580"):
+            self.assertIn(f, s)
+        self.assertNotIn("skylake512", s)  # aliases are shown under the canonical name
+        self.assertEqual(doc["variant"], "v4")
+        doc = self.features("--platform", "linux/amd64", env=env)
+        self.assertEqual(doc["features"], [])
+        self.assertEqual(doc["variant"], "v1")
+        doc = self.features("--platform", "linux/arm64:foo", "--features", "bar")
+        self.assertEqual((doc["architecture"], doc["variant"]), ("arm64", "v8"))
+        self.assertEqual(sorted(doc["features"]), ["bar", "foo"])
+        doc = self.features("--platform", "linux/amd64/v2:haswell")
+        self.assertEqual(doc["variant"], "v2")
+
+    def test_bad_input_exits_2(self):
+        for args in (["--features", "bad name"], ["--platform", "linux"],
+                     ["--config", os.path.join(self.tmp, "missing.yaml")]):
+            cp = fpull.run(["features"] + args, env=self.env)
+            self.assertEqual(cp.returncode, 2, (args, cp.stderr))
+            fpull.error_line(cp.stderr)
+        cfg = self.config("platform-features: [a\n")
+        cp = fpull.run(["features", "--config", cfg], env=self.env)
+        self.assertEqual(cp.returncode, 2)
+        self.assertRegex(fpull.error_line(cp.stderr), r"config\.yaml:\d+:\d+")
+
+    def test_verbose_names_what_a_tag_lacks(self):
+        cp = fpull.run(["features", "-v"],
+                       env=dict(self.env, FPULL_CPUID_FILE=cpuid_file("turin")), check=0)
+        self.assertIn("broadwell: no rdseed", cp.stderr)
+        self.assertIn("x86-64-v4", cp.stdout)
+        self.assertNotIn(" broadwell ", cp.stdout)
+
+    def test_fake_nvml_gives_driver_and_compute(self):
+        lib = os.path.join(BUILD, "tests", "nvml", "full", "libnvidia-ml.so.1")
+        if not os.path.exists(lib):
+            self.fail("stand-in NVML library not built: %s" % lib)
+        doc = self.features(env={"FPULL_NVML_LIBRARY": lib, "FAKE_NVML_DRIVER": "396.44",
+                                 "FAKE_NVML_CUDA": "9020", "FAKE_NVML_GPUS": "5.2"})
+        s = doc["sources"]
+        for f in ("nvidia-396-44", "nvidia-396", "nv-compute-5-2", "nv-compute-5-0",
+                  "cuda-9-2", "cuda-9-0"):
+            self.assertEqual(s.get(f), "nvidia", f)
