@@ -9,6 +9,9 @@
 #include "fpull/ref.h"
 #include "registry_internal.h"
 
+/* Interruptions a download may survive when each one made progress. */
+#define FP_MAX_RESUMES 100
+
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init(void)
 {
@@ -276,7 +279,7 @@ int fp_reg_call(fpull_registry *r, struct fp_endpoint *ep, const struct fp_call 
                                ? fp_xstrdup(c->path)
                                : fp_xasprintf("%s%s", ep->base, c->path);
   cleanup_free char *origin = fp_url_origin(ep->base);
-  int refresh = 0, reauthed = 0;
+  int refresh = 0, reauthed = 0, resumes = 0;
   for (int attempt = 1;; attempt++) {
     cleanup_free char *authz = NULL;
     pthread_mutex_lock(&r->mu);
@@ -304,6 +307,7 @@ int fp_reg_call(fpull_registry *r, struct fp_endpoint *ep, const struct fp_call 
                               .verify_tls = ep->verify_tls};
     if (c->before && (rc = c->before(c->before_ud, attempt, &req, err)))
       return rc;
+    uint64_t kept = c->progress ? *c->progress : 0;
     int prc = fp_http_perform(r, &req, resp);
     if (authz)
       explicit_bzero(authz, strlen(authz));
@@ -321,10 +325,14 @@ int fp_reg_call(fpull_registry *r, struct fp_endpoint *ep, const struct fp_call 
                              ep->hostport, c->path, c->max_body);
       }
       int transient = !resp->redirect_refused && fp_curl_transient(resp->curl);
+      if (transient && c->progress && *c->progress > kept && resumes < FP_MAX_RESUMES) {
+        resumes++;
+        attempt = 0;
+      }
       if (transient && attempt < r->max_tries) {
         fp_debug("%s: %s; retrying", ep->hostport, fp_curl_describe(resp));
         fp_http_resp_free(resp);
-        sleep_ms(backoff_ms(attempt, NULL));
+        sleep_ms(backoff_ms(attempt ? attempt : 1, NULL));
         continue;
       }
       rc = fpull_err_set(err, FPULL_ENET, "%s: %s%s", ep->hostport, fp_curl_describe(resp),
@@ -636,7 +644,8 @@ static int blob_from(fpull_registry *r, struct fp_endpoint *ep, const char *repo
                       .sink = blob_write,
                       .sink_ud = b,
                       .before = blob_before,
-                      .before_ud = b};
+                      .before_ud = b,
+                      .progress = &b->pos};
   struct fp_http_resp resp;
   for (int range_retry = 0;; range_retry++) {
     int rc = fp_reg_call(r, ep, &c, &resp, err);

@@ -142,6 +142,9 @@ struct fp_call {
   size_t body_len;
   FILE *upload;
   uint64_t upload_len;
+  /* Bytes kept so far (blobs): an attempt that moved it forward does not count as one of
+   * the tries, so a long download survives many separate interruptions. */
+  const uint64_t *progress;
 };
 
 /* 0 with resp filled when an HTTP answer came that retrying would not change (the caller

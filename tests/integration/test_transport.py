@@ -79,6 +79,21 @@ class Transport(unittest.TestCase):
         # Only what was missing came again.
         self.assertEqual(int(f["received"]), self.layer["size"])
 
+    def test_many_resets_with_progress_survive_the_try_limit(self):
+        # Eight interruptions with --tries 3: each one made progress, so none is fatal.
+        self.proxy.add(r"/blobs/", reset_after=30000, times=8)
+        r = self.blob("--tries", "3")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.check_blob_file()
+        self.assertEqual(self.proxy.count("/blobs/"), 9)
+        self.assertEqual(int(regget.fields(r.stdout)["received"]), self.layer["size"])
+
+    def test_resets_without_progress_are_bounded(self):
+        self.proxy.add(r"/blobs/", reset_after=0)
+        r = self.blob("--tries", "3")
+        self.assertEqual(r.returncode, 6, r.stderr)
+        self.assertEqual(self.proxy.count("/blobs/"), 3)
+
     def test_range_ignored_starts_over(self):
         self.proxy.add(r"/blobs/", reset_after=100000, times=1)
         self.proxy.add(r"/blobs/", range_only=True, strip_range=True)
