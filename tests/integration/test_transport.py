@@ -338,6 +338,21 @@ class RedirectAuth(unittest.TestCase):
         finally:
             target.stop()
 
+    def test_parallel_downloads_share_one_handle(self):
+        # 8 threads, 24 blob fetches through one registry handle: one ping, one token,
+        # connections reused (far fewer TCP connections than requests).
+        layers = [self.layer["digest"], self.img["config_digest"]]
+        self.ts.requests.clear()
+        r = self.env.run("parallel", self.front.hostport, "r/img", "8", *(layers * 12))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "ok 24\n")
+        self.assertEqual(self.front.count("^/v2/$"), 1)
+        self.assertEqual(len(self.ts.requests), 1)
+        blob_reqs = self.front.matching("/blobs/")
+        self.assertEqual(len(blob_reqs), 24)
+        conns = {q["client"] for q in self.front.requests}
+        self.assertLessEqual(len(conns), 9)
+
     def test_redirect_to_other_address_drops_authorization(self):
         self.check(self.redirect_to("127.0.0.2"))
 

@@ -3,6 +3,8 @@
  *   fpull-regget [OPTIONS] manifest REGISTRY REPO REF        prints digest, type, bytes
  *   fpull-regget [OPTIONS] blob REGISTRY REPO DIGEST FILE    writes the blob to FILE,
  *       resuming from FILE's current size; prints bytes, received, restarts
+ *   fpull-regget [OPTIONS] parallel REGISTRY REPO JOBS DIGEST...  fetches every DIGEST
+ *       into memory with JOBS threads sharing one handle; checks each; prints "ok N"
  *   fpull-regget [OPTIONS] exists REGISTRY REPO DIGEST
  *   fpull-regget [OPTIONS] put-blob REGISTRY REPO DIGEST FILE
  *   fpull-regget [OPTIONS] mount REGISTRY REPO DIGEST FROM_REPO
@@ -13,6 +15,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +86,65 @@ static int file_digest(const char *path, char out[72])
   for (int i = 0; i < 32; i++)
     sprintf(out + 7 + 2 * i, "%02x", d[i]);
   return 0;
+}
+
+struct mem_sink {
+  EVP_MD_CTX *md;
+};
+
+static int mem_write(void *ud, const void *data, size_t len, fpull_err *err)
+{
+  EVP_DigestUpdate(((struct mem_sink *)ud)->md, data, len);
+  return 0;
+}
+
+static int mem_restart(void *ud, uint64_t offset, fpull_err *err)
+{
+  if (offset != 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot resume in memory");
+  EVP_DigestInit_ex(((struct mem_sink *)ud)->md, EVP_sha256(), NULL);
+  return 0;
+}
+
+struct job {
+  fpull_registry *r;
+  const char *repo;
+  char **digests;
+  int n, next, failed;
+  pthread_mutex_t mu;
+};
+
+static void *worker(void *arg)
+{
+  struct job *j = arg;
+  struct mem_sink ms = {EVP_MD_CTX_new()};
+  struct fpull_blob_sink sink = {&ms, mem_write, mem_restart};
+  for (;;) {
+    pthread_mutex_lock(&j->mu);
+    int i = j->next < j->n ? j->next++ : -1;
+    pthread_mutex_unlock(&j->mu);
+    if (i < 0)
+      break;
+    fpull_err err = {0};
+    int rc = fpull_registry_get_blob(j->r, j->repo, j->digests[i], 0, &sink, NULL, &err);
+    unsigned char d[32];
+    unsigned int dl = 0;
+    char got[72] = "";
+    if (!rc) {
+      EVP_DigestFinal_ex(ms.md, d, &dl);
+      strcpy(got, "sha256:");
+      for (int k = 0; k < 32; k++)
+        sprintf(got + 7 + 2 * k, "%02x", d[k]);
+    }
+    if (rc || strcmp(got, j->digests[i]) != 0) {
+      fprintf(stderr, "fpull-regget: %s: %s\n", j->digests[i], rc ? err.msg : got);
+      pthread_mutex_lock(&j->mu);
+      j->failed = rc ? rc : FPULL_EINTEGRITY;
+      pthread_mutex_unlock(&j->mu);
+    }
+  }
+  EVP_MD_CTX_free(ms.md);
+  return NULL;
 }
 
 static int fail(const fpull_err *err, int rc)
@@ -171,6 +233,20 @@ int main(int argc, char **argv)
                (unsigned long long)received, s.restarts, (unsigned long long)s.first_offset);
       }
     }
+  } else if (strcmp(cmd, "parallel") == 0 && arg2) {
+    struct job j = {.r = r, .repo = repo, .digests = argv + optind + 4, .n = argc - optind - 4};
+    pthread_mutex_init(&j.mu, NULL);
+    int jobs = atoi(arg);
+    pthread_t t[64];
+    if (jobs < 1 || jobs > 64)
+      jobs = 4;
+    for (int i = 0; i < jobs; i++)
+      pthread_create(&t[i], NULL, worker, &j);
+    for (int i = 0; i < jobs; i++)
+      pthread_join(t[i], NULL);
+    rc = j.failed;
+    if (!rc)
+      printf("ok %d\n", j.n);
   } else if (strcmp(cmd, "exists") == 0) {
     int exists = 0;
     rc = fpull_registry_blob_exists(r, repo, arg, &exists, &err);
