@@ -340,7 +340,11 @@ int fp_http_perform(fpull_registry *r, const struct fp_http_req *req, struct fp_
       curl_easy_setopt(h, CURLOPT_RESOLVE, resolve);
     resp->status = 0;
     resp->errbuf[0] = '\0';
-    fp_debug("%s %s%s", hop.method, url, send_auth ? " (with authorization)" : "");
+    /* Query strings of redirect targets can be signatures (pre-signed storage URLs):
+     * debug output shows the URL up to the '?'. */
+    int shown = (int)strcspn(url, "?");
+    fp_debug("%s %.*s%s%s", hop.method, shown, url, url[shown] ? "?..." : "",
+             send_auth ? " (with authorization)" : "");
     CURLcode c = curl_easy_perform(h);
     curl_slist_free_all(headers);
     curl_slist_free_all(resolve);
@@ -348,11 +352,11 @@ int fp_http_perform(fpull_registry *r, const struct fp_http_req *req, struct fp_
     if (c != CURLE_OK) {
       if (resp->sink_rc || resp->too_large)
         resp->curl = CURLE_WRITE_ERROR;
-      fp_debug("%s %s: %s", hop.method, url, fp_curl_describe(resp));
+      fp_debug("%s %.*s: %s", hop.method, shown, url, fp_curl_describe(resp));
       break;
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
-    fp_debug("%s %s -> %ld", hop.method, url, resp->status);
+    fp_debug("%s %.*s -> %ld", hop.method, shown, url, resp->status);
     if (!is_redirect(resp->status) || !resp->location ||
         (strcmp(hop.method, "GET") != 0 && strcmp(hop.method, "HEAD") != 0)) {
       resp->final_url = steal_pointer(&url);

@@ -356,6 +356,18 @@ class RedirectAuth(unittest.TestCase):
     def test_redirect_to_other_address_drops_authorization(self):
         self.check(self.redirect_to("127.0.0.2"))
 
+    def test_signed_redirect_query_not_logged(self):
+        target = self.redirect_to("127.0.0.2")
+        try:
+            r = self.env.run("-v", "blob", self.front.hostport, "r/img", self.layer["digest"],
+                             self.out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("/storage/blob?...", r.stderr)
+            self.assertNotIn("sig=1", r.stderr)
+            self.assertNotIn("pw-alice", r.stderr)
+        finally:
+            target.stop()
+
     def test_redirect_to_other_port_drops_authorization(self):
         self.check(self.redirect_to("127.0.0.1"))
 
