@@ -6,6 +6,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "fpull/config.h"
 #include "fpull/ref.h"
 #include "registry_internal.h"
 
@@ -146,7 +147,11 @@ int fpull_registry_open(fpull_registry **out, const char *registry,
   int insecure = opts && opts->insecure;
   for (size_t i = 0; i < nm; i++) {
     fpull_err merr = {0};
-    if (mirror_init(&r->eps[r->neps], opts->mirrors[i], insecure, opts, &merr)) {
+    const char *m = opts->mirrors[i], *h = strstr(m, "://");
+    h = h ? h + 3 : m;
+    cleanup_free char *mhost = fp_xstrndup(h, strcspn(h, "/?#"));
+    int minsecure = insecure || (opts->config && fpull_config_is_insecure(opts->config, mhost));
+    if (mirror_init(&r->eps[r->neps], m, minsecure, opts, &merr)) {
       fp_warn("%s", merr.msg);
       endpoint_free(&r->eps[r->neps]);
       memset(&r->eps[r->neps], 0, sizeof *r->eps);

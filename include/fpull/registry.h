@@ -4,12 +4,16 @@
 
 #include "error.h"
 
+struct fpull_config;
+
 struct fpull_registry_opts {
-  int insecure;                /* --insecure or insecure-registries: HTTP and unverified TLS */
-  const char *certs_dir;       /* --certs-dir, searched first; may be NULL */
+  int insecure;                 /* --insecure or insecure-registries: HTTP and unverified TLS */
+  const char *certs_dir;        /* --certs-dir, searched first; may be NULL */
   const char *config_certs_dir; /* the config's certs-dir; may be NULL */
-  char *const *mirrors;        /* registry-mirrors URLs for this registry, tried in order */
-  int max_tries;               /* per request; 0: the default (5) */
+  char *const *mirrors;         /* registry-mirrors URLs for this registry, tried in order */
+  int max_tries;                /* per request; 0: the default (5) */
+  const struct fpull_config *config; /* may be NULL: its insecure-registries also cover
+                                        mirror hosts (an http:// mirror needs that) */
 };
 
 /* One registry (one host[:port]); safe to use from several threads at once. */
@@ -63,8 +67,8 @@ FPULL_API int fpull_registry_blob_exists(fpull_registry *r, const char *repo, co
 FPULL_API int fpull_registry_mount_blob(fpull_registry *r, const char *repo, const char *digest,
                                         const char *from_repo, int *mounted, fpull_err *err);
 /* Monolithic upload of a blob from a file. */
-FPULL_API int fpull_registry_put_blob_file(fpull_registry *r, const char *repo,
-                                           const char *digest, const char *path, fpull_err *err);
+FPULL_API int fpull_registry_put_blob_file(fpull_registry *r, const char *repo, const char *digest,
+                                           const char *path, fpull_err *err);
 /* PUT /v2/REPO/manifests/REF; *digest_out (may be NULL) gets the digest of bytes. */
 FPULL_API int fpull_registry_put_manifest(fpull_registry *r, const char *repo, const char *ref,
                                           const char *media_type, const char *bytes, size_t len,

@@ -1,3 +1,4 @@
+#include "fpull/config.h"
 #include "harness.h"
 #include "registry_internal.h"
 
@@ -122,5 +123,24 @@ TEST(mirrors_in_order_then_registry)
   CHECK_STR_EQ(r->eps[2].https_base, "https://m3.example:444");
   CHECK_STR_EQ(r->eps[3].https_base, "https://registry-1.docker.io");
   CHECK(!r->eps[3].is_mirror);
+  fpull_registry_free(r);
+}
+
+TEST(http_mirror_allowed_when_its_host_is_insecure_in_the_config)
+{
+  setenv("HOME", th_tmpdir(), 1);
+  char *mirrors[] = {"http://plain.example", NULL};
+  char *insecure[] = {"plain.example", NULL};
+  struct fpull_config cfg = {0};
+  cfg.insecure_registries = insecure;
+  struct fpull_registry_opts o = {.mirrors = mirrors, .config = &cfg};
+  fpull_registry *r = NULL;
+  fpull_err err = {0};
+  CHECK_INT_EQ(fpull_registry_open(&r, "docker.io", &o, &err), 0);
+  CHECK_INT_EQ(r->neps, 2);
+  CHECK_STR_EQ(r->eps[0].http_base, "http://plain.example");
+  CHECK_INT_EQ(r->eps[0].verify_tls, 0);
+  /* The registry itself stays secure: the mirror's entry is about the mirror. */
+  CHECK_NULL(r->eps[1].http_base);
   fpull_registry_free(r);
 }
