@@ -68,6 +68,8 @@ void fpull_registry_free(fpull_registry *r)
   pthread_mutex_destroy(&r->pool_mu);
   free(r->name);
   free(r->host);
+  free(r->certs_dir);
+  free(r->config_certs_dir);
   free(r);
 }
 
@@ -130,6 +132,8 @@ int fpull_registry_open(fpull_registry **out, const char *registry,
   struct fpull_ref ref = {.registry = r->name};
   r->host = fp_xstrdup(fpull_ref_api_host(&ref));
   r->max_tries = opts && opts->max_tries > 0 ? opts->max_tries : 5;
+  r->certs_dir = fp_xstrdup(opts ? opts->certs_dir : NULL);
+  r->config_certs_dir = fp_xstrdup(opts ? opts->config_certs_dir : NULL);
   for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
     pthread_mutex_init(&r->share_locks[i], NULL);
   pthread_mutex_init(&r->mu, NULL);

@@ -52,7 +52,8 @@ struct fpull_registry {
   char *name; /* as given: "docker.io" */
   char *host; /* API host: "registry-1.docker.io" */
   int max_tries;
-  struct fp_endpoint *eps; /* mirrors first, the registry last */
+  char *certs_dir, *config_certs_dir; /* for token realms on other hosts */
+  struct fp_endpoint *eps;            /* mirrors first, the registry last */
   size_t neps;
   CURLSH *share;
   pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];

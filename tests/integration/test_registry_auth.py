@@ -333,6 +333,39 @@ class InternalRealm(unittest.TestCase):
             env.cleanup()
 
 
+class HTTPSRealmOnOtherHost(unittest.TestCase):
+    def test_https_realm_verified_with_certs_d_and_gets_credentials(self):
+        env = regget.Env()
+        ca = pki.CA(os.path.join(env.dir, "pki"))
+        tcert, tkey = ca.issue("tokens", ips=["127.0.0.1"], dns=["tokens.fpull.test"])
+        ts = tokenserver.TokenServer(users={"alice": "Realm-pw-7"}, tls=(tcert, tkey),
+                                     name="tokens.fpull.test").start()
+        try:
+            rcert, rkey = ca.issue("registry", ips=["127.0.0.1"], dns=["reg.fpull.test"])
+            with registry.Registry(tls=(rcert, rkey), auth=ts.registry_auth()) as reg:
+                named = "reg.fpull.test:%d" % reg.port
+                env.env["FPULL_RESOLVE"] = "reg.fpull.test:%d:127.0.0.1,%s:127.0.0.1" % (
+                    reg.port, ts.hostport)
+                certs = os.path.join(env.dir, "certs.d")
+                pki.certs_d(certs, named, ca)
+                pki.certs_d(certs, ts.hostport, ca)
+                env.login(named, "alice", "Realm-pw-7")
+                r = env.run("--certs-dir", certs, "manifest", named, "s/img", "v1")
+                # The repository is empty: reaching "not found" means the token exchange
+                # over verified HTTPS worked with the credentials.
+                self.assertEqual(r.returncode, 5, r.stderr)
+                self.assertEqual([q["user"] for q in ts.requests], ["alice"])
+                # Without the realm's CA the token exchange fails on the certificate.
+                only_reg = os.path.join(env.dir, "certs2.d")
+                pki.certs_d(only_reg, named, ca)
+                r = env.run("--certs-dir", only_reg, "manifest", named, "s/img", "v1")
+                self.assertEqual(r.returncode, 6, r.stderr)
+                self.assertIn("certificate", r.stderr.lower())
+        finally:
+            ts.stop()
+            env.cleanup()
+
+
 class HTTPRealmOfHTTPSRegistry(unittest.TestCase):
     def test_credentials_not_sent_to_plain_http_realm(self):
         env = regget.Env()
