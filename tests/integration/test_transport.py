@@ -140,6 +140,18 @@ class Transport(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.check_blob_file()
 
+    def test_stalled_transfer_times_out_and_resumes(self):
+        self.env.env["FPULL_STALL_TIMEOUT"] = "2"
+        self.proxy.add(r"/blobs/", stall=(70000, 30), times=1)
+        t0 = time.monotonic()
+        r = self.blob()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.check_blob_file()
+        self.assertLess(time.monotonic() - t0, 20)  # curl averages speed over ~5 s
+        reqs = self.proxy.matching("/blobs/")
+        self.assertEqual(len(reqs), 2)
+        self.assertEqual(reqs[1]["headers"].get("range"), "bytes=70000-")
+
     def test_lying_docker_content_digest_exit_7(self):
         self.proxy.add(r"/manifests/", headers={"Docker-Content-Digest": "sha256:" + "1" * 64})
         r = self.env.run("manifest", self.proxy.hostport, "t/img", "v1")
