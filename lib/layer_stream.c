@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -14,6 +15,8 @@
 
 #define IN_SIZE (256 * 1024)
 #define OUT_SIZE (1024 * 1024)
+/* Buffers between the decompressing thread and libarchive: enough to keep both busy. */
+#define NSLOTS 4
 
 struct fp_layer_stream {
   int fd;
@@ -29,6 +32,19 @@ struct fp_layer_stream {
   ZSTD_DStream *zd;
   size_t zret;
   fpull_err err;
+
+  /* Reading, decompressing and hashing run in a thread of their own, ahead of the tar
+   * parsing and file creation that the caller does: on two cores the decompression then
+   * costs (almost) no wall time. slot[head..head+count) are filled; held is the one
+   * libarchive is reading (it stays valid until its next read call). */
+  pthread_t thread;
+  int threaded;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  unsigned char *slot[NSLOTS];
+  size_t slot_len[NSLOTS];
+  size_t head, count;
+  int held, done, stop;
 };
 
 static ssize_t fail(struct fp_layer_stream *s, int code, const char *msg, const char *detail)
@@ -167,6 +183,8 @@ static ssize_t produce(struct fp_layer_stream *s)
   return n;
 }
 
+static void *producer(void *arg);
+
 int fp_layer_stream_open(struct fp_layer_stream **out, const char *path, int compression,
                          uint64_t max_bytes, fpull_err *err)
 {
@@ -181,7 +199,12 @@ int fp_layer_stream_open(struct fp_layer_stream **out, const char *path, int com
   s->fd = fd;
   s->comp = compression;
   s->max = max_bytes;
-  s->out = fp_xmalloc(OUT_SIZE);
+  for (int i = 0; i < NSLOTS; i++)
+    s->slot[i] = fp_xmalloc(OUT_SIZE);
+  s->out = s->slot[0];
+  s->held = -1;
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
   if (compression != FP_COMP_NONE)
     s->in = fp_xmalloc(IN_SIZE);
   s->md = EVP_MD_CTX_new();
@@ -201,17 +224,92 @@ int fp_layer_stream_open(struct fp_layer_stream **out, const char *path, int com
       abort();
     ZSTD_initDStream(s->zd);
   }
+  /* Without a thread (none could be made) the same work happens inline. */
+  s->threaded = pthread_create(&s->thread, NULL, producer, s) == 0;
   *out = s;
   return 0;
+}
+
+static void *producer(void *arg)
+{
+  struct fp_layer_stream *s = arg;
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    while (!s->stop && s->count + (s->held >= 0) >= NSLOTS)
+      pthread_cond_wait(&s->cv, &s->mu);
+    if (s->stop)
+      break;
+    size_t i = (s->head + s->count) % NSLOTS;
+    pthread_mutex_unlock(&s->mu);
+    s->out = s->slot[i];
+    ssize_t n = produce(s);
+    pthread_mutex_lock(&s->mu);
+    if (n <= 0) {
+      s->done = 1;
+      pthread_cond_broadcast(&s->cv);
+      break;
+    }
+    s->slot_len[i] = (size_t)n;
+    s->count++;
+    pthread_cond_broadcast(&s->cv);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+/* The next filled buffer (releasing the one handed out before): its length, 0 at the end
+ * of the stream, -1 on error. */
+static ssize_t next_slot(struct fp_layer_stream *s, const void **buf)
+{
+  if (!s->threaded) {
+    ssize_t n = produce(s);
+    *buf = s->out;
+    return n;
+  }
+  pthread_mutex_lock(&s->mu);
+  if (s->held >= 0) {
+    s->held = -1;
+    s->head = (s->head + 1) % NSLOTS;
+    s->count--;
+    pthread_cond_broadcast(&s->cv);
+  }
+  while (!s->count && !s->done)
+    pthread_cond_wait(&s->cv, &s->mu);
+  ssize_t n;
+  if (s->count) {
+    s->held = (int)s->head;
+    *buf = s->slot[s->head];
+    n = (ssize_t)s->slot_len[s->head];
+  } else {
+    n = s->failed ? -1 : 0;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
+
+static void stop_thread(struct fp_layer_stream *s)
+{
+  if (!s->threaded)
+    return;
+  pthread_mutex_lock(&s->mu);
+  s->stop = 1;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  pthread_join(s->thread, NULL);
+  s->threaded = 0;
 }
 
 void fp_layer_stream_close(struct fp_layer_stream *s)
 {
   if (!s)
     return;
+  stop_thread(s);
   close(s->fd);
   free(s->in);
-  free(s->out);
+  for (int i = 0; i < NSLOTS; i++)
+    free(s->slot[i]);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
   EVP_MD_CTX_free(s->md);
 #ifdef FPULL_HAVE_ISAL
   free(s->inf);
@@ -223,12 +321,11 @@ void fp_layer_stream_close(struct fp_layer_stream *s)
 static la_ssize_t read_cb(struct archive *a, void *ud, const void **buf)
 {
   struct fp_layer_stream *s = ud;
-  ssize_t n = produce(s);
+  ssize_t n = next_slot(s, buf);
   if (n < 0) {
     archive_set_error(a, EIO, "%s", s->err.msg);
     return -1;
   }
-  *buf = s->out;
   return n;
 }
 
@@ -241,8 +338,11 @@ struct archive *fp_layer_stream_archive(struct fp_layer_stream *s, fpull_err *er
   if (archive_read_support_format_tar(a) != ARCHIVE_OK ||
       archive_read_support_format_gnutar(a) != ARCHIVE_OK ||
       archive_read_open(a, s, NULL, read_cb, NULL) != ARCHIVE_OK) {
-    fpull_err_set(err, s->failed ? s->err.code : FPULL_EUNSAFE, "corrupt layer: %s",
-                  s->failed ? s->err.msg : archive_error_string(a));
+    const fpull_err *se = fp_layer_stream_error(s);
+    if (se)
+      fpull_err_set(err, se->code, "%s", se->msg);
+    else
+      fpull_err_set(err, FPULL_EUNSAFE, "corrupt layer: %s", archive_error_string(a));
     archive_read_free(a);
     return NULL;
   }
@@ -251,15 +351,22 @@ struct archive *fp_layer_stream_archive(struct fp_layer_stream *s, fpull_err *er
 
 const fpull_err *fp_layer_stream_error(const struct fp_layer_stream *s)
 {
-  return s->failed ? &s->err : NULL;
+  struct fp_layer_stream *m = (struct fp_layer_stream *)s;
+  pthread_mutex_lock(&m->mu);
+  /* With the thread running, its error is final (and visible here) once it is done. */
+  int failed = s->failed && (s->done || !s->threaded);
+  pthread_mutex_unlock(&m->mu);
+  return failed ? &s->err : NULL;
 }
 
 int fp_layer_stream_finish(struct fp_layer_stream *s, char diff_id[72], fpull_err *err)
 {
+  const void *buf;
   ssize_t n;
-  while ((n = produce(s)) > 0)
+  while ((n = next_slot(s, &buf)) > 0)
     ;
-  if (n < 0)
+  stop_thread(s);
+  if (n < 0 || s->failed)
     return fpull_err_set(err, s->err.code, "%s", s->err.msg);
   unsigned char md[32];
   unsigned int len = 0;
