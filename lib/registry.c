@@ -248,6 +248,7 @@ static int ensure_ready(fpull_registry *r, struct fp_endpoint *ep, fpull_err *er
                                 .tls = &ep->tls,
                                 .verify_tls = ep->verify_tls};
       if (fp_http_perform(r, &req, &resp) == 0 && !status_retryable(resp.status)) {
+        free(ep->base);
         ep->base = fp_xstrdup(bases[i]);
         if (resp.status == 401)
           rc = fp_auth_challenge(ep, resp.www_authenticate, err);
@@ -401,8 +402,11 @@ int fp_reg_map_status(const struct fp_endpoint *ep, const struct fp_http_resp *r
   long s = resp->status;
   cleanup_free char *code = error_code(resp);
   if (s == 401 || s == 403)
-    return fpull_err_set(err, FPULL_EAUTH, "authentication refused by %s for %s (HTTP %ld%s%s)",
-                         ep->hostport, repo, s, code ? " " : "", code ? code : "");
+    return fpull_err_set(err, FPULL_EAUTH, "authentication refused by %s for %s (HTTP %ld%s%s)%s",
+                         ep->hostport, repo, s, code ? " " : "", code ? code : "",
+                         ep->creds.password || ep->creds.identity_token
+                             ? ""
+                             : "; no credentials found for it (docker/fpull login)");
   if (s == 404)
     return fpull_err_set(err, FPULL_ENOTFOUND, "%s not found in %s/%s%s%s%s", what, ep->hostport,
                          repo, code ? " (" : "", code ? code : "", code ? ")" : "");

@@ -226,6 +226,7 @@ class BasicAuthTLS(unittest.TestCase):
     def test_no_credentials_exit_4(self):
         r = self.env.run("--certs-dir", self.certs, "manifest", self.named, "b/img", "v1")
         self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("no credentials found", r.stderr)
 
     def test_untrusted_certificate_exit_6_no_http_fallback(self):
         self.env.login(self.named, "bob", "b0b-Secret")
