@@ -29,9 +29,14 @@ static void clear_headers(struct fp_http_resp *resp)
   fp_buf_free(&resp->body);
 }
 
+/* How much of an unwanted body is drained to keep the connection usable. */
+#define FP_SKIP_MAX (1u << 20)
+
 struct xfer {
   const struct fp_http_req *req;
   struct fp_http_resp *resp;
+  size_t skipped;
+  int cut;
 };
 
 static int header_is(const char *line, size_t n, const char *name, const char **val, size_t *vlen)
@@ -110,12 +115,21 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
     }
     return n;
   }
+  /* fp_buf's max 0 means unbounded: every body here gets a real bound. */
+  int wanted = s >= 200 && s < 300 && x->req->max_body;
   if (!x->resp->body.max)
-    x->resp->body.max = (s >= 200 && s < 300) ? x->req->max_body : FP_ERRBODY_MAX;
+    x->resp->body.max = wanted ? x->req->max_body : FP_ERRBODY_MAX;
   if (fp_buf_append(&x->resp->body, data, n) < 0) {
-    if (!(s >= 200 && s < 300))
-      return n; /* an error body is only read for its first bytes */
-    x->resp->too_large = 1;
+    /* Bodies nobody asked for (errors, upload answers) are read for their first bytes;
+     * one that goes on and on is cut off. */
+    if (wanted) {
+      x->resp->too_large = 1;
+      return 0;
+    }
+    x->skipped += n;
+    if (x->skipped <= FP_SKIP_MAX)
+      return n;
+    x->cut = 1; /* the status is known: the answer stands, the connection goes */
     return 0;
   }
   return n;
@@ -329,7 +343,7 @@ int fp_http_perform(fpull_registry *r, const struct fp_http_req *req, struct fp_
       headers = curl_slist_append(headers, auth_line);
     /* No "Expect: 100-continue" round trip on uploads. */
     headers = curl_slist_append(headers, "Expect:");
-    struct xfer x = {&hop, resp};
+    struct xfer x = {&hop, resp, 0, 0};
     struct upload up = {&hop, 0};
     if (hop.upload)
       rewind(hop.upload);
@@ -348,6 +362,8 @@ int fp_http_perform(fpull_registry *r, const struct fp_http_req *req, struct fp_
     CURLcode c = curl_easy_perform(h);
     curl_slist_free_all(headers);
     curl_slist_free_all(resolve);
+    if (c == CURLE_WRITE_ERROR && x.cut)
+      c = CURLE_OK;
     resp->curl = c;
     if (c != CURLE_OK) {
       if (resp->sink_rc || resp->too_large)

@@ -188,6 +188,23 @@ class Transport(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("over 4 MiB", r.stderr)
 
+    def test_endless_error_body_is_cut_and_status_kept(self):
+        self.proxy.add(r"/manifests/", status=404, body=b"x" * (3 * 1024 * 1024),
+                       headers={"Content-Type": "text/plain"})
+        r = self.env.run("manifest", self.proxy.hostport, "t/img", "v1")
+        self.assertEqual(r.returncode, 5, r.stderr)
+
+    def test_huge_body_on_upload_answer_is_cut(self):
+        data = b"some blob"
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        path = os.path.join(self.env.dir, "up")
+        with open(path, "wb") as f:
+            f.write(data)
+        self.proxy.add(r"/blobs/uploads/.*digest=", method="PUT", status=201,
+                       body=b"y" * (3 * 1024 * 1024))
+        r = self.env.run("put-blob", self.proxy.hostport, "p/one", digest, path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
     def test_schema1_refused(self):
         body = json.dumps({"schemaVersion": 1, "name": "t/img", "tag": "v1",
                            "fsLayers": []}).encode()
