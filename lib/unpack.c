@@ -66,6 +66,10 @@ static int apply_layer(struct fp_writer *w, const struct fpull_layer *layer, uin
     int r = archive_read_next_header(a, &e);
     if (r == ARCHIVE_EOF)
       break;
+    const char *why_warn = r == ARCHIVE_WARN ? archive_error_string(a) : NULL;
+    /* Owner names are ignored anyway (numeric ids only): their conversion may fail. */
+    if (why_warn && (strstr(why_warn, "Uname") || strstr(why_warn, "Gname")))
+      r = ARCHIVE_OK;
     if (r != ARCHIVE_OK) {
       /* ARCHIVE_WARN too: libarchive warns when it could not convert a name, and a name
        * it had to guess at is not one to write. */

@@ -1008,3 +1008,24 @@ TEST(c6_sigkill_mid_unpack)
 {
   run_both(c_sigkill);
 }
+
+/* Owner names are ignored (image-spec; no NSS lookups): the numeric ids win. */
+static void c_unames(void)
+{
+  fpull_err err;
+  expect_ok(run_descs(&err, 1,
+                      "file a data=1 uid=1000 gid=1001 pax.uname=root pax.gname=root\n"
+                      "file b data=2 uid=3 pax.uname=r\\xffoot pax.gname=\\xfe\n"),
+            &err);
+  CHECK_STR_EQ(read_file(fmt("%s/b", dest)), "2");
+  struct stat st;
+  CHECK(lstat(fmt("%s/a", dest), &st) == 0);
+  if (geteuid() == 0) {
+    CHECK_INT_EQ(st.st_uid, 1000);
+    CHECK_INT_EQ(st.st_gid, 1001);
+  }
+}
+TEST(t25_owner_names_ignored)
+{
+  run_both(c_unames);
+}
