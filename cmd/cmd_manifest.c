@@ -105,13 +105,8 @@ static int run_inspect(struct cli_settings *s, const struct fpull_config *config
   __attribute__((cleanup(ref_freep))) struct fpull_ref *ref = NULL;
   if (fpull_ref_parse(&ref, image, &err))
     return cli_fail(&err);
-  struct fpull_registry_opts ro = {
-      .insecure = s->insecure || fpull_config_is_insecure(config, ref->registry),
-      .certs_dir = s->certs_dir,
-      .config_certs_dir = config->certs_dir,
-      .mirrors = fpull_config_mirrors(config, ref->registry),
-      .max_tries = config->retries,
-  };
+  struct fpull_registry_opts ro;
+  fpull_registry_opts_init(&ro, ref->registry, config, s->insecure, s->certs_dir);
   __attribute__((cleanup(registry_freep))) fpull_registry *reg = NULL;
   if (fpull_registry_open(&reg, ref->registry, &ro, &err))
     return cli_fail(&err);

@@ -60,13 +60,10 @@ static int open_reg(fpull_registry **out, struct pusher *p, const char *host, fp
       *out = p->regs[i].reg;
       return 0;
     }
-  const struct fpull_config *c = p->opts->config;
-  struct fpull_registry_opts ro = {
-      .insecure = p->opts->insecure || fpull_config_is_insecure(c, host),
-      .certs_dir = p->opts->certs_dir,
-      .config_certs_dir = c ? c->certs_dir : NULL,
-      .max_tries = c ? c->retries : 0,
-  };
+  /* Pushing never goes through mirrors: they are read-only caches. */
+  struct fpull_registry_opts ro;
+  fpull_registry_opts_init(&ro, host, p->opts->config, p->opts->insecure, p->opts->certs_dir);
+  ro.mirrors = NULL;
   fpull_registry *r = NULL;
   int rc = fpull_registry_open(&r, host, &ro, err);
   if (rc)

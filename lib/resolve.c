@@ -22,13 +22,8 @@ int fp_session_open(struct fp_session *s, const char *image, const struct fpull_
     return rc;
   if (o->offline)
     return 0;
-  struct fpull_registry_opts ro = {
-      .insecure = o->insecure || fpull_config_is_insecure(o->config, s->ref->registry),
-      .certs_dir = o->certs_dir,
-      .config_certs_dir = o->config ? o->config->certs_dir : NULL,
-      .mirrors = fpull_config_mirrors(o->config, s->ref->registry),
-      .max_tries = o->config ? o->config->retries : 0,
-  };
+  struct fpull_registry_opts ro;
+  fpull_registry_opts_init(&ro, s->ref->registry, o->config, o->insecure, o->certs_dir);
   return fpull_registry_open(&s->reg, s->ref->registry, &ro, err);
 }
 

@@ -16,6 +16,12 @@ struct fpull_registry_opts {
                                         mirror hosts (an http:// mirror needs that) */
 };
 
+/* Fills opts for registry from the config (may be NULL): insecure-registries, certs-dir,
+ * registry-mirrors and retries, plus the command line's --insecure and --certs-dir. */
+FPULL_API void fpull_registry_opts_init(struct fpull_registry_opts *opts, const char *registry,
+                                        const struct fpull_config *config, int insecure,
+                                        const char *certs_dir);
+
 /* One registry (one host[:port]); safe to use from several threads at once. */
 typedef struct fpull_registry fpull_registry;
 
