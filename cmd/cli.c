@@ -191,7 +191,8 @@ void cli_install_log(const struct cli_settings *s)
   fpull_log_set(log_to_stderr, (void *)s);
 }
 
-int cli_env_load(struct cli_env *env, const struct cli_settings *s, int need_target, fpull_err *err)
+static int env_load(struct cli_env *env, const struct cli_settings *s, int need_target,
+                    fpull_err *err)
 {
   int rc = fpull_config_load(&env->config, s->config, err);
   if (rc)
@@ -212,12 +213,22 @@ int cli_env_load(struct cli_env *env, const struct cli_settings *s, int need_tar
   return fpull_target_build(&env->target, &to, err);
 }
 
+int cli_env_load(struct cli_env *env, const struct cli_settings *s, int need_target, fpull_err *err)
+{
+  memset(env, 0, sizeof *env);
+  int rc = env_load(env, s, need_target, err);
+  if (rc)
+    cli_env_free(env);
+  return rc;
+}
+
 void cli_env_free(struct cli_env *env)
 {
   fpull_target_free(env->target);
   fpull_tagdb_free(env->tagdb);
   fpull_config_free(env->config);
   free(env->cache_dir);
+  memset(env, 0, sizeof *env);
 }
 
 /* Progress only on a terminal: scripts and logs get nothing but the result. */

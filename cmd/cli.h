@@ -84,6 +84,7 @@ struct cli_env {
   struct fpull_target *target;
   char *cache_dir;
 };
+/* On failure nothing is left to free. */
 int cli_env_load(struct cli_env *env, const struct cli_settings *s, int need_target,
                  fpull_err *err);
 void cli_env_free(struct cli_env *env);

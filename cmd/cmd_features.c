@@ -42,11 +42,8 @@ static int run_features(struct cli_settings *s, int argc, char **argv)
 {
   fpull_err err = {0};
   struct cli_env env = {0};
-  int rc = cli_env_load(&env, s, 1, &err);
-  if (rc) {
-    cli_env_free(&env);
+  if (cli_env_load(&env, s, 1, &err))
     return cli_fail(&err);
-  }
   const struct fpull_target *t = env.target;
   size_t n = fpull_featureset_count(t->features);
   if (s->json) {

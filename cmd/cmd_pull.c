@@ -69,11 +69,8 @@ static int run_prefetch(struct cli_settings *s, int argc, char **argv)
 {
   fpull_err err = {0};
   struct cli_env env = {0};
-  int rc = cli_env_load(&env, s, 1, &err);
-  if (rc) {
-    cli_env_free(&env);
+  if (cli_env_load(&env, s, 1, &err))
     return cli_fail(&err);
-  }
   struct fpull_pull_opts o;
   cli_pull_opts(&o, &env, s);
   cJSON *all = cJSON_CreateArray();
@@ -82,7 +79,7 @@ static int run_prefetch(struct cli_settings *s, int argc, char **argv)
   for (int i = 0; i < argc; i++) {
     struct fpull_pull_result *r = NULL;
     fpull_err e = {0};
-    rc = fpull_prefetch(&r, argv[i], &o, &e);
+    int rc = fpull_prefetch(&r, argv[i], &o, &e);
     if (rc == 0) {
       say_done(s, r);
       cJSON_AddItemToArray(all, result_json(r));
