@@ -20,16 +20,28 @@ void fp_writer_init(struct fp_writer *w, int rootfd, int force_fallback, int pri
   fp_root_init(&w->root, rootfd, force_fallback);
   w->privileged = privileged;
   w->stats = stats;
-  w->cache_fd = -1;
+  for (int i = 0; i < FP_PARENT_CACHE; i++)
+    w->cache[i].fd = -1;
   w->max_file = UINT64_MAX;
+}
+
+/* Drops every cached parent but keep (an fd, or -1 for none). */
+static void forget_except(struct fp_writer *w, int keep)
+{
+  for (int i = 0; i < FP_PARENT_CACHE; i++) {
+    struct fp_parent_slot *c = &w->cache[i];
+    if (c->fd < 0 || c->fd == keep)
+      continue;
+    close(c->fd);
+    free(c->path);
+    c->path = NULL;
+    c->fd = -1;
+  }
 }
 
 void fp_writer_forget(struct fp_writer *w)
 {
-  if (w->cache_fd >= 0)
-    close(w->cache_fd);
-  w->cache_fd = -1;
-  w->cache_path[0] = '\0';
+  forget_except(w, -1);
 }
 
 void fp_writer_free(struct fp_writer *w)
@@ -79,23 +91,34 @@ static int get_parent(struct fp_writer *w, const char *path, const char **base)
   const char *slash = strrchr(path, '/');
   size_t plen = slash ? (size_t)(slash - path) : 0;
   *base = slash ? slash + 1 : path;
-  if (w->cache_fd >= 0 && strncmp(w->cache_path, path, plen) == 0 && w->cache_path[plen] == '\0')
-    return w->cache_fd;
-  fp_writer_forget(w);
+  struct fp_parent_slot *victim = &w->cache[0];
+  for (int i = 0; i < FP_PARENT_CACHE; i++) {
+    struct fp_parent_slot *c = &w->cache[i];
+    if (c->fd >= 0 && strncmp(c->path, path, plen) == 0 && c->path[plen] == '\0') {
+      c->used = ++w->clock;
+      return c->fd;
+    }
+    if (c->fd < 0 || (victim->fd >= 0 && c->used < victim->used))
+      victim = c;
+  }
   const char *b;
   int fd = fp_inroot_parent(&w->root, path, 1, &b);
   if (fd < 0)
     return -1;
-  memcpy(w->cache_path, path, plen);
-  w->cache_path[plen] = '\0';
-  w->cache_fd = fd;
+  if (victim->fd >= 0) {
+    close(victim->fd);
+    free(victim->path);
+  }
+  victim->path = fp_xstrndup(path, plen);
+  victim->fd = fd;
+  victim->used = ++w->clock;
   return fd;
 }
 
 /* Tar semantics for an entry landing on an existing name: a directory onto a directory
  * keeps it (and its content); anything else is removed first, a symlink itself, never
- * what it points to. Only children of the cached parent are removed, so the cache holds. */
-static int make_room(int dfd, const char *base, int keep_dir, int *kept)
+ * what it points to. */
+static int make_room(struct fp_writer *w, int dfd, const char *base, int keep_dir, int *kept)
 {
   struct stat st;
   if (kept)
@@ -106,6 +129,8 @@ static int make_room(int dfd, const char *base, int keep_dir, int *kept)
     *kept = 1;
     return 0;
   }
+  /* Other cached parents may lie under what goes, or have been reached through it. */
+  forget_except(w, dfd);
   if (S_ISDIR(st.st_mode))
     return fp_rm_rf_at(dfd, base);
   return unlinkat(dfd, base, 0) < 0 && errno != ENOENT ? -1 : 0;
@@ -182,7 +207,7 @@ static int write_file(struct fp_writer *w, struct archive *a, struct archive_ent
   cleanup_close int fd =
       openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0 && errno == EEXIST) {
-    if (make_room(dfd, base, 0, NULL) < 0)
+    if (make_room(w, dfd, base, 0, NULL) < 0)
       return fpull_err_set(err, FPULL_EFAIL, "cannot replace: %s", strerror(errno));
     fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   }
@@ -289,7 +314,7 @@ static int write_dir(struct fp_writer *w, struct archive_entry *e, const char *p
   int kept = 0;
   /* 0700 while the tree is built, whatever the image says: we must be able to fill it. */
   if (mkdirat(dfd, base, 0700) < 0) {
-    if (errno != EEXIST || make_room(dfd, base, 1, &kept) < 0 ||
+    if (errno != EEXIST || make_room(w, dfd, base, 1, &kept) < 0 ||
         (!kept && mkdirat(dfd, base, 0700) < 0))
       return fpull_err_set(err, FPULL_EFAIL, "cannot create directory: %s", strerror(errno));
   }
@@ -311,7 +336,7 @@ static int write_symlink(struct fp_writer *w, struct archive_entry *e, const cha
     return fpull_err_set(err, FPULL_EUNSAFE, "symlink target too long");
   /* Stored verbatim: it is resolved inside the rootfs when something goes through it. */
   if (symlinkat(target, dfd, base) < 0) {
-    if (errno != EEXIST || make_room(dfd, base, 0, NULL) < 0 || symlinkat(target, dfd, base) < 0)
+    if (errno != EEXIST || make_room(w, dfd, base, 0, NULL) < 0 || symlinkat(target, dfd, base) < 0)
       return fpull_err_set(err, FPULL_EFAIL, "cannot create symlink: %s", strerror(errno));
   }
   if (w->privileged && fchownat(dfd, base, (uid_t)archive_entry_uid(e), (gid_t)archive_entry_gid(e),
@@ -353,7 +378,7 @@ static int write_hardlink(struct fp_writer *w, struct archive_entry *e, const ch
   if (fstatat(dfd, base, &dst, AT_SYMLINK_NOFOLLOW) == 0 && dst.st_dev == sst.st_dev &&
       dst.st_ino == sst.st_ino)
     return 0;
-  if (make_room(dfd, base, 0, NULL) < 0 || linkat(sfd, sbase, dfd, base, 0) < 0)
+  if (make_room(w, dfd, base, 0, NULL) < 0 || linkat(sfd, sbase, dfd, base, 0) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cannot link: %s", strerror(errno));
   return 0;
 }
@@ -377,7 +402,8 @@ static int write_node(struct fp_writer *w, struct archive_entry *e, const char *
   }
   mode_t mode = (type == AE_IFIFO ? S_IFIFO : type == AE_IFCHR ? S_IFCHR : S_IFBLK) | 0600;
   if (mknodat(dfd, base, mode, dev) < 0) {
-    if (errno != EEXIST || make_room(dfd, base, 0, NULL) < 0 || mknodat(dfd, base, mode, dev) < 0)
+    if (errno != EEXIST || make_room(w, dfd, base, 0, NULL) < 0 ||
+        mknodat(dfd, base, mode, dev) < 0)
       return fpull_err_set(err, FPULL_EFAIL, "cannot create %s: %s", type_name(type),
                            strerror(errno));
   }

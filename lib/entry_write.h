@@ -13,6 +13,8 @@
 #include "inroot.h"
 #include "whiteout.h"
 
+#define FP_PARENT_CACHE 4
+
 struct fp_dirmeta {
   char *path; /* cleaned, logical */
   mode_t mode;
@@ -28,10 +30,16 @@ struct fp_writer {
   struct fpull_unpack_stats *stats;
   struct fp_pathset layer; /* what the current layer wrote, for its whiteouts */
 
-  /* The parent directory of the last entry: most entries share it. Dropped whenever
-   * anything is removed, so a replaced directory is never written through. */
-  char cache_path[FP_PATH_MAX + 1];
-  int cache_fd;
+  /* Parent directories of recent entries: most entries share their parent with the one
+   * before, or with the directory entry just before (tar order). All but the one in use
+   * are dropped whenever anything is removed, so a replaced directory or symlink is never
+   * written through. */
+  struct fp_parent_slot {
+    char *path;
+    int fd;
+    uint64_t used;
+  } cache[FP_PARENT_CACHE];
+  uint64_t clock;
 
   /* Directory modes, owners and times, applied once all layers are in, deepest first:
    * writing into a directory changes its times, and its mode may forbid writing. */

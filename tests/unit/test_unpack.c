@@ -1029,3 +1029,20 @@ TEST(t25_owner_names_ignored)
 {
   run_both(c_unames);
 }
+
+/* A cached parent directory must not outlive the replacement of one of its ancestors. */
+static void c_cache_invalidation(void)
+{
+  fpull_err err;
+  expect_ok(run_descs(&err, 1,
+                      "dir a\ndir a/b\nfile a/b/f data=1\ndir x\nfile x/y data=2\n"
+                      "symlink a elsewhere\nfile a/b/g data=3\nfile x/z data=4\n"),
+            &err);
+  CHECK_STR_EQ(read_file(fmt("%s/elsewhere/b/g", dest)), "3");
+  CHECK_STR_EQ(read_file(fmt("%s/x/z", dest)), "4");
+  CHECK(is_link(fmt("%s/a", dest), "elsewhere"));
+}
+TEST(t17_parent_cache_dropped_on_replacement)
+{
+  run_both(c_cache_invalidation);
+}
