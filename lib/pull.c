@@ -44,9 +44,11 @@ static int unpack(struct fp_session *s, const struct fp_resolved *r, const char 
   }
   struct fpull_unpack_stats st = {0};
   int rc = fpull_unpack_rootfs(dest, layers, n, &s->opts->unpack, &st, err);
-  if (rc == 0 && st.devices_skipped)
-    fp_warn("%s: skipped %llu device nodes (not root)", s->reference,
-            (unsigned long long)st.devices_skipped);
+  /* The unpacker has warned about skipped device nodes itself. */
+  if (rc == 0)
+    fp_debug("%s: %llu entries, %llu whiteouts, %llu xattrs not kept, %llu owners not set",
+             s->reference, (unsigned long long)st.entries, (unsigned long long)st.whiteouts,
+             (unsigned long long)st.xattrs_skipped, (unsigned long long)st.owners_failed);
   fpull_strv_free(paths);
   free(layers);
   return rc;
