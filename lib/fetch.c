@@ -1,24 +1,31 @@
 /* Parallel blob downloads: -j workers take the layers in manifest order, so the first
- * layers (which the unpacker needs first) arrive first. */
+ * layers (which the unpacker needs first) arrive first, and the unpacker can wait for
+ * layer i while later ones are still downloading. */
 #include <pthread.h>
 #include <string.h>
 
 #include "resolve.h"
 #include "util.h"
 
-struct fetch_pool {
+#define FETCH_MAX_JOBS 64
+
+struct fp_fetch {
   struct fp_session *s;
   const struct fpull_manifest *m;
   pthread_mutex_t lock;
+  pthread_cond_t changed;
   size_t next;
-  unsigned done;
-  int failed;
+  unsigned char *done; /* per layer */
+  unsigned n_done;
+  int failed;    /* the first failure's code, or -1 when cancelled */
   fpull_err err; /* the first failure */
+  pthread_t tids[FETCH_MAX_JOBS];
+  size_t started;
 };
 
 static void *fetch_worker(void *arg)
 {
-  struct fetch_pool *p = arg;
+  struct fp_fetch *p = arg;
   for (;;) {
     pthread_mutex_lock(&p->lock);
     size_t i = p->next++;
@@ -36,41 +43,74 @@ static void *fetch_worker(void *arg)
       fpull_err_prefix(&p->err, "layer %s", d->digest);
     }
     if (!rc) {
-      p->done++;
+      p->done[i] = 1;
+      p->n_done++;
       if (p->s->opts->progress) {
         struct fpull_progress pr = {.digest = d->digest,
                                     .done = (uint64_t)d->size,
                                     .total = (uint64_t)d->size,
-                                    .blobs_done = p->done,
+                                    .blobs_done = p->n_done,
                                     .blobs_total = (unsigned)p->m->n_layers};
         p->s->opts->progress(p->s->opts->progress_ud, &pr);
       }
     }
+    pthread_cond_broadcast(&p->changed);
     pthread_mutex_unlock(&p->lock);
   }
 }
 
-int fp_fetch_layers(struct fp_session *s, const struct fp_resolved *r, fpull_err *err)
+struct fp_fetch *fp_fetch_start(struct fp_session *s, const struct fp_resolved *r)
 {
-  struct fetch_pool p = {.s = s, .m = r->manifest};
-  pthread_mutex_init(&p.lock, NULL);
+  struct fp_fetch *p = fp_xcalloc(1, sizeof *p);
+  p->s = s;
+  p->m = r->manifest;
+  p->done = fp_xcalloc(r->manifest->n_layers + 1, 1);
+  pthread_mutex_init(&p->lock, NULL);
+  pthread_cond_init(&p->changed, NULL);
   size_t jobs = s->opts->jobs > 0 ? (size_t)s->opts->jobs : 4;
+  if (jobs > FETCH_MAX_JOBS)
+    jobs = FETCH_MAX_JOBS;
   if (jobs > r->manifest->n_layers)
     jobs = r->manifest->n_layers;
-  pthread_t tids[64];
-  size_t started = 0;
-  for (; started < jobs && started < 64; started++)
-    if (pthread_create(&tids[started], NULL, fetch_worker, &p) != 0)
+  for (; p->started < jobs; p->started++)
+    if (pthread_create(&p->tids[p->started], NULL, fetch_worker, p) != 0)
       break;
-  if (started == 0 && r->manifest->n_layers > 0)
-    fetch_worker(&p);
-  for (size_t i = 0; i < started; i++)
-    pthread_join(tids[i], NULL);
-  pthread_mutex_destroy(&p.lock);
-  if (p.failed) {
-    if (err)
-      *err = p.err;
-    return p.failed;
+  return p;
+}
+
+int fp_fetch_wait(struct fp_fetch *p, size_t i, fpull_err *err)
+{
+  if (p->started == 0) /* no thread could be started: fetch in the caller */
+    fetch_worker(p);
+  pthread_mutex_lock(&p->lock);
+  while (!p->done[i] && !p->failed)
+    pthread_cond_wait(&p->changed, &p->lock);
+  int rc = p->done[i] ? 0 : p->failed;
+  if (rc && err)
+    *err = p->err;
+  pthread_mutex_unlock(&p->lock);
+  return rc;
+}
+
+int fp_fetch_finish(struct fp_fetch *p, int cancel, fpull_err *err)
+{
+  if (cancel) {
+    /* Layers not started yet are not fetched; downloads in flight complete into the cache. */
+    pthread_mutex_lock(&p->lock);
+    if (!p->failed)
+      p->failed = -1;
+    pthread_mutex_unlock(&p->lock);
+  } else if (p->started == 0) {
+    fetch_worker(p);
   }
-  return 0;
+  for (size_t i = 0; i < p->started; i++)
+    pthread_join(p->tids[i], NULL);
+  int rc = p->failed > 0 ? p->failed : 0;
+  if (rc && err)
+    *err = p->err;
+  pthread_cond_destroy(&p->changed);
+  pthread_mutex_destroy(&p->lock);
+  free(p->done);
+  free(p);
+  return rc;
 }

@@ -29,8 +29,14 @@ static int check_layer_types(const struct fpull_manifest *m, fpull_err *err)
   return 0;
 }
 
-static int unpack(struct fp_session *s, const struct fp_resolved *r, const char *dest,
-                  fpull_err *err)
+static int wait_layer(void *ud, size_t i, fpull_err *err)
+{
+  return fp_fetch_wait(ud, i, err);
+}
+
+/* Layer i is unpacked as soon as it is in the cache, while later layers download. */
+static int unpack(struct fp_session *s, const struct fp_resolved *r, struct fp_fetch *fetch,
+                  const char *dest, fpull_err *err)
 {
   size_t n = r->manifest->n_layers;
   struct fpull_layer *layers = fp_xcalloc(n ? n : 1, sizeof *layers);
@@ -42,8 +48,11 @@ static int unpack(struct fp_session *s, const struct fp_resolved *r, const char 
                                      .digest = r->manifest->layers[i].digest,
                                      .diff_id = r->config->diff_ids[i]};
   }
+  struct fpull_unpack_opts uo = s->opts->unpack;
+  uo.wait_layer = wait_layer;
+  uo.wait_ud = fetch;
   struct fpull_unpack_stats st = {0};
-  int rc = fpull_unpack_rootfs(dest, layers, n, &s->opts->unpack, &st, err);
+  int rc = fpull_unpack_rootfs(dest, layers, n, &uo, &st, err);
   /* The unpacker has warned about skipped device nodes itself. */
   if (rc == 0)
     fp_debug("%s: %llu entries, %llu whiteouts, %llu xattrs not kept, %llu owners not set",
@@ -65,10 +74,19 @@ static int run(struct fpull_pull_result **out, const char *image, const char *de
     rc = fp_resolve(&s, &r, 0, err);
   if (rc == 0)
     rc = check_layer_types(r.manifest, err);
-  if (rc == 0)
-    rc = fp_fetch_layers(&s, &r, err);
-  if (rc == 0 && dest)
-    rc = unpack(&s, &r, dest, err);
+  if (rc == 0) {
+    struct fp_fetch *fetch = fp_fetch_start(&s, &r);
+    if (dest)
+      rc = unpack(&s, &r, fetch, dest, err);
+    /* A download failure wins over what it made the unpacker report. */
+    fpull_err ferr = {0};
+    int frc = fp_fetch_finish(fetch, rc != 0, &ferr);
+    if (frc) {
+      rc = frc;
+      if (err)
+        *err = ferr;
+    }
+  }
   if (rc == 0) {
     struct fpull_pull_result *res = fp_xcalloc(1, sizeof *res);
     res->reference = fp_xstrdup(s.reference);

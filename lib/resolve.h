@@ -40,7 +40,13 @@ void fp_resolved_free(struct fp_resolved *r);
 /* Downloads one blob into the cache unless it is there (verified on commit). */
 int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, fpull_err *err);
 
-/* Downloads every layer of r->manifest with opts->jobs workers. */
-int fp_fetch_layers(struct fp_session *s, const struct fp_resolved *r, fpull_err *err);
+/* Downloads every layer of r->manifest with opts->jobs workers, in the background. */
+struct fp_fetch;
+struct fp_fetch *fp_fetch_start(struct fp_session *s, const struct fp_resolved *r);
+/* Waits until layer i is in the cache; the first failure of any layer otherwise. */
+int fp_fetch_wait(struct fp_fetch *f, size_t i, fpull_err *err);
+/* Waits for the workers (cancel: start no more downloads) and frees f; returns the first
+ * failure. */
+int fp_fetch_finish(struct fp_fetch *f, int cancel, fpull_err *err);
 
 #endif

@@ -160,6 +160,8 @@ static int build(int sfd, const struct fpull_layer *layers, size_t n,
   locale_t old = loc ? uselocale(loc) : (locale_t)0;
   int rc = 0;
   for (size_t i = 0; i < n && !rc; i++) {
+    if (o->wait_layer && (rc = o->wait_layer(o->wait_ud, i, err)) != 0)
+      break;
     rc = apply_layer(&w, &layers[i], max_entries, max_bytes, stats, err);
     if (rc)
       fpull_err_prefix(err, "layer %s", layers[i].digest ? layers[i].digest : layers[i].path);

@@ -12,11 +12,15 @@ struct fpull_layer {
 };
 
 struct fpull_unpack_opts {
-  int force;             /* DEST may exist; replaced only once the new rootfs is complete */
-  int resolve_fallback;  /* tests: never use openat2, always the O_NOFOLLOW walk */
-  uint64_t max_entries;  /* per layer; 0: default */
-  uint64_t max_bytes;    /* uncompressed bytes per layer; 0: default */
-  int unprivileged;      /* tests: behave as a non-root caller even when root */
+  int force;            /* DEST may exist; replaced only once the new rootfs is complete */
+  int resolve_fallback; /* tests: never use openat2, always the O_NOFOLLOW walk */
+  uint64_t max_entries; /* per layer; 0: default */
+  uint64_t max_bytes;   /* uncompressed bytes per layer; 0: default */
+  int unprivileged;     /* tests: behave as a non-root caller even when root */
+  /* Called before layer i is opened, to wait until its blob is complete: pull unpacks
+   * layer i while later layers are still downloading. NULL: all layers are there. */
+  int (*wait_layer)(void *ud, size_t i, fpull_err *err);
+  void *wait_ud;
 };
 
 /* Defaults of the limits above. */

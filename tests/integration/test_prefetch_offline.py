@@ -160,6 +160,26 @@ class PrefetchOffline(unittest.TestCase):
         self.assertFalse(os.path.exists(p))  # the corrupt blob is gone from the cache
 
 
+    def test_late_layer_failure_while_unpacking_leaves_nothing(self):
+        # Layers are unpacked while later ones download: a corrupt last layer must still
+        # fail the pull as an integrity error, with no DEST and no staging left.
+        last = self.img["layers"][-1]["digest"]
+        path = self.reg.blob_path(last)
+        with open(path, "r+b") as f:
+            f.seek(10)
+            b = f.read(1)
+            f.seek(10)
+            f.write(bytes([b[0] ^ 0xff]))
+        dest = os.path.join(self.tmp, "root")
+        cp = fpull.run(["pull", "-j", "1", "--cache-dir", self.cache, self.ref(), dest])
+        self.assertEqual(cp.returncode, 7, cp.stderr)
+        self.assertIn(last, fpull.error_line(cp.stderr))
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["cache"])
+        blobs = os.listdir(os.path.join(self.cache, "blobs", "sha256"))
+        self.assertNotIn(last.split(":")[1], blobs)
+        self.assertIn(self.img["layers"][0]["digest"].split(":")[1], blobs)
+
+
 class NothingFits(unittest.TestCase):
     def test_no_entry_fits_names_the_closest(self):
         with registry.Registry() as reg:
