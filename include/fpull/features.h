@@ -72,9 +72,9 @@ struct fpull_target {
 };
 
 struct fpull_target_opts {
-  const char *platform;     /* --platform OS/ARCH[/VARIANT][:FEATURE...] or NULL */
-  const char *features;     /* --features LIST or NULL */
-  const char *env_features; /* $FPULL_FEATURES or NULL */
+  const char *platform;              /* --platform OS/ARCH[/VARIANT][:FEATURE...] or NULL */
+  const char *features;              /* --features LIST or NULL */
+  const char *env_features;          /* $FPULL_FEATURES or NULL */
   const struct fpull_config *config; /* platform-features, detect; may be NULL */
   const struct fpull_tagdb *tagdb;   /* required */
   int no_detect;                     /* tests: never run host detection */
@@ -91,9 +91,9 @@ FPULL_API char *fpull_arch_normalise(const char *arch);
 /* ---- eligibility and ranking ---- */
 struct fpull_match_entry {
   int eligible;
-  char **missing;  /* the entry's features the target lacks (NULL-terminated, maybe empty) */
-  char *why;       /* one-line reason when not eligible ("architecture arm64", ...) or NULL */
-  int rank;        /* 1 for the chosen entry, 2 for the next, ...; 0 when not eligible */
+  char **missing; /* the entry's features the target lacks (NULL-terminated, maybe empty) */
+  char *why;      /* one-line reason when not eligible ("architecture arm64", ...) or NULL */
+  int rank;       /* 1 for the chosen entry, 2 for the next, ...; 0 when not eligible */
 };
 
 struct fpull_match {
