@@ -15,8 +15,9 @@
 
 #define IN_SIZE (256 * 1024)
 #define OUT_SIZE (1024 * 1024)
-/* Buffers between the decompressing thread and libarchive: enough to keep both busy. */
-#define NSLOTS 4
+/* Buffers between the decompressing thread, the hashing thread and libarchive: enough
+ * for each to run ahead of the others (8 MiB). */
+#define NSLOTS 8
 
 struct fp_layer_stream {
   int fd;
@@ -33,18 +34,20 @@ struct fp_layer_stream {
   size_t zret;
   fpull_err err;
 
-  /* Reading, decompressing and hashing run in a thread of their own, ahead of the tar
-   * parsing and file creation that the caller does: on two cores the decompression then
-   * costs (almost) no wall time. slot[head..head+count) are filled; held is the one
-   * libarchive is reading (it stays valid until its next read call). */
-  pthread_t thread;
-  int threaded;
+  /* Reading and decompressing run in a thread of their own, hashing in another, ahead of
+   * the tar parsing and file creation that the caller does: inflate and sha256 then run on
+   * different cores and cost (almost) no wall time beside file creation. Buffers are
+   * numbered in stream order: [min(consumed, hashed), produced) are in use; the one
+   * numbered consumed is held by libarchive while held is set (it stays valid until its
+   * next read call). */
+  pthread_t thread, hasher;
+  int threaded, hashing, hash_inline;
   pthread_mutex_t mu;
   pthread_cond_t cv;
   unsigned char *slot[NSLOTS];
   size_t slot_len[NSLOTS];
-  size_t head, count;
-  int held, done, stop;
+  uint64_t produced, consumed, hashed;
+  int held, done, stop, hash_failed;
 };
 
 static ssize_t fail(struct fp_layer_stream *s, int code, const char *msg, const char *detail)
@@ -178,12 +181,13 @@ static ssize_t produce(struct fp_layer_stream *s)
     snprintf(lim, sizeof lim, "%llu bytes", (unsigned long long)s->max);
     return fail(s, FPULL_EUNSAFE, "layer exceeds the limit on uncompressed size", lim);
   }
-  if (EVP_DigestUpdate(s->md, s->out, (size_t)n) != 1)
+  if (s->hash_inline && EVP_DigestUpdate(s->md, s->out, (size_t)n) != 1)
     return fail(s, FPULL_EFAIL, "sha256 failed", NULL);
   return n;
 }
 
 static void *producer(void *arg);
+static void *hasher(void *arg);
 
 int fp_layer_stream_open(struct fp_layer_stream **out, const char *path, int compression,
                          uint64_t max_bytes, fpull_err *err)
@@ -202,7 +206,6 @@ int fp_layer_stream_open(struct fp_layer_stream **out, const char *path, int com
   for (int i = 0; i < NSLOTS; i++)
     s->slot[i] = fp_xmalloc(OUT_SIZE);
   s->out = s->slot[0];
-  s->held = -1;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   if (compression != FP_COMP_NONE)
@@ -224,10 +227,27 @@ int fp_layer_stream_open(struct fp_layer_stream **out, const char *path, int com
       abort();
     ZSTD_initDStream(s->zd);
   }
-  /* Without a thread (none could be made) the same work happens inline. */
+  /* Without threads (none could be made) the same work happens inline. */
+  s->hashing = pthread_create(&s->hasher, NULL, hasher, s) == 0;
+  s->hash_inline = !s->hashing;
   s->threaded = pthread_create(&s->thread, NULL, producer, s) == 0;
+  if (!s->threaded && s->hashing) {
+    pthread_mutex_lock(&s->mu);
+    s->stop = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->hasher, NULL);
+    s->hashing = 0;
+    s->hash_inline = 1;
+  }
   *out = s;
   return 0;
+}
+
+/* The oldest buffer still in use: libarchive's or the hasher's, whichever lags. */
+static uint64_t oldest(const struct fp_layer_stream *s)
+{
+  return s->hashing && s->hashed < s->consumed ? s->hashed : s->consumed;
 }
 
 static void *producer(void *arg)
@@ -235,11 +255,11 @@ static void *producer(void *arg)
   struct fp_layer_stream *s = arg;
   pthread_mutex_lock(&s->mu);
   for (;;) {
-    while (!s->stop && s->count + (s->held >= 0) >= NSLOTS)
+    while (!s->stop && s->produced - oldest(s) >= NSLOTS)
       pthread_cond_wait(&s->cv, &s->mu);
     if (s->stop)
       break;
-    size_t i = (s->head + s->count) % NSLOTS;
+    size_t i = s->produced % NSLOTS;
     pthread_mutex_unlock(&s->mu);
     s->out = s->slot[i];
     ssize_t n = produce(s);
@@ -250,7 +270,30 @@ static void *producer(void *arg)
       break;
     }
     s->slot_len[i] = (size_t)n;
-    s->count++;
+    s->produced++;
+    pthread_cond_broadcast(&s->cv);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+/* The DiffID: every buffer in stream order, while libarchive reads the same buffers. */
+static void *hasher(void *arg)
+{
+  struct fp_layer_stream *s = arg;
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    while (!s->stop && !s->done && s->hashed == s->produced)
+      pthread_cond_wait(&s->cv, &s->mu);
+    if (s->stop || s->hashed == s->produced)
+      break;
+    size_t i = s->hashed % NSLOTS;
+    pthread_mutex_unlock(&s->mu);
+    /* A failure is reported by finish; the buffers keep moving meanwhile. */
+    int ok = s->hash_failed || EVP_DigestUpdate(s->md, s->slot[i], s->slot_len[i]) == 1;
+    pthread_mutex_lock(&s->mu);
+    s->hash_failed |= !ok;
+    s->hashed++;
     pthread_cond_broadcast(&s->cv);
   }
   pthread_mutex_unlock(&s->mu);
@@ -267,19 +310,19 @@ static ssize_t next_slot(struct fp_layer_stream *s, const void **buf)
     return n;
   }
   pthread_mutex_lock(&s->mu);
-  if (s->held >= 0) {
-    s->held = -1;
-    s->head = (s->head + 1) % NSLOTS;
-    s->count--;
+  if (s->held) {
+    s->held = 0;
+    s->consumed++;
     pthread_cond_broadcast(&s->cv);
   }
-  while (!s->count && !s->done)
+  while (s->consumed == s->produced && !s->done)
     pthread_cond_wait(&s->cv, &s->mu);
   ssize_t n;
-  if (s->count) {
-    s->held = (int)s->head;
-    *buf = s->slot[s->head];
-    n = (ssize_t)s->slot_len[s->head];
+  if (s->consumed < s->produced) {
+    size_t i = s->consumed % NSLOTS;
+    s->held = 1;
+    *buf = s->slot[i];
+    n = (ssize_t)s->slot_len[i];
   } else {
     n = s->failed ? -1 : 0;
   }
@@ -287,7 +330,7 @@ static ssize_t next_slot(struct fp_layer_stream *s, const void **buf)
   return n;
 }
 
-static void stop_thread(struct fp_layer_stream *s)
+static void stop_threads(struct fp_layer_stream *s)
 {
   if (!s->threaded)
     return;
@@ -296,6 +339,8 @@ static void stop_thread(struct fp_layer_stream *s)
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
   pthread_join(s->thread, NULL);
+  if (s->hashing)
+    pthread_join(s->hasher, NULL);
   s->threaded = 0;
 }
 
@@ -303,7 +348,7 @@ void fp_layer_stream_close(struct fp_layer_stream *s)
 {
   if (!s)
     return;
-  stop_thread(s);
+  stop_threads(s);
   close(s->fd);
   free(s->in);
   for (int i = 0; i < NSLOTS; i++)
@@ -365,9 +410,19 @@ int fp_layer_stream_finish(struct fp_layer_stream *s, char diff_id[72], fpull_er
   ssize_t n;
   while ((n = next_slot(s, &buf)) > 0)
     ;
-  stop_thread(s);
+  if (n == 0 && s->threaded) {
+    /* Drained: the hasher stops by itself once it has caught up with the producer. */
+    if (s->hashing)
+      pthread_join(s->hasher, NULL);
+    s->hashing = 0;
+    pthread_join(s->thread, NULL);
+    s->threaded = 0;
+  }
+  stop_threads(s);
   if (n < 0 || s->failed)
     return fpull_err_set(err, s->err.code, "%s", s->err.msg);
+  if (s->hash_failed)
+    return fpull_err_set(err, FPULL_EFAIL, "sha256 failed");
   unsigned char md[32];
   unsigned int len = 0;
   if (EVP_DigestFinal_ex(s->md, md, &len) != 1 || len != 32)

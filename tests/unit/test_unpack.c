@@ -1046,3 +1046,37 @@ TEST(t17_parent_cache_dropped_on_replacement)
 {
   run_both(c_cache_invalidation);
 }
+
+/* A stream of many 1 MiB buffers (more than the ring between decompressor, hasher and
+ * libarchive holds), with entry headers at different offsets in each buffer and junk after
+ * the end of the tar: the DiffID must still cover exactly the whole stream in order. */
+static void c_long_stream(void)
+{
+  static const char *comps[] = {"none", "gzip", "zstd"};
+  char desc[4096] = "%trailing 3000\n";
+  for (int i = 0; i < 24; i++)
+    snprintf(desc + strlen(desc), sizeof desc - strlen(desc), "file z%d zeros=%d\n", i,
+             600000 + i * 977);
+  for (int c = 0; c < 3; c++) {
+    struct built b;
+    fpull_err err;
+    build(&b, comps[c], desc);
+    struct fpull_unpack_stats st = {0};
+    expect_ok(unpack(&b, 1, NULL, &err, &st), &err);
+    CHECK(st.bytes > 14u << 20);
+    for (int i = 0; i < 24; i++) {
+      struct stat s;
+      CHECK(lstat(fmt("%s/z%d", dest, i), &s) == 0);
+      CHECK_INT_EQ(s.st_size, 600000 + i * 977);
+    }
+    CHECK(system(fmt("rm -rf '%s'", dest)) == 0);
+    b.diff_id[71] = b.diff_id[71] == '0' ? '1' : '0';
+    CHECK_INT_EQ(unpack(&b, 1, NULL, &err, NULL), FPULL_EINTEGRITY);
+    CHECK_CONTAINS(err.msg, "DiffID");
+    check_base_clean(0);
+  }
+}
+TEST(long_stream_diffid_covers_every_buffer)
+{
+  run_both(c_long_stream);
+}
