@@ -23,6 +23,24 @@ void fp_writer_init(struct fp_writer *w, int rootfd, int force_fallback, int pri
   for (int i = 0; i < FP_PARENT_CACHE; i++)
     w->cache[i].fd = -1;
   w->max_file = UINT64_MAX;
+  w->euid = geteuid();
+  w->egid = getegid();
+  /* umask() itself would change it for a moment under other threads: read it instead. */
+  cleanup_free char *status = NULL;
+  size_t len;
+  const char *u;
+  if (fp_read_file("/proc/self/status", 1 << 16, &status, &len) == 0 &&
+      (u = strstr(status, "\nUmask:")) != NULL) {
+    char *end;
+    unsigned long m = strtoul(u + 7, &end, 8);
+    w->umask_known = end != u + 7 && m <= 0777;
+    w->umask = (mode_t)m;
+  }
+  /* Directories inherit a default ACL: then open() does not apply the umask but the ACL,
+   * and every mode is set explicitly. */
+  if (fgetxattr(rootfd, "system.posix_acl_default", NULL, 0) >= 0 ||
+      (errno != ENODATA && errno != EOPNOTSUPP))
+    w->umask_known = 0;
 }
 
 /* Drops every cached parent but keep (an fd, or -1 for none). */
@@ -85,8 +103,9 @@ static const char *type_name(mode_t t)
   }
 }
 
-/* The resolved parent of path; owned by the writer (cached). Missing parents are created. */
-static int get_parent(struct fp_writer *w, const char *path, const char **base)
+/* The resolved parent of path; owned by the writer (cached). Missing parents are created.
+ * *own_gid: see fp_parent_slot. */
+static int get_parent(struct fp_writer *w, const char *path, const char **base, int *own_gid)
 {
   const char *slash = strrchr(path, '/');
   size_t plen = slash ? (size_t)(slash - path) : 0;
@@ -96,6 +115,7 @@ static int get_parent(struct fp_writer *w, const char *path, const char **base)
     struct fp_parent_slot *c = &w->cache[i];
     if (c->fd >= 0 && strncmp(c->path, path, plen) == 0 && c->path[plen] == '\0') {
       c->used = ++w->clock;
+      *own_gid = c->own_gid;
       return c->fd;
     }
     if (c->fd < 0 || (victim->fd >= 0 && c->used < victim->used))
@@ -112,6 +132,9 @@ static int get_parent(struct fp_writer *w, const char *path, const char **base)
   victim->path = fp_xstrndup(path, plen);
   victim->fd = fd;
   victim->used = ++w->clock;
+  struct stat st;
+  victim->own_gid = fstat(fd, &st) == 0 && st.st_gid == w->egid;
+  *own_gid = victim->own_gid;
   return fd;
 }
 
@@ -196,20 +219,32 @@ static int write_all(int fd, const char *p, size_t n)
   return 0;
 }
 
+/* Whether a new entry in a directory with own_gid needs fchown to get the entry's owner. */
+static int needs_chown(const struct fp_writer *w, struct archive_entry *e, int own_gid)
+{
+  return w->privileged && (!own_gid || (uid_t)archive_entry_uid(e) != w->euid ||
+                           (gid_t)archive_entry_gid(e) != w->egid);
+}
+
 static int write_file(struct fp_writer *w, struct archive *a, struct archive_entry *e,
-                      const char *path, int dfd, const char *base, fpull_err *err)
+                      const char *path, int dfd, const char *base, int own_gid, fpull_err *err)
 {
   int64_t size = archive_entry_size(e);
   if (size < 0 || (uint64_t)size > w->max_file)
     return fpull_err_set(err, FPULL_EUNSAFE, "file size %lld over the layer's limit",
                          (long long)size);
+  /* Created with its final permissions where open() gives exactly those (the fd is
+   * writable whatever they say); setuid, setgid and sticky only after the owner. */
+  mode_t perm = archive_entry_perm(e) & 07777;
+  int chmod_after = !w->umask_known || (perm & 07000) || (perm & w->umask);
+  mode_t create = chmod_after ? 0600 : perm;
   /* Always a new inode: never truncate in place, an existing file may be a hardlink. */
   cleanup_close int fd =
-      openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+      openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, create);
   if (fd < 0 && errno == EEXIST) {
     if (make_room(w, dfd, base, 0, NULL) < 0)
       return fpull_err_set(err, FPULL_EFAIL, "cannot replace: %s", strerror(errno));
-    fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, create);
   }
   if (fd < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cannot create: %s", strerror(errno));
@@ -238,9 +273,10 @@ static int write_file(struct fp_writer *w, struct archive *a, struct archive_ent
 
   /* Owner before mode (chown clears setuid), xattrs after both (chown drops
    * security.capability), times last (everything before bumps them). */
-  if (w->privileged && fchown(fd, (uid_t)archive_entry_uid(e), (gid_t)archive_entry_gid(e)) < 0)
+  if (needs_chown(w, e, own_gid) &&
+      fchown(fd, (uid_t)archive_entry_uid(e), (gid_t)archive_entry_gid(e)) < 0)
     owner_failed(w, path);
-  if (fchmod(fd, archive_entry_perm(e)) < 0)
+  if (chmod_after && fchmod(fd, perm) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "chmod: %s", strerror(errno));
   apply_xattrs(w, e, fd);
   struct timespec t[2];
@@ -327,7 +363,7 @@ static int write_dir(struct fp_writer *w, struct archive_entry *e, const char *p
 }
 
 static int write_symlink(struct fp_writer *w, struct archive_entry *e, const char *path, int dfd,
-                         const char *base, fpull_err *err)
+                         const char *base, int own_gid, fpull_err *err)
 {
   const char *target = archive_entry_symlink(e);
   if (!target || !*target)
@@ -339,8 +375,8 @@ static int write_symlink(struct fp_writer *w, struct archive_entry *e, const cha
     if (errno != EEXIST || make_room(w, dfd, base, 0, NULL) < 0 || symlinkat(target, dfd, base) < 0)
       return fpull_err_set(err, FPULL_EFAIL, "cannot create symlink: %s", strerror(errno));
   }
-  if (w->privileged && fchownat(dfd, base, (uid_t)archive_entry_uid(e), (gid_t)archive_entry_gid(e),
-                                AT_SYMLINK_NOFOLLOW) < 0)
+  if (needs_chown(w, e, own_gid) && fchownat(dfd, base, (uid_t)archive_entry_uid(e),
+                                             (gid_t)archive_entry_gid(e), AT_SYMLINK_NOFOLLOW) < 0)
     owner_failed(w, path);
   if (archive_entry_xattr_count(e))
     w->stats->xattrs_skipped += (uint64_t)archive_entry_xattr_count(e);
@@ -371,7 +407,8 @@ static int write_hardlink(struct fp_writer *w, struct archive_entry *e, const ch
   if (S_ISDIR(sst.st_mode))
     return fpull_err_set(err, FPULL_EUNSAFE, "hardlink to a directory");
   const char *base;
-  int dfd = get_parent(w, path, &base);
+  int own_gid;
+  int dfd = get_parent(w, path, &base, &own_gid);
   if (dfd < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cannot resolve parent: %s", strerror(errno));
   struct stat dst;
@@ -446,19 +483,20 @@ int fp_entry_write(struct fp_writer *w, struct archive *a, struct archive_entry 
         type != AE_IFCHR && type != AE_IFBLK)
       return fpull_err_set(err, FPULL_EUNSAFE, "unsupported entry type (%s)", type_name(type));
     const char *base;
-    int dfd = get_parent(w, path, &base);
+    int own_gid;
+    int dfd = get_parent(w, path, &base, &own_gid);
     if (dfd < 0)
       return fpull_err_set(err, errno == ELOOP ? FPULL_EUNSAFE : FPULL_EFAIL,
                            "cannot resolve parent directory: %s", strerror(errno));
     switch (type) {
     case AE_IFREG:
-      rc = write_file(w, a, e, path, dfd, base, err);
+      rc = write_file(w, a, e, path, dfd, base, own_gid, err);
       break;
     case AE_IFDIR:
       rc = write_dir(w, e, path, dfd, base, err);
       break;
     case AE_IFLNK:
-      rc = write_symlink(w, e, path, dfd, base, err);
+      rc = write_symlink(w, e, path, dfd, base, own_gid, err);
       break;
     default:
       rc = write_node(w, e, path, dfd, base, err);
@@ -495,7 +533,8 @@ int fp_writer_finish(struct fp_writer *w, fpull_err *err)
     if (fd < 0)
       return fpull_err_set(err, FPULL_EFAIL, "%s: cannot open directory: %s", m->path,
                            strerror(errno));
-    if (w->privileged && fchown(fd, (uid_t)m->uid, (gid_t)m->gid) < 0)
+    if (w->privileged && (st.st_uid != (uid_t)m->uid || st.st_gid != (gid_t)m->gid) &&
+        fchown(fd, (uid_t)m->uid, (gid_t)m->gid) < 0)
       owner_failed(w, m->path);
     if (fchmod(fd, m->mode) < 0 || futimens(fd, m->times) < 0)
       return fpull_err_set(err, FPULL_EFAIL, "%s: cannot set mode or times: %s", m->path,

@@ -37,9 +37,19 @@ struct fp_writer {
   struct fp_parent_slot {
     char *path;
     int fd;
+    int own_gid; /* the directory's group is ours: what we create in it is ours alone */
     uint64_t used;
   } cache[FP_PARENT_CACHE];
   uint64_t clock;
+
+  /* What a new file gets without fchown / fchmod, to skip those calls when they would
+   * change nothing: its owner is ours (egid, or its directory's group when that is setgid
+   * or the mount says grpid: equal when the directory's group is ours too); its mode is
+   * open()'s minus the umask (read once), unless the root has a default ACL. */
+  uid_t euid;
+  gid_t egid;
+  mode_t umask;
+  int umask_known;
 
   /* Directory modes, owners and times, applied once all layers are in, deepest first:
    * writing into a directory changes its times, and its mode may forbid writing. */

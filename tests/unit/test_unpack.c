@@ -1080,3 +1080,96 @@ TEST(long_stream_diffid_covers_every_buffer)
 {
   run_both(c_long_stream);
 }
+
+/* Modes and owners come out exactly as the layer says whatever the umask, whether they
+ * equal what a new file gets anyway (no fchown / fchmod needed) or not. */
+static void c_modes_owners(void)
+{
+  static const mode_t masks[] = {022, 077, 0};
+  static const struct {
+    const char *name;
+    int mode;
+  } files[] = {{"f644", 0644}, {"f666", 0666},   {"f777", 0777},   {"f000", 0},
+               {"f640", 0640}, {"f4755", 04755}, {"f2755", 02755}, {"f1755", 01755}};
+  for (int k = 0; k < 3; k++) {
+    char desc[4096] = "dir d mode=755\n";
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+      snprintf(desc + strlen(desc), sizeof desc - strlen(desc),
+               "file %s data=x mode=%o\nfile d/%s data=y mode=%o uid=0 gid=0\n", files[i].name,
+               (unsigned)files[i].mode, files[i].name, (unsigned)files[i].mode);
+    strcat(desc, "file mine data=m uid=0 gid=0\nfile u7 data=u uid=7 gid=0\n"
+                 "file g9 data=g uid=0 gid=9\nsymlink d/l7 f644 uid=7 gid=8\n"
+                 "symlink d/l0 f644 uid=0 gid=0\ndir d/sub mode=2750 uid=0 gid=5\n"
+                 "file d/sub/in data=i mode=600 uid=0 gid=0\n");
+    mode_t old = umask(masks[k]);
+    fpull_err err;
+    int rc = run_descs(&err, 1, desc);
+    umask(old);
+    expect_ok(rc, &err);
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+      struct stat s;
+      CHECK(lstat(fmt("%s/%s", dest, files[i].name), &s) == 0);
+      CHECK_INT_EQ(s.st_mode & 07777, files[i].mode);
+      CHECK(lstat(fmt("%s/d/%s", dest, files[i].name), &s) == 0);
+      CHECK_INT_EQ(s.st_mode & 07777, files[i].mode);
+    }
+    struct stat s;
+    CHECK(lstat(fmt("%s/d/sub/in", dest), &s) == 0);
+    CHECK_INT_EQ(s.st_mode & 07777, 0600);
+    CHECK(lstat(fmt("%s/d/sub", dest), &s) == 0);
+    CHECK_INT_EQ(s.st_mode & 07777, 02750);
+    if (geteuid() == 0) {
+      CHECK_INT_EQ(s.st_gid, 5);
+      CHECK(lstat(fmt("%s/mine", dest), &s) == 0);
+      CHECK_INT_EQ(s.st_uid, 0);
+      CHECK_INT_EQ(s.st_gid, 0);
+      CHECK(lstat(fmt("%s/u7", dest), &s) == 0);
+      CHECK_INT_EQ(s.st_uid, 7);
+      CHECK_INT_EQ(s.st_gid, 0);
+      CHECK(lstat(fmt("%s/g9", dest), &s) == 0);
+      CHECK_INT_EQ(s.st_uid, 0);
+      CHECK_INT_EQ(s.st_gid, 9);
+      CHECK(lstat(fmt("%s/d/l7", dest), &s) == 0);
+      CHECK(S_ISLNK(s.st_mode));
+      CHECK_INT_EQ(s.st_uid, 7);
+      CHECK_INT_EQ(s.st_gid, 8);
+      CHECK(lstat(fmt("%s/d/l0", dest), &s) == 0);
+      CHECK_INT_EQ(s.st_uid, 0);
+      CHECK_INT_EQ(s.st_gid, 0);
+      CHECK(lstat(fmt("%s/d/f4755", dest), &s) == 0);
+      CHECK_INT_EQ(s.st_mode & 07777, 04755);
+    }
+    CHECK(system(fmt("rm -rf '%s'", dest)) == 0);
+  }
+}
+TEST(modes_and_owners_exact_under_any_umask)
+{
+  run_both(c_modes_owners);
+}
+
+/* Beside a directory whose group is not ours, with the setgid bit (new entries inherit
+ * the group): entries still get the layer's group, ours included. */
+static void c_setgid_parent(void)
+{
+  if (geteuid() != 0)
+    return;
+  CHECK(chown(base, 0, 4321) == 0);
+  CHECK(chmod(base, 02755) == 0);
+  fpull_err err;
+  expect_ok(run_descs(&err, 1,
+                      "file a data=1 uid=0 gid=0\nsymlink l a uid=0 gid=0\ndir d uid=0 gid=0\n"
+                      "file d/b data=2 uid=0 gid=0\n"),
+            &err);
+  const char *names[] = {"a", "l", "d", "d/b"};
+  for (int i = 0; i < 4; i++) {
+    struct stat s;
+    CHECK(lstat(fmt("%s/%s", dest, names[i]), &s) == 0);
+    CHECK_INT_EQ(s.st_uid, 0);
+    CHECK_INT_EQ(s.st_gid, 0);
+  }
+  CHECK(chmod(base, 0755) == 0);
+}
+TEST(owners_exact_under_a_setgid_parent)
+{
+  run_both(c_setgid_parent);
+}
