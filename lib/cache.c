@@ -300,18 +300,14 @@ int fpull_cache_get_bytes(fpull_cache *c, const char *digest, size_t max, char *
 {
   *data = NULL;
   *len = 0;
-  if (!fpull_digest_valid(digest))
-    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: invalid digest");
-  struct stat st;
+  /* A tampered entry is removed there and reported absent, so the caller fetches again. */
   cleanup_close int fd = -1;
-  int r = open_blob(&fd, &st, c, digest, err);
-  if (r == FPULL_EINTEGRITY) {
-    /* Tampering removed: absent now, so the caller fetches it again. */
-    fp_warn("%s", err ? err->msg : "cache: bad entry removed");
-    return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s not in %s", digest, c->dir);
-  }
+  int r = fpull_cache_open_blob(&fd, c, digest, -1, err);
   if (r)
     return r;
+  struct stat st;
+  if (fstat(fd, &st) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: %s", digest, strerror(errno));
   if ((uint64_t)st.st_size > max)
     return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s has %lld bytes, over %zu", digest,
                          (long long)st.st_size, max);

@@ -15,25 +15,14 @@ import subprocess
 import tempfile
 import unittest
 
+import demo_index
 import fpull
 import images
 import registry
 import tokenserver
 
-ROWS = [
-    ("cv-tf-dev:1.12.0-rev11", []),
-    ("cv-tf-dev:skylake_1.12.0-rev6", ["skylake"]),
-    ("cv-nccl90-tf-dev:1.12.0-rev1", ["nvidia-390-30"]),
-    ("cv-nccl92-tf-dev:1.12.0-rev11", ["nvidia-396-44"]),
-    ("cv-nccl90-tf-dev:broadwell_1.12.0-rev2", ["broadwell", "nvidia-390-30"]),
-    ("cv-nccl92-tf-dev:broadwell_1.12.0-rev8", ["broadwell", "nvidia-396-44"]),
-    ("cv-nccl92-tf-dev:skylake_1.12.0-rev6", ["nvidia-396-44", "skylake"]),
-    ("cv-nccl92-tf-dev:skylake512_1.12.0-rev8", ["nvidia-396-44", "skylake512"]),
-    ("cv-nccl92-tf-dev:nvcap52_1.12.0-rev3", ["nv-compute-5-2", "nvidia-396-44"]),
-    ("cv-nccl92-tf-dev:nvcap37_1.12.0-rev4", ["nv-compute-3-7", "nvidia-396-44"]),
-    ("cv-nccl92-tf-dev:broadwell_nvcap52_1.12.0-rev2",
-     ["broadwell", "nv-compute-5-2", "nvidia-396-44"]),
-]
+# The eleven entries of the proposal's index, shared with the demo.
+ROWS = demo_index.DEMO_ROWS
 TARGET_REPO = "qnib/cv-tf"
 TARGET_TAG = "1.12.0-rev9"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
