@@ -4,6 +4,7 @@
  * a symlink (containerd CVE-2021-32760, libarchive CVE-2021-31566). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -121,8 +122,30 @@ static int get_parent(struct fp_writer *w, const char *path, const char **base, 
     if (c->fd < 0 || (victim->fd >= 0 && c->used < victim->used))
       victim = c;
   }
-  const char *b;
-  int fd = fp_inroot_parent(&w->root, path, 1, &b);
+  /* Mostly the parent is a directory just created under a cached one (tar order): one
+   * openat of a real directory below it (never a symlink: O_NOFOLLOW with O_DIRECTORY)
+   * instead of resolving the whole path again. Anything else takes the resolver. */
+  int fd = -1;
+  const char *up = plen ? memrchr(path, '/', plen) : NULL;
+  size_t ulen = up ? (size_t)(up - path) : 0;
+  const char *comp = up ? up + 1 : path;
+  size_t clen = plen - (size_t)(comp - path);
+  if (plen && clen <= NAME_MAX) {
+    for (int i = 0; i < FP_PARENT_CACHE; i++) {
+      struct fp_parent_slot *c = &w->cache[i];
+      if (c->fd >= 0 && strncmp(c->path, path, ulen) == 0 && c->path[ulen] == '\0') {
+        char name[NAME_MAX + 1];
+        memcpy(name, comp, clen);
+        name[clen] = '\0';
+        fd = openat(c->fd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+        break;
+      }
+    }
+  }
+  if (fd < 0) {
+    const char *b;
+    fd = fp_inroot_parent(&w->root, path, 1, &b);
+  }
   if (fd < 0)
     return -1;
   if (victim->fd >= 0) {

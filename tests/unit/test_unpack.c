@@ -1173,3 +1173,28 @@ TEST(owners_exact_under_a_setgid_parent)
 {
   run_both(c_setgid_parent);
 }
+
+/* Parents reached from the cached grandparent: only real directories, never a symlink
+ * (those go through the in-root resolver, absolute and ../ targets included). */
+static void c_parent_below_cached(void)
+{
+  fpull_err err;
+  expect_ok(run_descs(&err, 1,
+                      "dir a\ndir a/b\nfile a/b/f data=1\nsymlink a/c b\nfile a/c/g data=2\n"
+                      "symlink a/up ../../..\nfile a/up/h data=3\nsymlink a/abs /\n"
+                      "file a/abs/i data=4\ndir a/b/d\nfile a/b/d/j data=5\nfile a/b/k data=6\n"),
+            &err);
+  CHECK_STR_EQ(read_file(fmt("%s/a/b/f", dest)), "1");
+  CHECK_STR_EQ(read_file(fmt("%s/a/b/g", dest)), "2");
+  CHECK_STR_EQ(read_file(fmt("%s/h", dest)), "3");
+  CHECK_STR_EQ(read_file(fmt("%s/i", dest)), "4");
+  CHECK_STR_EQ(read_file(fmt("%s/a/b/d/j", dest)), "5");
+  CHECK_STR_EQ(read_file(fmt("%s/a/b/k", dest)), "6");
+  CHECK(is_link(fmt("%s/a/c", dest), "b"));
+  CHECK(is_link(fmt("%s/a/up", dest), "../../.."));
+  CHECK(is_link(fmt("%s/a/abs", dest), "/"));
+}
+TEST(parent_below_cached_directory_never_a_symlink)
+{
+  run_both(c_parent_below_cached);
+}
