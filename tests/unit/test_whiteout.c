@@ -57,55 +57,7 @@ TEST(pathset_holds_paths_and_ancestors)
 
 /* ---- through fpull_unpack_rootfs ---- */
 
-#define VICTIM_DATA "victim data, must never change"
-static int fallback;
-static char base[3000], dest[3100], victim[3100];
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-  static char bufs[8][8192];
-  static int i;
-  char *b = bufs[i++ % 8];
-  va_list ap;
-  va_start(ap, f);
-  vsnprintf(b, sizeof bufs[0], f, ap);
-  va_end(ap);
-  return b;
-}
-
-static void fresh(void)
-{
-  static int n;
-  snprintf(base, sizeof base, "%.2900s/case%d", th_tmpdir(), n++);
-  snprintf(dest, sizeof dest, "%s/dest", base);
-  snprintf(victim, sizeof victim, "%s/victim", base);
-  CHECK(mkdir(base, 0755) == 0);
-  CHECK(mkdir(victim, 0755) == 0);
-  FILE *f = fopen(fmt("%s/hello", victim), "w");
-  CHECK(f != NULL);
-  fputs(VICTIM_DATA, f);
-  fclose(f);
-}
-
-static void check_victim(void)
-{
-  DIR *d = opendir(victim);
-  CHECK(d != NULL);
-  int n = 0;
-  struct dirent *de;
-  while ((de = readdir(d)))
-    if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-      n++;
-  closedir(d);
-  CHECK_INT_EQ(n, 1);
-  char buf[100] = {0};
-  FILE *f = fopen(fmt("%s/hello", victim), "r");
-  CHECK(f != NULL);
-  CHECK(fread(buf, 1, sizeof buf - 1, f) > 0);
-  fclose(f);
-  CHECK_STR_EQ(buf, VICTIM_DATA);
-}
+#include "unpack_case.h"
 
 static int exists(const char *rel)
 {
@@ -116,51 +68,13 @@ static int exists(const char *rel)
 /* Builds the layers (uncompressed) and unpacks them into DEST. */
 static int run(fpull_err *err, struct fpull_unpack_stats *st, int n, ...)
 {
-  static int k;
-  struct fpull_layer layers[8];
-  char paths[8][3200], digests[8][80], diffs[8][80];
-  const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+  struct built b[8];
   va_list ap;
   va_start(ap, n);
-  for (int i = 0; i < n; i++, k++) {
-    char desc[3200], cmd[10000];
-    snprintf(desc, sizeof desc, "%.2900s/wh%d.txt", th_tmpdir(), k);
-    snprintf(paths[i], sizeof paths[i], "%.2900s/wh%d.tar", th_tmpdir(), k);
-    snprintf(digests[i], sizeof digests[i], "sha256:%064x", k + 0xabcd);
-    FILE *f = fopen(desc, "w");
-    CHECK(f != NULL);
-    fputs(va_arg(ap, const char *), f);
-    fclose(f);
-    snprintf(cmd, sizeof cmd, "%s '%s' -o '%s' '%s'", py, th_src("tests/fixtures/mklayer.py"),
-             paths[i], desc);
-    FILE *p = popen(cmd, "r");
-    CHECK(p != NULL);
-    CHECK(fgets(diffs[i], sizeof diffs[i], p) != NULL);
-    CHECK_INT_EQ(pclose(p), 0);
-    diffs[i][strcspn(diffs[i], "\n")] = '\0';
-    layers[i] = (struct fpull_layer){paths[i], "application/vnd.oci.image.layer.v1.tar", digests[i],
-                                     diffs[i]};
-  }
+  for (int i = 0; i < n; i++)
+    build(&b[i], "none", va_arg(ap, const char *));
   va_end(ap);
-  struct fpull_unpack_opts o = {.resolve_fallback = fallback};
-  fpull_err_clear(err);
-  return fpull_unpack_rootfs(dest, layers, (size_t)n, &o, st, err);
-}
-
-static void run_both(void (*fn)(void))
-{
-  for (fallback = 0; fallback < 2; fallback++) {
-    fprintf(stderr, "resolver: %s\n", fallback ? "O_NOFOLLOW walk" : "openat2");
-    fresh();
-    fn();
-    check_victim();
-  }
-}
-
-static void expect_ok(int rc, const fpull_err *err)
-{
-  if (rc)
-    th_fail(__FILE__, __LINE__, "unpack failed (%d): %s", rc, err->msg);
+  return unpack(b, (size_t)n, NULL, err, st);
 }
 
 static void c_invalid_names(void)
