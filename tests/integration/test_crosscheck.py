@@ -1,13 +1,11 @@
 """fpull's rootfs must equal what skopeo copy + umoci raw unpack make of the same image."""
 import os
-import shutil
 import subprocess
-import tempfile
 import unittest
 
+import cases
 import fpull
 import images
-import registry
 
 LAYERS = [
     [
@@ -52,25 +50,9 @@ LAYERS = [
 ]
 
 
-def tool_missing():
-    for t in ("skopeo", "umoci"):
-        if shutil.which(t) is None:
-            return t
-    return None
-
-
-class CrossCheck(unittest.TestCase):
-    def setUp(self):
-        if not fpull.available():
-            self.skipTest("fpull binary not built: %s" % fpull.binary())
-        missing = tool_missing()
-        if missing:
-            self.skipTest(missing + " is not installed")
-        self.reg = registry.Registry().start()
-        self.addCleanup(self.reg.stop)
-        self.client = images.Client(self.reg.url)
-        self.tmp = tempfile.mkdtemp(prefix="fpull-xcheck-")
-        self.addCleanup(fpull.rmtree, self.tmp)
+class CrossCheck(cases.RegistryCase):
+    tmp_prefix = "fpull-xcheck-"
+    tools = ("skopeo", "umoci")
 
     def run_tool(self, argv):
         cp = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=180,

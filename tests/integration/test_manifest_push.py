@@ -10,11 +10,10 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 import unittest
 
+import cases
 import demo_index
 import fpull
 import images
@@ -53,15 +52,12 @@ def spec_text(target, entries, extra=""):
     return "\n".join(line for line in out if line) + "\n"
 
 
-class ManifestPushTestCase(unittest.TestCase):
+class ManifestPushTestCase(cases.RegistryCase):
+    tmp_prefix = "fpull-mpush-"
+    tools = ("skopeo",)
+
     def setUp(self):
-        if not fpull.available():
-            self.skipTest("fpull binary not built: %s" % fpull.binary())
-        self.reg = registry.Registry().start()
-        self.addCleanup(self.reg.stop)
-        self.client = images.Client(self.reg.url)
-        self.tmp = tempfile.mkdtemp(prefix="fpull-mpush-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
+        super().setUp()
         self.env = {"FPULL_CACHE": os.path.join(self.tmp, "cache")}
 
     # ---- helpers ----
@@ -82,8 +78,6 @@ class ManifestPushTestCase(unittest.TestCase):
         return p
 
     def skopeo_raw(self, ref):
-        if not shutil.which("skopeo"):
-            self.skipTest("skopeo not installed")
         cp = subprocess.run(["skopeo", "inspect", "--raw", "--tls-verify=false",
                              "docker://" + ref], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, timeout=120)

@@ -3,10 +3,10 @@ import concurrent.futures
 import json
 import os
 import re
-import shutil
 import tempfile
 import unittest
 
+import cases
 import fpull
 import images
 import registry
@@ -19,15 +19,12 @@ def layer(name, size=20000):
             {"path": "etc/" + name, "type": "file", "data": name + "\n"}]
 
 
-class PrefetchOffline(unittest.TestCase):
+class PrefetchOffline(cases.RegistryCase):
+    tmp_prefix = "fpull-prefetch-"
+
     def setUp(self):
-        self.reg = registry.Registry()
-        self.reg.start()
-        self.addCleanup(self.reg.stop)
-        self.tmp = tempfile.mkdtemp(prefix="fpull-prefetch-")
-        self.addCleanup(fpull.rmtree, self.tmp)
+        super().setUp()
         self.cache = os.path.join(self.tmp, "cache")
-        self.client = images.Client(self.reg.url)
         self.img = images.push_image(self.client, "hpc/app", "v1",
                                      [layer("a"), layer("b"), layer("c")])
 

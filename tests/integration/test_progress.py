@@ -2,23 +2,16 @@
 import os
 import shlex
 import subprocess
-import tempfile
-import unittest
 
+import cases
 import fpull
 import images
-import registry
 
 
-class Progress(unittest.TestCase):
+class Progress(cases.RegistryCase):
     def setUp(self):
-        self.reg = registry.Registry()
-        self.reg.start()
-        self.addCleanup(self.reg.stop)
-        self.tmp = tempfile.mkdtemp()
-        self.addCleanup(fpull.rmtree, self.tmp)
-        c = images.Client(self.reg.url)
-        images.push_image(c, "p/q", "t", [[{"path": "a", "type": "file", "data": "a" * 5000}],
+        super().setUp()
+        images.push_image(self.client, "p/q", "t", [[{"path": "a", "type": "file", "data": "a" * 5000}],
                                           [{"path": "b", "type": "file", "data": "b"}]])
         self.ref = "%s/p/q:t" % self.reg.hostport
 

@@ -4,13 +4,12 @@ import os
 import platform as pyplatform
 import stat
 import subprocess
-import tempfile
 import unittest
 
+import cases
 import demo_index
 import fpull
 import images
-import registry
 
 HOST_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64",
              "ppc64le": "ppc64le", "s390x": "s390x", "riscv64": "riscv64"}.get(
@@ -79,17 +78,13 @@ def marker_layer(text):
     return [{"path": "etc", "type": "dir"}, {"path": "etc/which", "data": text + "\n"}]
 
 
-class PullTestCase(unittest.TestCase):
+class PullTestCase(cases.RegistryCase):
     """Starts a registry per test, a scratch dir (also cwd for fpull) and a blob cache."""
 
+    tmp_prefix = "fpull-pull-"
+
     def setUp(self):
-        if not fpull.available():
-            self.skipTest("fpull binary not built: %s" % fpull.binary())
-        self.reg = registry.Registry().start()
-        self.addCleanup(self.reg.stop)
-        self.client = images.Client(self.reg.url)
-        self.tmp = tempfile.mkdtemp(prefix="fpull-pull-")
-        self.addCleanup(fpull.rmtree, self.tmp)
+        super().setUp()
         self.cache = os.path.join(self.tmp, "cache")
         self.env = {"FPULL_CACHE": self.cache}
 

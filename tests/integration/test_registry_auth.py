@@ -6,6 +6,7 @@ import os
 import subprocess
 import unittest
 
+import cases
 import faultproxy
 import fpull
 import images
@@ -460,8 +461,7 @@ class CLIAuth(unittest.TestCase):
     """The same through `fpull pull`: exit codes and the one-line message."""
 
     def setUp(self):
-        if not fpull.available():
-            self.skipTest("fpull not built")
+        cases.require_tools(self)
         self.env = regget.Env()
         self.ts = tokenserver.TokenServer(users={"alice": "Cli-s3cret"}).start()
         self.reg = registry.Registry(auth=self.ts.registry_auth()).start()
@@ -505,8 +505,7 @@ class CLITLS(unittest.TestCase):
     NAME = "cli.fpull.test"
 
     def setUp(self):
-        if not fpull.available():
-            self.skipTest("fpull not built")
+        cases.require_tools(self)
         self.env = regget.Env()
         self.ca = pki.CA(os.path.join(self.env.dir, "pki"))
         cert, key = self.ca.issue("registry", ips=["127.0.0.1"], dns=[self.NAME])

@@ -7,6 +7,7 @@ import os
 import time
 import unittest
 
+import cases
 import faultproxy
 import fpull
 import images
@@ -414,8 +415,7 @@ class CLITransport(unittest.TestCase):
     """Faults under `fpull pull`: the pull still succeeds, or fails with the right code."""
 
     def setUp(self):
-        if not fpull.available():
-            self.skipTest("fpull not built")
+        cases.require_tools(self)
         self.env = regget.Env()
         self.reg = registry.Registry().start()
         client = images.Client(self.reg.url)
