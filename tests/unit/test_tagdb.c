@@ -409,3 +409,40 @@ TEST(table_is_what_the_script_generates)
   cleanup_free char *generated = slurp(out);
   CHECK_STR_EQ(generated, shipped);
 }
+
+/* The CUDA 13 rows (release notes of 13.1, 13.2, 13.3): each driver minimum gives exactly
+ * its release, one patch level below gives the release before. */
+TEST(cuda_13_driver_rows)
+{
+  struct fpull_tagdb *db = load_shipped();
+  static const struct {
+    const char *driver, *has, *lacks;
+  } rows[] = {
+      {"nvidia-590-44-01", "cuda-13-1", "cuda-13-2"},
+      {"nvidia-590-44", "cuda-13-0", "cuda-13-1"},
+      {"nvidia-595-45-04", "cuda-13-2", "cuda-13-3"},
+      {"nvidia-595-45-03", "cuda-13-1", "cuda-13-2"},
+      {"nvidia-610-43-02", "cuda-13-3", "cuda-13-4"},
+      {"nvidia-610-43-01", "cuda-13-2", "cuda-13-3"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    struct fpull_featureset *fs = fpull_featureset_new();
+    fpull_err err = {0};
+    CHECK_INT_EQ(fpull_featureset_add(fs, rows[i].driver, FPULL_SRC_CLI, db, &err), 0);
+    CHECK_INT_EQ(fpull_featureset_imply(fs, db, &err), 0);
+    if (!fpull_featureset_has(fs, rows[i].has, db))
+      th_fail(__FILE__, __LINE__, "%s lacks %s", rows[i].driver, rows[i].has);
+    if (fpull_featureset_has(fs, rows[i].lacks, db))
+      th_fail(__FILE__, __LINE__, "%s has %s", rows[i].driver, rows[i].lacks);
+    fpull_featureset_free(fs);
+  }
+  /* cuda-13-4 is a release (documented) and implies the ones before it. */
+  struct fpull_featureset *fs = fpull_featureset_new();
+  fpull_err err = {0};
+  CHECK_INT_EQ(fpull_featureset_add(fs, "cuda-13-4", FPULL_SRC_CLI, db, &err), 0);
+  CHECK_INT_EQ(fpull_featureset_imply(fs, db, &err), 0);
+  CHECK(fpull_featureset_has(fs, "cuda-13-3", db));
+  CHECK(fpull_featureset_has(fs, "cuda-13-1", db));
+  fpull_featureset_free(fs);
+  fpull_tagdb_free(db);
+}
