@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "fpull/detect.h"
 #include "util.h"
@@ -13,8 +14,11 @@
 typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st *nvmlDevice_t;
 #define NVML_SUCCESS 0
+#define NVML_ERROR_NO_PERMISSION 4
 #define NVML_NAME_LEN 96
 #define NVML_VERSION_LEN 80
+#define NVML_UUID_LEN 96
+#define NVML_MIG_ENABLE 1
 
 struct nvml {
   void *dl;
@@ -27,7 +31,25 @@ struct nvml {
   nvmlReturn_t (*handle)(unsigned, nvmlDevice_t *);
   nvmlReturn_t (*cc)(nvmlDevice_t, int *, int *);
   nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned);
+  nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned);
+  nvmlReturn_t (*brand)(nvmlDevice_t, int *);
+  nvmlReturn_t (*mig_mode)(nvmlDevice_t, unsigned *, unsigned *);
+  nvmlReturn_t (*mig_max)(nvmlDevice_t, unsigned *);
+  nvmlReturn_t (*mig_handle)(nvmlDevice_t, unsigned, nvmlDevice_t *);
 };
+
+/* nvmlBrandType_t in the names NVIDIA_REQUIRE_CUDA's brand= clauses use (the CUDA images
+ * list brand=unknown, quadro, tesla, nvs, grid, geforce, titan, vapps, vpc, vcs, vws,
+ * cloudgaming, quadrortx, nvidiartx, nvidia, geforcertx, titanrtx). */
+static const char *brand_name(int b)
+{
+  static const char *const names[] = {
+      "unknown",   "quadro",    "tesla",  "nvs",        "grid",     "geforce",
+      "titan",     "vapps",     "vpc",    "vcs",        "vws",      "cloudgaming",
+      "quadrortx", "nvidiartx", "nvidia", "geforcertx", "titanrtx",
+  };
+  return b >= 0 && (size_t)b < sizeof names / sizeof names[0] ? names[b] : "unknown";
+}
 
 /* The first of the names the library exports (newer versions first), or NULL. */
 static void *sym(void *dl, const char *a, const char *b)
@@ -44,21 +66,203 @@ static const char *nvml_err(const struct nvml *n, nvmlReturn_t r)
   return s ? s : "NVML error";
 }
 
+/* Everything worth telling a person goes into reason; the first thing also into note (the
+ * v2 field, "why nothing was found"). */
 static void set_note(struct fpull_nvidia_info *ni, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void set_note(struct fpull_nvidia_info *ni, const char *fmt, ...)
 {
-  if (ni->note)
-    return; /* the first reason is the useful one */
+  char *msg = NULL;
   va_list ap;
   va_start(ap, fmt);
-  if (vasprintf(&ni->note, fmt, ap) < 0)
+  if (vasprintf(&msg, fmt, ap) < 0)
     abort();
   va_end(ap);
+  char *r = ni->reason ? fp_xasprintf("%s; %s", ni->reason, msg) : fp_xstrdup(msg);
+  free(ni->reason);
+  ni->reason = r;
+  if (!ni->note)
+    ni->note = msg;
+  else
+    free(msg);
 }
 
-/* Queries NVML; on any failure leaves a note and whatever it had read. */
-static void query_nvml(struct fpull_nvidia_info *ni, const char *lib)
+/* A GPU as NVML showed it, before the visible-devices filters. */
+struct seen_gpu {
+  unsigned index; /* NVML's */
+  int major, minor, brand;
+  char *name, *uuid;
+  char **mig; /* UUIDs of its MIG instances */
+  int keep;
+};
+
+static void seen_free(struct seen_gpu *g, size_t n)
+{
+  for (size_t i = 0; i < n; i++) {
+    free(g[i].name);
+    free(g[i].uuid);
+    fpull_strv_free(g[i].mig);
+  }
+  free(g);
+}
+
+/* Which of the n GPUs one visible-devices token names: -1 none (or ambiguous), else the
+ * position. Only GPUs still kept count: indexes count the GPUs this process may open and
+ * an earlier filter left (NVIDIA_VISIBLE_DEVICES=0,2 then CUDA_VISIBLE_DEVICES=1 is GPU 2,
+ * as inside a container that holds GPUs 0 and 2), as CUDA numbers them. */
+static long visible_token(const char *tok, const struct seen_gpu *g, size_t n)
+{
+  if (!*tok)
+    return -1;
+  if (strspn(tok, "0123456789") == strlen(tok)) {
+    unsigned long k = strtoul(tok, NULL, 10);
+    for (size_t i = 0; i < n; i++)
+      if (g[i].keep && k-- == 0)
+        return (long)i;
+    return -1;
+  }
+  long found = -1;
+  int hits = 0;
+  /* Old MIG syntax MIG-GPU-<uuid>/<gi>/<ci>: the parent GPU by its UUID. */
+  cleanup_free char *parent = NULL;
+  if (strncasecmp(tok, "MIG-GPU-", 8) == 0) {
+    const char *slash = strchr(tok, '/');
+    parent = fp_xstrndup(tok + 4, slash ? (size_t)(slash - tok - 4) : strlen(tok + 4));
+  }
+  for (size_t i = 0; i < n; i++) {
+    int match = 0;
+    if (!g[i].keep)
+      continue;
+    if (parent)
+      match = g[i].uuid && strncasecmp(g[i].uuid, parent, strlen(parent)) == 0;
+    else if (strncasecmp(tok, "MIG-", 4) == 0)
+      for (size_t k = 0; g[i].mig && g[i].mig[k] && !match; k++)
+        match = strncasecmp(g[i].mig[k], tok, strlen(tok)) == 0;
+    else
+      match = g[i].uuid && strncasecmp(g[i].uuid, tok, strlen(tok)) == 0;
+    if (match) {
+      found = (long)i;
+      hits++;
+    }
+  }
+  return hits == 1 ? found : -1;
+}
+
+/* Narrows g[].keep by the variable VAR when it is set. */
+static void apply_visible(struct fpull_nvidia_info *ni, const char *var, struct seen_gpu *g,
+                          size_t n)
+{
+  const char *val = getenv(var);
+  if (!val)
+    return;
+  int nvidia = strcmp(var, "NVIDIA_VISIBLE_DEVICES") == 0;
+  if (nvidia && strcasecmp(val, "all") == 0)
+    return;
+  int *sel = fp_xcalloc(n ? n : 1, sizeof *sel);
+  if (!*val || (nvidia && (strcasecmp(val, "none") == 0 || strcasecmp(val, "void") == 0))) {
+    /* No device at all: sel stays empty. */
+  } else {
+    cleanup_free char *copy = fp_xstrdup(val);
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+      while (isspace((unsigned char)*tok))
+        tok++;
+      size_t l = strlen(tok);
+      while (l && isspace((unsigned char)tok[l - 1]))
+        tok[--l] = '\0';
+      long k = visible_token(tok, g, n);
+      if (k < 0) {
+        /* CUDA stops at the first entry that names no device; so do we, and say so. */
+        set_note(ni,
+                 "%s: \"%s\" names no GPU this process may use; the entries from it on are "
+                 "ignored",
+                 var, tok);
+        break;
+      }
+      sel[k] = 1;
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    if (g[i].keep && !sel[i]) {
+      g[i].keep = 0;
+      set_note(ni, "GPU %u%s%s%s not in %s=\"%s\"", g[i].index, g[i].uuid ? " (" : "",
+               g[i].uuid ? g[i].uuid : "", g[i].uuid ? ")" : "", var, val);
+    }
+  free(sel);
+}
+
+/* The UUIDs of a GPU's MIG instances, when MIG is on. */
+static char **mig_uuids(const struct nvml *n, nvmlDevice_t dev)
+{
+  char **v = NULL;
+  unsigned cur = 0, pend = 0, max = 0;
+  if (!n->mig_mode || !n->mig_max || !n->mig_handle || !n->uuid ||
+      n->mig_mode(dev, &cur, &pend) != NVML_SUCCESS || cur != NVML_MIG_ENABLE ||
+      n->mig_max(dev, &max) != NVML_SUCCESS)
+    return NULL;
+  if (max > 64)
+    max = 64;
+  for (unsigned k = 0; k < max; k++) {
+    nvmlDevice_t mig = NULL;
+    char buf[NVML_UUID_LEN + 1] = "";
+    /* Slots without an instance answer NOT_FOUND: only existing instances count. */
+    if (n->mig_handle(dev, k, &mig) != NVML_SUCCESS ||
+        n->uuid(mig, buf, NVML_UUID_LEN) != NVML_SUCCESS || !buf[0])
+      continue;
+    if (!v)
+      v = fp_xcalloc(1, sizeof *v);
+    v = fp_strv_push(v, buf);
+  }
+  return v;
+}
+
+/* Reads every GPU; denied ones are skipped with a note. Returns the number read, or -1
+ * when one failed otherwise (then nothing is reported: the others would overstate what
+ * every GPU has). */
+static long read_gpus(struct fpull_nvidia_info *ni, const struct nvml *n, unsigned count,
+                      struct seen_gpu **out)
+{
+  struct seen_gpu *g = fp_xcalloc(count, sizeof *g);
+  size_t ng = 0;
+  for (unsigned i = 0; i < count; i++) {
+    nvmlDevice_t dev = NULL;
+    int major = 0, minor = 0;
+    nvmlReturn_t r;
+    if ((r = n->handle(i, &dev)) != NVML_SUCCESS ||
+        (r = n->cc(dev, &major, &minor)) != NVML_SUCCESS) {
+      if (r == NVML_ERROR_NO_PERMISSION) {
+        /* Normal in a job whose device cgroup holds other GPUs: not ours to count. */
+        set_note(ni, "GPU %u: %s (%d), skipped", i, nvml_err(n, r), r);
+        continue;
+      }
+      set_note(ni, "GPU %u: %s (%d)", i, nvml_err(n, r), r);
+      seen_free(g, ng);
+      return -1;
+    }
+    struct seen_gpu *s = &g[ng++];
+    s->index = i;
+    s->major = major;
+    s->minor = minor;
+    s->keep = 1;
+    s->brand = -1;
+    char buf[NVML_UUID_LEN + NVML_NAME_LEN + 1] = "";
+    if (n->name && n->name(dev, buf, NVML_NAME_LEN) == NVML_SUCCESS && buf[0])
+      s->name = fp_xstrndup(buf, strnlen(buf, NVML_NAME_LEN));
+    buf[0] = '\0';
+    if (n->uuid && n->uuid(dev, buf, NVML_UUID_LEN) == NVML_SUCCESS && buf[0])
+      s->uuid = fp_xstrndup(buf, strnlen(buf, NVML_UUID_LEN));
+    int b = -1;
+    if (n->brand && n->brand(dev, &b) == NVML_SUCCESS)
+      s->brand = b;
+    s->mig = mig_uuids(n, dev);
+  }
+  *out = g;
+  return (long)ng;
+}
+
+/* Queries NVML; on any failure leaves a note and whatever it had read. Returns 1 when NVML
+ * initialised (its answer stands, GPUs or not), 0 when it is unusable. */
+static int query_nvml(struct fpull_nvidia_info *ni, const char *lib)
 {
   struct nvml n = {0};
   /* RTLD_LOCAL: NVML's symbols must not leak into the process's namespace. */
@@ -66,7 +270,7 @@ static void query_nvml(struct fpull_nvidia_info *ni, const char *lib)
   if (!n.dl) {
     const char *e = dlerror();
     set_note(ni, "%s not loaded: %s", lib, e ? e : "unknown error");
-    return;
+    return 0;
   }
   n.init = sym(n.dl, "nvmlInit_v2", "nvmlInit");
   n.shutdown = sym(n.dl, "nvmlShutdown", NULL);
@@ -77,16 +281,21 @@ static void query_nvml(struct fpull_nvidia_info *ni, const char *lib)
   n.handle = sym(n.dl, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
   n.cc = sym(n.dl, "nvmlDeviceGetCudaComputeCapability", NULL);
   n.name = sym(n.dl, "nvmlDeviceGetName", NULL);
+  n.uuid = sym(n.dl, "nvmlDeviceGetUUID", NULL);
+  n.brand = sym(n.dl, "nvmlDeviceGetBrand", NULL);
+  n.mig_mode = sym(n.dl, "nvmlDeviceGetMigMode", NULL);
+  n.mig_max = sym(n.dl, "nvmlDeviceGetMaxMigDeviceCount", NULL);
+  n.mig_handle = sym(n.dl, "nvmlDeviceGetMigDeviceHandleByIndex", NULL);
   if (!n.init || !n.shutdown) {
     set_note(ni, "%s lacks nvmlInit_v2 or nvmlShutdown", lib);
     dlclose(n.dl);
-    return;
+    return 0;
   }
   nvmlReturn_t r = n.init();
   if (r != NVML_SUCCESS) {
     set_note(ni, "NVML initialisation failed: %s (%d)", nvml_err(&n, r), r);
     dlclose(n.dl);
-    return;
+    return 0;
   }
 
   char buf[NVML_VERSION_LEN + 1] = "";
@@ -106,6 +315,8 @@ static void query_nvml(struct fpull_nvidia_info *ni, const char *lib)
     ni->cuda_version = cuda;
 
   unsigned count = 0;
+  struct seen_gpu *g = NULL;
+  long ng = 0;
   if (!n.count || !n.handle || !n.cc) {
     /* Without compute capabilities a GPU tells nothing the features could use. */
     set_note(ni, "%s lacks %s", lib,
@@ -119,14 +330,83 @@ static void query_nvml(struct fpull_nvidia_info *ni, const char *lib)
   } else {
     if (count > 1024)
       count = 1024; /* a broken library must not make us allocate without bound */
-    ni->gpus = fp_xcalloc(count, sizeof *ni->gpus);
-    for (unsigned i = 0; i < count; i++) {
-      nvmlDevice_t dev = NULL;
-      int major = 0, minor = 0;
-      if ((r = n.handle(i, &dev)) != NVML_SUCCESS ||
-          (r = n.cc(dev, &major, &minor)) != NVML_SUCCESS) {
-        /* One unreadable GPU: reporting the others would overstate what every GPU has. */
-        set_note(ni, "GPU %u: %s (%d)", i, nvml_err(&n, r), r);
+    ng = read_gpus(ni, &n, count, &g);
+  }
+  if (ng > 0) {
+    apply_visible(ni, "NVIDIA_VISIBLE_DEVICES", g, (size_t)ng);
+    apply_visible(ni, "CUDA_VISIBLE_DEVICES", g, (size_t)ng);
+    ni->gpus = fp_xcalloc((size_t)ng, sizeof *ni->gpus);
+    int brand = -2; /* -2: none seen yet, -1: unknown or mixed */
+    for (long i = 0; i < ng; i++) {
+      if (!g[i].keep)
+        continue;
+      struct fpull_gpu *o = &ni->gpus[ni->n_gpus++];
+      o->cc_major = g[i].major;
+      o->cc_minor = g[i].minor;
+      o->name = steal_pointer(&g[i].name);
+      o->uuid = steal_pointer(&g[i].uuid);
+      brand = brand == -2 || brand == g[i].brand ? g[i].brand : -1;
+    }
+    if (brand >= 0)
+      ni->brand = fp_xstrdup(brand_name(brand));
+    if (!ni->n_gpus) {
+      free(ni->gpus);
+      ni->gpus = NULL;
+      set_note(ni, "no GPU left to count");
+    }
+  } else if (ng == 0 && count > 0) {
+    set_note(ni, "no GPU NVML lists may be used by this process");
+  }
+  if (ng > 0)
+    seen_free(g, (size_t)ng);
+  n.shutdown();
+  dlclose(n.dl);
+  return 1;
+}
+
+/* The CUDA driver API (libcuda.so.1), for containers that have it but not NVML. */
+typedef int CUresult;
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+
+static void query_cuda(struct fpull_nvidia_info *ni, const char *lib)
+{
+  void *dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!dl) {
+    const char *e = dlerror();
+    set_note(ni, "%s not loaded either: %s", lib, e ? e : "unknown error");
+    return;
+  }
+  CUresult (*init)(unsigned) = sym(dl, "cuInit", NULL);
+  CUresult (*version)(int *) = sym(dl, "cuDriverGetVersion", NULL);
+  CUresult (*count)(int *) = sym(dl, "cuDeviceGetCount", NULL);
+  CUresult (*get)(int *, int) = sym(dl, "cuDeviceGet", NULL);
+  CUresult (*attr)(int *, int, int) = sym(dl, "cuDeviceGetAttribute", NULL);
+  CUresult (*name)(char *, int, int) = sym(dl, "cuDeviceGetName", NULL);
+  CUresult r;
+  int v = 0, n = 0, initialised = 0;
+  if (!init || !version || !count || !get || !attr) {
+    set_note(ni, "%s lacks the CUDA driver API entry points", lib);
+  } else if ((r = init(0)) != 0) {
+    set_note(ni, "%s: cuInit failed (CUresult %d)", lib, r);
+  } else {
+    initialised = 1;
+    if ((r = version(&v)) == 0 && v > 0)
+      ni->cuda_version = v;
+    if ((r = count(&n)) != 0 || n <= 0) {
+      set_note(ni, "%s reports no GPU", lib);
+      n = 0;
+    }
+    if (n > 1024)
+      n = 1024;
+    ni->gpus = n ? fp_xcalloc((size_t)n, sizeof *ni->gpus) : NULL;
+    for (int i = 0; i < n; i++) {
+      int dev = 0, major = 0, minor = 0;
+      if (get(&dev, i) != 0 ||
+          attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != 0 ||
+          attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != 0) {
+        /* As with NVML: a partial list would overstate what every GPU has. */
+        set_note(ni, "%s: GPU %d unreadable", lib, i);
         for (size_t j = 0; j < ni->n_gpus; j++)
           free(ni->gpus[j].name);
         free(ni->gpus);
@@ -134,20 +414,19 @@ static void query_nvml(struct fpull_nvidia_info *ni, const char *lib)
         ni->n_gpus = 0;
         break;
       }
-      struct fpull_gpu *g = &ni->gpus[ni->n_gpus++];
-      g->cc_major = major;
-      g->cc_minor = minor;
-      char name[NVML_NAME_LEN + 1] = "";
-      if (n.name && n.name(dev, name, NVML_NAME_LEN) == NVML_SUCCESS && name[0])
-        g->name = fp_xstrndup(name, strnlen(name, NVML_NAME_LEN));
+      struct fpull_gpu *o = &ni->gpus[ni->n_gpus++];
+      o->cc_major = major;
+      o->cc_minor = minor;
+      char buf[NVML_NAME_LEN + 1] = "";
+      if (name && name(buf, NVML_NAME_LEN, dev) == 0 && buf[0])
+        o->name = fp_xstrndup(buf, strnlen(buf, NVML_NAME_LEN));
     }
-    if (!ni->n_gpus) {
-      free(ni->gpus);
-      ni->gpus = NULL;
-    }
+    if (ni->n_gpus)
+      set_note(ni, "GPUs and CUDA version from %s (no NVML)", lib);
   }
-  n.shutdown();
-  dlclose(n.dl);
+  /* libcuda keeps driver threads and state: it is never unloaded once initialised. */
+  if (!initialised)
+    dlclose(dl);
 }
 
 /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu ..." -> "580.159.04".
@@ -175,7 +454,10 @@ int fpull_detect_nvidia(struct fpull_nvidia_info **out, fpull_err *err)
   *out = NULL;
   struct fpull_nvidia_info *ni = fp_xcalloc(1, sizeof *ni);
   const char *lib = getenv("FPULL_NVML_LIBRARY");
-  query_nvml(ni, lib && *lib ? lib : "libnvidia-ml.so.1");
+  if (!query_nvml(ni, lib && *lib ? lib : "libnvidia-ml.so.1")) {
+    const char *cu = getenv("FPULL_CUDA_LIBRARY");
+    query_cuda(ni, cu && *cu ? cu : "libcuda.so.1");
+  }
 
   if (!ni->driver_version) {
     const char *proc = getenv("FPULL_NVIDIA_PROC_VERSION");
@@ -200,9 +482,13 @@ void fpull_nvidia_info_free(struct fpull_nvidia_info *ni)
   if (!ni)
     return;
   free(ni->driver_version);
-  for (size_t i = 0; i < ni->n_gpus; i++)
+  for (size_t i = 0; i < ni->n_gpus; i++) {
     free(ni->gpus[i].name);
+    free(ni->gpus[i].uuid);
+  }
   free(ni->gpus);
   free(ni->note);
+  free(ni->brand);
+  free(ni->reason);
   free(ni);
 }

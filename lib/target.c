@@ -41,6 +41,7 @@ void fpull_target_free(struct fpull_target *t)
   free(t->architecture);
   free(t->variant);
   fpull_featureset_free(t->features);
+  free(t->gpu_brand);
   free(t);
 }
 
@@ -161,6 +162,8 @@ static void add_detected_nvidia(struct fpull_target *t, const struct fpull_nvidi
       fpull_featureset_add(t->features, buf, FPULL_SRC_NVIDIA, db, NULL);
     }
   }
+  if (ni->brand && ni->n_gpus)
+    t->gpu_brand = fp_xstrdup(ni->brand);
 }
 
 static int detect(struct fpull_target *t, const struct fpull_tagdb *db, fpull_err *err)

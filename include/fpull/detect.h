@@ -23,6 +23,7 @@ FPULL_API void fpull_cpu_info_free(struct fpull_cpu_info *ci);
 struct fpull_gpu {
   int cc_major, cc_minor; /* CUDA compute capability */
   char *name;
+  char *uuid; /* "GPU-..." (NVML), NULL when unknown */
 };
 
 struct fpull_nvidia_info {
@@ -31,6 +32,13 @@ struct fpull_nvidia_info {
   struct fpull_gpu *gpus;
   size_t n_gpus;
   char *note; /* why nothing was found ("libnvidia-ml.so.1 not found"), or NULL */
+  /* Added in v3. */
+  char *brand;  /* the toolkit's brand name of the GPUs counted ("tesla", "geforce", ...), as
+                   NVIDIA_REQUIRE_CUDA's brand= clauses name it; NULL when unknown or when
+                   the GPUs differ */
+  char *reason; /* one line for people (features -v): why nothing was found and which GPUs
+                   were left out and why ("GPU 2 (GPU-...): no permission, skipped"); NULL
+                   when every GPU NVML lists was counted */
 };
 
 /* Loads libnvidia-ml.so.1 with dlopen ($FPULL_NVML_LIBRARY overrides the name, else the
@@ -38,6 +46,14 @@ struct fpull_nvidia_info {
  * ($FPULL_NVIDIA_PROC_VERSION overrides the path) for the driver version. No library, no GPU
  * or an NVML error is not an error: the info is then empty with a note. GPUs are listed only
  * when every one's compute capability could be read. */
+/* Which GPUs count (contract, "Which GPUs count"): a GPU NVML lists but cannot open
+ * (NVML_ERROR_NO_PERMISSION, a job's device cgroup) is skipped and named in reason;
+ * CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES (comma-separated indexes, counted among
+ * the GPUs this process may open, or GPU-/MIG- UUIDs and unique prefixes; NVIDIA_: also
+ * "all", and "none", "void" or empty for no GPU) narrow the set, each when set; a MIG
+ * instance named by its UUID counts as its parent GPU. Without a usable NVML, libcuda.so.1
+ * ($FPULL_CUDA_LIBRARY overrides the name) gives the CUDA version and the compute
+ * capabilities (it applies CUDA_VISIBLE_DEVICES itself). */
 FPULL_API int fpull_detect_nvidia(struct fpull_nvidia_info **out, fpull_err *err);
 FPULL_API void fpull_nvidia_info_free(struct fpull_nvidia_info *ni);
 

@@ -69,6 +69,10 @@ struct fpull_target {
   char *architecture; /* normalised: amd64, arm64, arm, ppc64le, ... */
   char *variant;      /* may be NULL (no variant) */
   struct fpull_featureset *features;
+  /* Added in v3: the NVIDIA brand of the detected GPUs ("tesla", ...) for
+   * NVIDIA_REQUIRE_CUDA's brand= clauses; NULL when unknown (always with --features and
+   * --platform). */
+  char *gpu_brand;
 };
 
 struct fpull_target_opts {

@@ -1,6 +1,11 @@
 /* A stand-in for libnvidia-ml.so.1 with the C signatures fpull uses, answering from the
  * environment: FAKE_NVML_DRIVER ("580.159.04"), FAKE_NVML_CUDA (12040), FAKE_NVML_GPUS
- * (compute capabilities, one per GPU: "8.6,7.5"; empty: no GPU), FAKE_NVML_INIT_FAIL=1.
+ * (compute capabilities, one per GPU: "8.6,7.5"; empty: no GPU), FAKE_NVML_INIT_FAIL=1,
+ * FAKE_NVML_DENIED (indexes whose handle is NVML_ERROR_NO_PERMISSION, as in a job whose
+ * device cgroup holds other GPUs: "1,3"), FAKE_NVML_BRAND (nvmlBrandType_t number, one for
+ * every GPU, default 2 = tesla), FAKE_NVML_MIG (indexes of GPUs in MIG mode, each with two
+ * instances). GPU i has UUID GPU-fa4e0000-0000-4000-8000-00000000000i; instance k of GPU
+ * i has MIG-fa4e0000-0000-4000-8000-0000000000ik.
  * Built twice: the full library, and with FAKE_NVML_MINIMAL one that lacks the CUDA version
  * and compute capability entry points, as old drivers do. */
 #include <stdio.h>
@@ -10,6 +15,8 @@
 typedef int nvmlReturn_t;
 struct fake_dev {
   int major, minor;
+  unsigned index;
+  int mig; /* -1: a full GPU; k: MIG instance k of GPU index */
 };
 typedef struct fake_dev *nvmlDevice_t;
 
@@ -17,6 +24,9 @@ enum {
   NVML_SUCCESS = 0,
   NVML_ERROR_UNINITIALIZED = 1,
   NVML_ERROR_INVALID_ARGUMENT = 2,
+  NVML_ERROR_NOT_SUPPORTED = 3,
+  NVML_ERROR_NO_PERMISSION = 4,
+  NVML_ERROR_NOT_FOUND = 6,
   NVML_ERROR_INSUFFICIENT_SIZE = 7,
   NVML_ERROR_DRIVER_NOT_LOADED = 9,
 };
@@ -24,6 +34,7 @@ enum {
 #define MAX_GPUS 16
 
 static struct fake_dev devs[MAX_GPUS];
+static struct fake_dev migs[MAX_GPUS][2];
 static unsigned n_devs;
 static int initialised;
 
@@ -36,6 +47,22 @@ static const char *env(const char *name, const char *dflt)
   return v ? v : dflt;
 }
 
+/* 1 when index i is in the comma-separated list of variable name. */
+static int listed(const char *name, unsigned i)
+{
+  const char *p = env(name, "");
+  while (*p) {
+    char *end;
+    unsigned long v = strtoul(p, &end, 10);
+    if (end == p)
+      return 0;
+    if (v == i)
+      return 1;
+    p = *end == ',' ? end + 1 : end;
+  }
+  return 0;
+}
+
 nvmlReturn_t nvmlInit_v2(void)
 {
   if (strcmp(env("FAKE_NVML_INIT_FAIL", "0"), "1") == 0)
@@ -46,7 +73,10 @@ nvmlReturn_t nvmlInit_v2(void)
     int major, minor, used;
     if (sscanf(p, "%d.%d%n", &major, &minor, &used) != 2)
       break;
-    devs[n_devs++] = (struct fake_dev){major, minor};
+    devs[n_devs] = (struct fake_dev){major, minor, n_devs, -1};
+    for (int k = 0; k < 2; k++)
+      migs[n_devs][k] = (struct fake_dev){major, minor, n_devs, k};
+    n_devs++;
     p += used;
     if (*p == ',')
       p++;
@@ -74,6 +104,8 @@ const char *nvmlErrorString(nvmlReturn_t r)
     return "Uninitialized";
   case NVML_ERROR_DRIVER_NOT_LOADED:
     return "Driver Not Loaded";
+  case NVML_ERROR_NO_PERMISSION:
+    return "Insufficient Permissions";
   case NVML_ERROR_INSUFFICIENT_SIZE:
     return "Insufficient Size";
   default:
@@ -136,7 +168,64 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev
     return NVML_ERROR_UNINITIALIZED;
   if (index >= n_devs || !dev)
     return NVML_ERROR_INVALID_ARGUMENT;
+  if (listed("FAKE_NVML_DENIED", index))
+    return NVML_ERROR_NO_PERMISSION;
   *dev = &devs[index];
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t dev, char *uuid, unsigned int length)
+{
+  if (!initialised)
+    return NVML_ERROR_UNINITIALIZED;
+  if (!dev || !uuid)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  int n = dev->mig < 0
+              ? snprintf(uuid, length, "GPU-fa4e0000-0000-4000-8000-%012u", dev->index)
+              : snprintf(uuid, length, "MIG-fa4e0000-0000-4000-8000-%011u%d", dev->index, dev->mig);
+  return n < 0 || (unsigned)n >= length ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t dev, int *brand)
+{
+  if (!initialised)
+    return NVML_ERROR_UNINITIALIZED;
+  if (!dev || !brand)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  *brand = atoi(env("FAKE_NVML_BRAND", "2"));
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t dev, unsigned *current, unsigned *pending)
+{
+  if (!initialised)
+    return NVML_ERROR_UNINITIALIZED;
+  if (!dev || !current || !pending || dev->mig >= 0)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  *current = *pending = listed("FAKE_NVML_MIG", dev->index) ? 1 : 0;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t dev, unsigned *count)
+{
+  if (!initialised)
+    return NVML_ERROR_UNINITIALIZED;
+  if (!dev || !count)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  *count = 7; /* an A100's limit: more slots than instances, as on real parts */
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t dev, unsigned index,
+                                                 nvmlDevice_t *mig)
+{
+  if (!initialised)
+    return NVML_ERROR_UNINITIALIZED;
+  if (!dev || !mig || dev->mig >= 0)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  if (!listed("FAKE_NVML_MIG", dev->index) || index >= 2)
+    return NVML_ERROR_NOT_FOUND;
+  *mig = &migs[dev->index][index];
   return NVML_SUCCESS;
 }
 

@@ -12,6 +12,7 @@
 
 #define FULL_LIB FAKE_NVML_FULL_DIR "/libnvidia-ml.so.1"
 #define MINIMAL_LIB FAKE_NVML_MINIMAL_DIR "/libnvidia-ml.so.1"
+#define CUDA_LIB FAKE_CUDA_DIR "/libcuda.so.1"
 
 /* Every test starts from the same environment: no /proc fallback unless it asks for one. */
 static void fake_env(const char *lib, const char *gpus)
@@ -22,6 +23,12 @@ static void fake_env(const char *lib, const char *gpus)
   setenv("FAKE_NVML_CUDA", "12040", 1);
   setenv("FAKE_NVML_GPUS", gpus, 1);
   unsetenv("FAKE_NVML_INIT_FAIL");
+  unsetenv("FAKE_NVML_DENIED");
+  unsetenv("FAKE_NVML_MIG");
+  unsetenv("FAKE_NVML_BRAND");
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  unsetenv("NVIDIA_VISIBLE_DEVICES");
+  setenv("FPULL_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
 }
 
 static struct fpull_nvidia_info *detect(void)
@@ -281,4 +288,239 @@ TEST(features_different_majors)
   CHECK(fpull_featureset_has(t->features, "nvidia-580", db));
   fpull_target_free(t);
   fpull_tagdb_free(db);
+}
+
+/* The nv-compute features of a target built over the fake NVML as the environment stands. */
+static int has_feature(const char *gpus, const char *name)
+{
+  struct fpull_tagdb *db = NULL;
+  fpull_err err = {0};
+  if (fpull_tagdb_load(&db, NULL, NULL, &err))
+    th_fail(__FILE__, __LINE__, "tag table: %s", err.msg);
+  setenv("FAKE_NVML_GPUS", gpus, 1);
+  struct fpull_target_opts o = {.tagdb = db};
+  struct fpull_target *t = NULL;
+  if (fpull_target_build(&t, &o, &err))
+    th_fail(__FILE__, __LINE__, "target: %s", err.msg);
+  int has = fpull_featureset_has(t->features, name, db);
+  fpull_target_free(t);
+  fpull_tagdb_free(db);
+  return has;
+}
+
+/* Issue 15: four 9.0 GPUs with one denied reported no nv-compute-9-0 (the whole list was
+ * dropped). A denied GPU is skipped and named in reason. */
+TEST(denied_gpu_is_skipped)
+{
+  fake_env(FULL_LIB, "9.0,9.0,9.0,9.0");
+  setenv("FAKE_NVML_DENIED", "2", 1);
+  struct fpull_nvidia_info *ni = detect();
+  CHECK_INT_EQ(ni->n_gpus, 3);
+  CHECK_STR_EQ(ni->gpus[2].uuid, "GPU-fa4e0000-0000-4000-8000-000000000003");
+  CHECK_CONTAINS(ni->reason, "GPU 2: Insufficient Permissions (4), skipped");
+  CHECK_STR_EQ(ni->brand, "tesla");
+  fpull_nvidia_info_free(ni);
+  CHECK(has_feature("9.0,9.0,9.0,9.0", "nv-compute-9-0"));
+
+  /* Every GPU denied: nothing, and why. */
+  setenv("FAKE_NVML_DENIED", "0,1", 1);
+  setenv("FAKE_NVML_GPUS", "9.0,9.0", 1);
+  ni = detect();
+  CHECK_INT_EQ(ni->n_gpus, 0);
+  CHECK_CONTAINS(ni->reason, "no GPU NVML lists may be used by this process");
+  /* The driver is still a fact about the node. */
+  CHECK_STR_EQ(ni->driver_version, "580.159.04");
+  fpull_nvidia_info_free(ni);
+}
+
+/* Other per-GPU errors still drop the list: the rest would overstate what every GPU has. */
+TEST(all_counted_no_reason)
+{
+  fake_env(FULL_LIB, "8.0,8.0");
+  struct fpull_nvidia_info *ni = detect();
+  CHECK_INT_EQ(ni->n_gpus, 2);
+  CHECK_NULL(ni->reason);
+  CHECK_NULL(ni->note);
+  fpull_nvidia_info_free(ni);
+}
+
+TEST(cuda_visible_devices_index)
+{
+  /* A 7.0 and an 8.6: nothing in common, until CUDA_VISIBLE_DEVICES picks one. */
+  fake_env(FULL_LIB, "7.0,8.6");
+  CHECK(!has_feature("7.0,8.6", "nv-compute-8-0"));
+  setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+  struct fpull_nvidia_info *ni = detect();
+  CHECK_INT_EQ(ni->n_gpus, 1);
+  CHECK_INT_EQ(ni->gpus[0].cc_major, 8);
+  CHECK_CONTAINS(ni->reason, "GPU 0 (GPU-fa4e0000-0000-4000-8000-000000000000) not in "
+                             "CUDA_VISIBLE_DEVICES=\"1\"");
+  fpull_nvidia_info_free(ni);
+  CHECK(has_feature("7.0,8.6", "nv-compute-8-6"));
+
+  /* Indexes count the GPUs the process may open, as CUDA numbers them: with GPU 0 denied
+   * (a job's cgroup), index 0 is NVML's GPU 1. */
+  fake_env(FULL_LIB, "7.0,8.6,7.5");
+  setenv("FAKE_NVML_DENIED", "0", 1);
+  setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+  ni = detect();
+  CHECK_INT_EQ(ni->n_gpus, 1);
+  CHECK_INT_EQ(ni->gpus[0].cc_major, 8);
+  fpull_nvidia_info_free(ni);
+
+  /* An entry naming no GPU ends the list, as in CUDA. */
+  fake_env(FULL_LIB, "7.0,8.6,7.5");
+  setenv("CUDA_VISIBLE_DEVICES", "2,9,0", 1);
+  ni = detect();
+  CHECK_INT_EQ(ni->n_gpus, 1);
+  CHECK_INT_EQ(ni->gpus[0].cc_minor, 5);
+  CHECK_CONTAINS(ni->reason, "\"9\" names no GPU");
+  fpull_nvidia_info_free(ni);
+
+  /* Empty: no GPU. */
+  setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  ni = detect();
+  CHECK_INT_EQ(ni->n_gpus, 0);
+  CHECK_CONTAINS(ni->reason, "no GPU left to count");
+  fpull_nvidia_info_free(ni);
+}
+
+TEST(visible_devices_uuid)
+{
+  fake_env(FULL_LIB, "7.0,8.6,8.0");
+  setenv("CUDA_VISIBLE_DEVICES",
+         "GPU-fa4e0000-0000-4000-8000-000000000002,"
+         "GPU-fa4e0000-0000-4000-8000-000000000001",
+         1);
+  struct fpull_nvidia_info *ni = detect();
+  CHECK_INT_EQ(ni->n_gpus, 2);
+  CHECK_INT_EQ(ni->gpus[0].cc_minor, 6);
+  CHECK_INT_EQ(ni->gpus[1].cc_minor, 0);
+  fpull_nvidia_info_free(ni);
+  CHECK(has_feature("7.0,8.6,8.0", "nv-compute-8-0"));
+
+  /* A unique prefix names a GPU; an ambiguous one names none. */
+  setenv("CUDA_VISIBLE_DEVICES", "GPU-fa4e0000-0000-4000-8000-000000000002", 1);
+  setenv("NVIDIA_VISIBLE_DEVICES", "GPU-fa4e0000-0000-4000-8000-00000000000", 1);
+  ni = detect();
+  CHECK_INT_EQ(ni->n_gpus, 0);
+  CHECK_CONTAINS(ni->reason, "NVIDIA_VISIBLE_DEVICES: \"GPU-fa4e0000-0000-4000-8000-00000000000\" "
+                             "names no GPU");
+  fpull_nvidia_info_free(ni);
+
+  /* NVIDIA_VISIBLE_DEVICES: all, none, void, indexes; both variables narrow. */
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  static const struct {
+    const char *nv, *cuda;
+    size_t n;
+  } rows[] = {{"all", NULL, 3}, {"none", NULL, 0}, {"void", NULL, 0},
+              {"", NULL, 0},    {"0,2", NULL, 2},  {"0,2", "1", 1},
+              {"ALL", "2", 1},  {"1", "0", 1},     {"1", "1", 0}};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    setenv("NVIDIA_VISIBLE_DEVICES", rows[i].nv, 1);
+    if (rows[i].cuda)
+      setenv("CUDA_VISIBLE_DEVICES", rows[i].cuda, 1);
+    else
+      unsetenv("CUDA_VISIBLE_DEVICES");
+    ni = detect();
+    if (ni->n_gpus != rows[i].n)
+      th_fail(__FILE__, __LINE__, "NVIDIA_VISIBLE_DEVICES=%s CUDA_VISIBLE_DEVICES=%s: %zu GPUs",
+              rows[i].nv, rows[i].cuda ? rows[i].cuda : "(unset)", ni->n_gpus);
+    fpull_nvidia_info_free(ni);
+  }
+}
+
+/* A MIG instance counts as its parent GPU: its compute capability, once. */
+TEST(mig_instance_counts_as_parent)
+{
+  fake_env(FULL_LIB, "7.5,8.0,9.0");
+  setenv("FAKE_NVML_MIG", "1,2", 1);
+  setenv("CUDA_VISIBLE_DEVICES", "MIG-fa4e0000-0000-4000-8000-000000000021", 1);
+  struct fpull_nvidia_info *ni = detect();
+  CHECK_INT_EQ(ni->n_gpus, 1);
+  CHECK_INT_EQ(ni->gpus[0].cc_major, 9);
+  CHECK_STR_EQ(ni->gpus[0].uuid, "GPU-fa4e0000-0000-4000-8000-000000000002");
+  fpull_nvidia_info_free(ni);
+  CHECK(has_feature("7.5,8.0,9.0", "nv-compute-9-0"));
+
+  /* Two instances of GPU 1 and one of GPU 2: two parents, 8.0 and 9.0, nothing common. */
+  setenv("CUDA_VISIBLE_DEVICES",
+         "MIG-fa4e0000-0000-4000-8000-000000000010,MIG-fa4e0000-0000-4000-8000-000000000011", 1);
+  ni = detect();
+  CHECK_INT_EQ(ni->n_gpus, 1);
+  CHECK_INT_EQ(ni->gpus[0].cc_major, 8);
+  fpull_nvidia_info_free(ni);
+
+  /* The old MIG-GPU-<uuid>/<gi>/<ci> form names the parent by its UUID. */
+  setenv("CUDA_VISIBLE_DEVICES", "MIG-GPU-fa4e0000-0000-4000-8000-000000000002/1/0", 1);
+  ni = detect();
+  CHECK_INT_EQ(ni->n_gpus, 1);
+  CHECK_INT_EQ(ni->gpus[0].cc_major, 9);
+  fpull_nvidia_info_free(ni);
+
+  /* GPU 0 has no MIG instances: a MIG UUID of its shape names nothing. */
+  setenv("CUDA_VISIBLE_DEVICES", "MIG-fa4e0000-0000-4000-8000-000000000000", 1);
+  ni = detect();
+  CHECK_INT_EQ(ni->n_gpus, 0);
+  fpull_nvidia_info_free(ni);
+}
+
+TEST(brand_mixed_or_unknown)
+{
+  fake_env(FULL_LIB, "8.6");
+  setenv("FAKE_NVML_BRAND", "5", 1);
+  struct fpull_nvidia_info *ni = detect();
+  CHECK_STR_EQ(ni->brand, "geforce");
+  fpull_nvidia_info_free(ni);
+  setenv("FAKE_NVML_BRAND", "99", 1);
+  ni = detect();
+  CHECK_STR_EQ(ni->brand, "unknown");
+  fpull_nvidia_info_free(ni);
+}
+
+/* A container with the driver's libcuda.so.1 but no NVML. */
+TEST(libcuda_fallback)
+{
+  fake_env("/nonexistent/libnvidia-ml.so.1", "8.6");
+  setenv("FPULL_CUDA_LIBRARY", CUDA_LIB, 1);
+  setenv("FAKE_CUDA_VERSION", "12020", 1);
+  setenv("FAKE_CUDA_GPUS", "9.0,9.0", 1);
+  unsetenv("FAKE_CUDA_INIT_FAIL");
+  struct fpull_nvidia_info *ni = detect();
+  CHECK_INT_EQ(ni->cuda_version, 12020);
+  CHECK_INT_EQ(ni->n_gpus, 2);
+  CHECK_INT_EQ(ni->gpus[1].cc_major, 9);
+  CHECK_STR_EQ(ni->gpus[1].name, "Fake CUDA GPU sm_90");
+  CHECK_CONTAINS(ni->note, "libnvidia-ml.so.1 not loaded");
+  CHECK_CONTAINS(ni->reason, "from " CUDA_LIB " (no NVML)");
+  CHECK_NULL(ni->driver_version);
+  fpull_nvidia_info_free(ni);
+  CHECK(has_feature("8.6", "nv-compute-9-0"));
+  CHECK(has_feature("8.6", "cuda-12-2"));
+  CHECK(!has_feature("8.6", "cuda-12-3"));
+
+  /* NVML that fails to initialise falls back too. */
+  fake_env(FULL_LIB, "8.6");
+  setenv("FAKE_NVML_INIT_FAIL", "1", 1);
+  setenv("FPULL_CUDA_LIBRARY", CUDA_LIB, 1);
+  ni = detect();
+  CHECK_INT_EQ(ni->n_gpus, 2);
+  fpull_nvidia_info_free(ni);
+
+  /* libcuda without a device: nothing, and both reasons. */
+  setenv("FAKE_CUDA_INIT_FAIL", "1", 1);
+  ni = detect();
+  CHECK_INT_EQ(ni->n_gpus, 0);
+  CHECK_CONTAINS(ni->reason, "NVML initialisation failed");
+  CHECK_CONTAINS(ni->reason, "cuInit failed (CUresult 100)");
+  fpull_nvidia_info_free(ni);
+  unsetenv("FAKE_CUDA_INIT_FAIL");
+
+  /* A working NVML is never second-guessed by libcuda. */
+  fake_env(FULL_LIB, "8.6");
+  setenv("FPULL_CUDA_LIBRARY", CUDA_LIB, 1);
+  ni = detect();
+  CHECK_INT_EQ(ni->n_gpus, 1);
+  CHECK_INT_EQ(ni->gpus[0].cc_major, 8);
+  fpull_nvidia_info_free(ni);
 }
