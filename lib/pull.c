@@ -176,6 +176,14 @@ int fpull_inspect(struct fpull_inspect_result **out, const char *image,
       res->entries[0].digest = fp_xstrdup(r.manifest_digest);
       res->entries[0].platform = steal_pointer(&r.platform);
       rc = fpull_match_entries(&res->match, o->target, res->entries, 1, o->tagdb, err);
+      if (rc == 0 && r.preflight_why && res->match->entries[0].eligible) {
+        /* The GPU preflight refused the image: shown as the entry's reason. */
+        res->match->entries[0].eligible = 0;
+        res->match->entries[0].rank = 0;
+        free(res->match->entries[0].why);
+        res->match->entries[0].why = steal_pointer(&r.preflight_why);
+        res->match->chosen = -1;
+      }
     }
     if (rc == 0)
       *out = res;

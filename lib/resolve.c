@@ -2,6 +2,7 @@
  * the index entry for the target, the manifest and its config. */
 #include <string.h>
 
+#include "preflight.h"
 #include "resolve.h"
 #include "util.h"
 #include "fpull/config.h"
@@ -45,6 +46,7 @@ void fp_resolved_free(struct fp_resolved *r)
   fpull_manifest_free(r->manifest);
   fpull_image_config_free(r->config);
   fpull_platform_free(r->platform);
+  free(r->preflight_why);
   memset(r, 0, sizeof *r);
 }
 
@@ -117,6 +119,10 @@ static int no_match(const struct fpull_index *idx, const struct fpull_match *m,
   char plat[128];
   snprintf(plat, sizeof plat, "%s/%s%s%s", t->os, t->architecture, t->variant ? "/" : "",
            t->variant ? t->variant : "");
+  for (size_t i = 0; best < 0 && i < m->n; i++)
+    if (m->entries[i].why && strncmp(m->entries[i].why, "requires ", 9) == 0)
+      return fpull_err_set(err, FPULL_ENOMATCH, "no entry of the index fits %s; %s %s", plat,
+                           idx->manifests[i].digest, m->entries[i].why);
   if (best < 0)
     return fpull_err_set(err, FPULL_ENOMATCH, "no entry of the index fits %s (%zu entries)", plat,
                          m->n);
@@ -141,8 +147,10 @@ static int fetch_small_blob(struct fp_session *s, const struct fpull_descriptor 
   return fpull_cache_get_bytes(s->cache, d->digest, FPULL_MANIFEST_MAX, data, len, err);
 }
 
+/* why: when not NULL, the GPU preflight runs over the config and says here why the image
+ * may not run on the target (NULL when it may). */
 static int load_manifest(struct fp_session *s, struct fp_resolved *r, const struct fpull_fetched *f,
-                         fpull_err *err)
+                         char **why, fpull_err *err)
 {
   int rc = fpull_manifest_parse(&r->manifest, f->data, f->len, f->content_type, err);
   if (rc)
@@ -156,6 +164,8 @@ static int load_manifest(struct fp_session *s, struct fp_resolved *r, const stru
   rc = fpull_image_config_parse(&r->config, cfg, cfg_len, err);
   if (rc)
     return fpull_err_prefix(err, "config %s", r->manifest->config.digest);
+  if (why && !fp_preflight_config(cfg, cfg_len, s->opts->target, why))
+    return 0;
   size_t nd = fpull_strv_len(r->config->diff_ids);
   if (nd != r->manifest->n_layers)
     return fpull_err_set(err, FPULL_EINTEGRITY,
@@ -179,6 +189,58 @@ static int check_single_platform(struct fp_resolved *r, const struct fpull_targe
   return 0;
 }
 
+/* Entry i failed the preflight: no longer eligible, the ones ranked below it move up. */
+static void reject_entry(struct fpull_match *m, size_t i, char *why)
+{
+  struct fpull_match_entry *e = &m->entries[i];
+  int rank = e->rank;
+  e->eligible = 0;
+  e->rank = 0;
+  free(e->why);
+  e->why = why;
+  m->chosen = -1;
+  for (size_t k = 0; k < m->n; k++) {
+    if (m->entries[k].rank > rank)
+      m->entries[k].rank--;
+    if (m->entries[k].rank == 1)
+      m->chosen = (long)k;
+  }
+}
+
+/* Fetches the manifest and config of the chosen entry; with gpu, while its config fails the
+ * preflight, marks it and goes on with the next. chosen is -1 when none is left. */
+static int follow_chosen(struct fp_session *s, struct fp_resolved *r, int gpu, fpull_err *err)
+{
+  while (r->match->chosen >= 0) {
+    const struct fpull_descriptor *d = &r->index->manifests[r->match->chosen];
+    struct fpull_fetched *f = NULL;
+    int kind = 0;
+    int rc = fetch_document(s, d->digest, &f, err);
+    if (rc == 0)
+      rc = fpull_doc_kind(&kind, f->data, f->len, f->content_type, err);
+    if (rc == 0 && kind != FPULL_DOC_MANIFEST)
+      rc = fpull_err_set(err, FPULL_EFAIL, "index entry %s is not an image manifest", d->digest);
+    char *why = NULL;
+    if (rc == 0)
+      rc = load_manifest(s, r, f, gpu ? &why : NULL, err);
+    fpull_fetched_free(f);
+    if (rc || !why) {
+      if (rc == 0)
+        r->platform = fpull_platform_dup(d->platform);
+      return rc;
+    }
+    fp_debug("%s: entry %s: %s", s->reference, d->digest, why);
+    reject_entry(r->match, (size_t)r->match->chosen, why);
+    free(r->manifest_digest);
+    r->manifest_digest = NULL;
+    fpull_manifest_free(r->manifest);
+    r->manifest = NULL;
+    fpull_image_config_free(r->config);
+    r->config = NULL;
+  }
+  return 0;
+}
+
 int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpull_err *err)
 {
   memset(r, 0, sizeof *r);
@@ -197,9 +259,11 @@ int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpul
     rc = fpull_err_set(err, FPULL_EFAIL, "unknown manifest media type %s",
                        f->content_type ? f->content_type : "(none)");
   if (rc == 0 && kind == FPULL_DOC_MANIFEST) {
-    rc = load_manifest(s, r, f, err);
+    rc = load_manifest(s, r, f, &r->preflight_why, err);
     if (rc == 0)
       rc = check_single_platform(r, s->opts->target, err);
+    if (rc == 0 && r->preflight_why)
+      rc = fpull_err_set(err, FPULL_ENOMATCH, "the image %s", r->preflight_why);
   }
   if (rc == 0 && kind == FPULL_DOC_INDEX) {
     r->index_digest = fp_xstrdup(f->digest);
@@ -209,19 +273,15 @@ int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpul
                                r->index->n_manifests, s->opts->tagdb, err);
     if (rc == 0 && r->match->chosen < 0 && !index_only)
       rc = no_match(r->index, r->match, s->opts->target, err);
-    if (rc == 0 && r->match->chosen >= 0 && !index_only) {
-      const struct fpull_descriptor *d = &r->index->manifests[r->match->chosen];
-      r->platform = fpull_platform_dup(d->platform);
-      fpull_fetched_free(f);
-      f = NULL;
-      rc = fetch_document(s, d->digest, &f, err);
-      if (rc == 0)
-        rc = fpull_doc_kind(&kind, f->data, f->len, f->content_type, err);
-      if (rc == 0 && kind != FPULL_DOC_MANIFEST)
-        rc = fpull_err_set(err, FPULL_EFAIL, "index entry %s is not an image manifest", d->digest);
-      if (rc == 0)
-        rc = load_manifest(s, r, f, err);
-    }
+    /* The GPU preflight walks the ranking: only the configs of entries that would be
+     * chosen are fetched, the best first, the next when it fails. inspect (index_only)
+     * follows entries only for it. */
+    struct fp_gpu_facts g;
+    int gpu = fp_gpu_facts_from_target(&g, s->opts->target);
+    if (rc == 0 && (!index_only || gpu))
+      rc = follow_chosen(s, r, gpu, err);
+    if (rc == 0 && r->match->chosen < 0 && !index_only)
+      rc = no_match(r->index, r->match, s->opts->target, err);
   }
   fpull_fetched_free(f);
   return rc;

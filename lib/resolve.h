@@ -25,6 +25,7 @@ struct fp_resolved {
   struct fpull_manifest *manifest;
   struct fpull_image_config *config;
   struct fpull_platform *platform; /* the chosen entry's, or from the config */
+  char *preflight_why;             /* a single-manifest image the GPU preflight refused */
 };
 
 int fp_session_open(struct fp_session *s, const char *image, const struct fpull_pull_opts *o,
