@@ -29,6 +29,8 @@ const char *fpull_feature_source_name(int src)
     return "config";
   case FPULL_SRC_CLI:
     return "cli";
+  case FPULL_SRC_AMDGPU:
+    return "amdgpu";
   }
   return "unknown";
 }

@@ -166,6 +166,20 @@ static void add_detected_nvidia(struct fpull_target *t, const struct fpull_nvidi
     t->gpu_brand = fp_xstrdup(ni->brand);
 }
 
+static void amdgpu_info_freep(struct fpull_amdgpu_info **a)
+{
+  fpull_amdgpu_info_free(*a);
+}
+
+static void add_detected_amdgpu(struct fpull_target *t, const struct fpull_amdgpu_info *ai,
+                                const struct fpull_tagdb *db)
+{
+  for (size_t i = 0; ai->targets[i]; i++) {
+    cleanup_free char *name = fp_xasprintf("amdgpu-%s", ai->targets[i]);
+    fpull_featureset_add(t->features, name, FPULL_SRC_AMDGPU, db, NULL);
+  }
+}
+
 static int detect(struct fpull_target *t, const struct fpull_tagdb *db, fpull_err *err)
 {
   __attribute__((cleanup(cpu_info_freep))) struct fpull_cpu_info *ci = NULL;
@@ -178,6 +192,10 @@ static int detect(struct fpull_target *t, const struct fpull_tagdb *db, fpull_er
   if ((r = fpull_detect_nvidia(&ni, err)))
     return r;
   add_detected_nvidia(t, ni, db);
+  __attribute__((cleanup(amdgpu_info_freep))) struct fpull_amdgpu_info *ai = NULL;
+  if ((r = fpull_detect_amdgpu(&ai, err)))
+    return r;
+  add_detected_amdgpu(t, ai, db);
   return 0;
 }
 

@@ -57,4 +57,20 @@ struct fpull_nvidia_info {
 FPULL_API int fpull_detect_nvidia(struct fpull_nvidia_info **out, fpull_err *err);
 FPULL_API void fpull_nvidia_info_free(struct fpull_nvidia_info *ni);
 
+/* AMD GPUs from the kernel's KFD topology (added in v3). */
+struct fpull_amdgpu_info {
+  char **targets; /* LLVM targets every GPU has ("gfx90a"), NULL-terminated; empty when
+                     there is no GPU or the GPUs differ */
+  size_t n_gpus;  /* GPU nodes seen (nodes whose gfx_target_version is not 0) */
+  char *reason;   /* one line for people when targets is empty ("no KFD topology"), or NULL */
+};
+
+/* Reads $FPULL_SYSFS_ROOT/class/kfd/kfd/topology/nodes/N/properties (FPULL_SYSFS_ROOT:
+ * tests only, default /sys): each GPU node's gfx_target_version (major*10000 + minor*100 +
+ * stepping, 90010) is the LLVM target gfx<major><minor hex><stepping hex> (gfx90a); CPU
+ * nodes have 0. No topology, no GPU or GPUs of different targets is not an error: targets
+ * is then empty with a reason. */
+FPULL_API int fpull_detect_amdgpu(struct fpull_amdgpu_info **out, fpull_err *err);
+FPULL_API void fpull_amdgpu_info_free(struct fpull_amdgpu_info *ai);
+
 #endif

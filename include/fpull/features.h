@@ -34,6 +34,7 @@ enum fpull_feature_source {
   FPULL_SRC_NVIDIA = 1,
   FPULL_SRC_CONFIG = 2,
   FPULL_SRC_CLI = 3,
+  FPULL_SRC_AMDGPU = 4, /* added in v3: the KFD topology ("amdgpu") */
 };
 FPULL_API const char *fpull_feature_source_name(int src); /* "cpu", "nvidia", ... */
 
