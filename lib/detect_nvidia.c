@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "detect_gpu.h"
 #include "fpull/detect.h"
 #include "util.h"
 
@@ -51,8 +52,7 @@ static const char *brand_name(int b)
   return b >= 0 && (size_t)b < sizeof names / sizeof names[0] ? names[b] : "unknown";
 }
 
-/* The first of the names the library exports (newer versions first), or NULL. */
-static void *sym(void *dl, const char *a, const char *b)
+void *fp_dlsym2(void *dl, const char *a, const char *b)
 {
   void *p = dlsym(dl, a);
   if (!p && b)
@@ -68,9 +68,7 @@ static const char *nvml_err(const struct nvml *n, nvmlReturn_t r)
 
 /* Everything worth telling a person goes into reason; the first thing also into note (the
  * v2 field, "why nothing was found"). */
-static void set_note(struct fpull_nvidia_info *ni, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void set_note(struct fpull_nvidia_info *ni, const char *fmt, ...)
+void fp_nvidia_note(struct fpull_nvidia_info *ni, const char *fmt, ...)
 {
   char *msg = NULL;
   va_list ap;
@@ -173,10 +171,10 @@ static void apply_visible(struct fpull_nvidia_info *ni, const char *var, struct 
       long k = visible_token(tok, g, n);
       if (k < 0) {
         /* CUDA stops at the first entry that names no device; so do we, and say so. */
-        set_note(ni,
-                 "%s: \"%s\" names no GPU this process may use; the entries from it on are "
-                 "ignored",
-                 var, tok);
+        fp_nvidia_note(ni,
+                       "%s: \"%s\" names no GPU this process may use; the entries from it on are "
+                       "ignored",
+                       var, tok);
         break;
       }
       sel[k] = 1;
@@ -185,8 +183,8 @@ static void apply_visible(struct fpull_nvidia_info *ni, const char *var, struct 
   for (size_t i = 0; i < n; i++)
     if (g[i].keep && !sel[i]) {
       g[i].keep = 0;
-      set_note(ni, "GPU %u%s%s%s not in %s=\"%s\"", g[i].index, g[i].uuid ? " (" : "",
-               g[i].uuid ? g[i].uuid : "", g[i].uuid ? ")" : "", var, val);
+      fp_nvidia_note(ni, "GPU %u%s%s%s not in %s=\"%s\"", g[i].index, g[i].uuid ? " (" : "",
+                     g[i].uuid ? g[i].uuid : "", g[i].uuid ? ")" : "", var, val);
     }
   free(sel);
 }
@@ -232,10 +230,10 @@ static long read_gpus(struct fpull_nvidia_info *ni, const struct nvml *n, unsign
         (r = n->cc(dev, &major, &minor)) != NVML_SUCCESS) {
       if (r == NVML_ERROR_NO_PERMISSION) {
         /* Normal in a job whose device cgroup holds other GPUs: not ours to count. */
-        set_note(ni, "GPU %u: %s (%d), skipped", i, nvml_err(n, r), r);
+        fp_nvidia_note(ni, "GPU %u: %s (%d), skipped", i, nvml_err(n, r), r);
         continue;
       }
-      set_note(ni, "GPU %u: %s (%d)", i, nvml_err(n, r), r);
+      fp_nvidia_note(ni, "GPU %u: %s (%d)", i, nvml_err(n, r), r);
       seen_free(g, ng);
       return -1;
     }
@@ -269,48 +267,49 @@ static int query_nvml(struct fpull_nvidia_info *ni, const char *lib)
   n.dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (!n.dl) {
     const char *e = dlerror();
-    set_note(ni, "%s not loaded: %s", lib, e ? e : "unknown error");
+    fp_nvidia_note(ni, "%s not loaded: %s", lib, e ? e : "unknown error");
     return 0;
   }
-  n.init = sym(n.dl, "nvmlInit_v2", "nvmlInit");
-  n.shutdown = sym(n.dl, "nvmlShutdown", NULL);
-  n.error_string = sym(n.dl, "nvmlErrorString", NULL);
-  n.driver_version = sym(n.dl, "nvmlSystemGetDriverVersion", NULL);
-  n.cuda_version = sym(n.dl, "nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion");
-  n.count = sym(n.dl, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
-  n.handle = sym(n.dl, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
-  n.cc = sym(n.dl, "nvmlDeviceGetCudaComputeCapability", NULL);
-  n.name = sym(n.dl, "nvmlDeviceGetName", NULL);
-  n.uuid = sym(n.dl, "nvmlDeviceGetUUID", NULL);
-  n.brand = sym(n.dl, "nvmlDeviceGetBrand", NULL);
-  n.mig_mode = sym(n.dl, "nvmlDeviceGetMigMode", NULL);
-  n.mig_max = sym(n.dl, "nvmlDeviceGetMaxMigDeviceCount", NULL);
-  n.mig_handle = sym(n.dl, "nvmlDeviceGetMigDeviceHandleByIndex", NULL);
+  n.init = fp_dlsym2(n.dl, "nvmlInit_v2", "nvmlInit");
+  n.shutdown = fp_dlsym2(n.dl, "nvmlShutdown", NULL);
+  n.error_string = fp_dlsym2(n.dl, "nvmlErrorString", NULL);
+  n.driver_version = fp_dlsym2(n.dl, "nvmlSystemGetDriverVersion", NULL);
+  n.cuda_version =
+      fp_dlsym2(n.dl, "nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion");
+  n.count = fp_dlsym2(n.dl, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
+  n.handle = fp_dlsym2(n.dl, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
+  n.cc = fp_dlsym2(n.dl, "nvmlDeviceGetCudaComputeCapability", NULL);
+  n.name = fp_dlsym2(n.dl, "nvmlDeviceGetName", NULL);
+  n.uuid = fp_dlsym2(n.dl, "nvmlDeviceGetUUID", NULL);
+  n.brand = fp_dlsym2(n.dl, "nvmlDeviceGetBrand", NULL);
+  n.mig_mode = fp_dlsym2(n.dl, "nvmlDeviceGetMigMode", NULL);
+  n.mig_max = fp_dlsym2(n.dl, "nvmlDeviceGetMaxMigDeviceCount", NULL);
+  n.mig_handle = fp_dlsym2(n.dl, "nvmlDeviceGetMigDeviceHandleByIndex", NULL);
   if (!n.init || !n.shutdown) {
-    set_note(ni, "%s lacks nvmlInit_v2 or nvmlShutdown", lib);
+    fp_nvidia_note(ni, "%s lacks nvmlInit_v2 or nvmlShutdown", lib);
     dlclose(n.dl);
     return 0;
   }
   nvmlReturn_t r = n.init();
   if (r != NVML_SUCCESS) {
-    set_note(ni, "NVML initialisation failed: %s (%d)", nvml_err(&n, r), r);
+    fp_nvidia_note(ni, "NVML initialisation failed: %s (%d)", nvml_err(&n, r), r);
     dlclose(n.dl);
     return 0;
   }
 
   char buf[NVML_VERSION_LEN + 1] = "";
   if (!n.driver_version)
-    set_note(ni, "%s lacks nvmlSystemGetDriverVersion", lib);
+    fp_nvidia_note(ni, "%s lacks nvmlSystemGetDriverVersion", lib);
   else if ((r = n.driver_version(buf, NVML_VERSION_LEN)) != NVML_SUCCESS)
-    set_note(ni, "nvmlSystemGetDriverVersion: %s (%d)", nvml_err(&n, r), r);
+    fp_nvidia_note(ni, "nvmlSystemGetDriverVersion: %s (%d)", nvml_err(&n, r), r);
   else if (buf[0])
     ni->driver_version = fp_xstrndup(buf, strnlen(buf, NVML_VERSION_LEN));
 
   int cuda = 0;
   if (!n.cuda_version)
-    set_note(ni, "%s lacks nvmlSystemGetCudaDriverVersion", lib);
+    fp_nvidia_note(ni, "%s lacks nvmlSystemGetCudaDriverVersion", lib);
   else if ((r = n.cuda_version(&cuda)) != NVML_SUCCESS)
-    set_note(ni, "nvmlSystemGetCudaDriverVersion: %s (%d)", nvml_err(&n, r), r);
+    fp_nvidia_note(ni, "nvmlSystemGetCudaDriverVersion: %s (%d)", nvml_err(&n, r), r);
   else if (cuda > 0)
     ni->cuda_version = cuda;
 
@@ -319,14 +318,14 @@ static int query_nvml(struct fpull_nvidia_info *ni, const char *lib)
   long ng = 0;
   if (!n.count || !n.handle || !n.cc) {
     /* Without compute capabilities a GPU tells nothing the features could use. */
-    set_note(ni, "%s lacks %s", lib,
-             !n.count    ? "nvmlDeviceGetCount_v2"
-             : !n.handle ? "nvmlDeviceGetHandleByIndex_v2"
-                         : "nvmlDeviceGetCudaComputeCapability");
+    fp_nvidia_note(ni, "%s lacks %s", lib,
+                   !n.count    ? "nvmlDeviceGetCount_v2"
+                   : !n.handle ? "nvmlDeviceGetHandleByIndex_v2"
+                               : "nvmlDeviceGetCudaComputeCapability");
   } else if ((r = n.count(&count)) != NVML_SUCCESS) {
-    set_note(ni, "nvmlDeviceGetCount_v2: %s (%d)", nvml_err(&n, r), r);
+    fp_nvidia_note(ni, "nvmlDeviceGetCount_v2: %s (%d)", nvml_err(&n, r), r);
   } else if (count == 0) {
-    set_note(ni, "NVML reports no GPU");
+    fp_nvidia_note(ni, "NVML reports no GPU");
   } else {
     if (count > 1024)
       count = 1024; /* a broken library must not make us allocate without bound */
@@ -352,81 +351,16 @@ static int query_nvml(struct fpull_nvidia_info *ni, const char *lib)
     if (!ni->n_gpus) {
       free(ni->gpus);
       ni->gpus = NULL;
-      set_note(ni, "no GPU left to count");
+      fp_nvidia_note(ni, "no GPU left to count");
     }
   } else if (ng == 0 && count > 0) {
-    set_note(ni, "no GPU NVML lists may be used by this process");
+    fp_nvidia_note(ni, "no GPU NVML lists may be used by this process");
   }
   if (ng > 0)
     seen_free(g, (size_t)ng);
   n.shutdown();
   dlclose(n.dl);
   return 1;
-}
-
-/* The CUDA driver API (libcuda.so.1), for containers that have it but not NVML. */
-typedef int CUresult;
-#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
-#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
-
-static void query_cuda(struct fpull_nvidia_info *ni, const char *lib)
-{
-  void *dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-  if (!dl) {
-    const char *e = dlerror();
-    set_note(ni, "%s not loaded either: %s", lib, e ? e : "unknown error");
-    return;
-  }
-  CUresult (*init)(unsigned) = sym(dl, "cuInit", NULL);
-  CUresult (*version)(int *) = sym(dl, "cuDriverGetVersion", NULL);
-  CUresult (*count)(int *) = sym(dl, "cuDeviceGetCount", NULL);
-  CUresult (*get)(int *, int) = sym(dl, "cuDeviceGet", NULL);
-  CUresult (*attr)(int *, int, int) = sym(dl, "cuDeviceGetAttribute", NULL);
-  CUresult (*name)(char *, int, int) = sym(dl, "cuDeviceGetName", NULL);
-  CUresult r;
-  int v = 0, n = 0, initialised = 0;
-  if (!init || !version || !count || !get || !attr) {
-    set_note(ni, "%s lacks the CUDA driver API entry points", lib);
-  } else if ((r = init(0)) != 0) {
-    set_note(ni, "%s: cuInit failed (CUresult %d)", lib, r);
-  } else {
-    initialised = 1;
-    if ((r = version(&v)) == 0 && v > 0)
-      ni->cuda_version = v;
-    if ((r = count(&n)) != 0 || n <= 0) {
-      set_note(ni, "%s reports no GPU", lib);
-      n = 0;
-    }
-    if (n > 1024)
-      n = 1024;
-    ni->gpus = n ? fp_xcalloc((size_t)n, sizeof *ni->gpus) : NULL;
-    for (int i = 0; i < n; i++) {
-      int dev = 0, major = 0, minor = 0;
-      if (get(&dev, i) != 0 ||
-          attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != 0 ||
-          attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != 0) {
-        /* As with NVML: a partial list would overstate what every GPU has. */
-        set_note(ni, "%s: GPU %d unreadable", lib, i);
-        for (size_t j = 0; j < ni->n_gpus; j++)
-          free(ni->gpus[j].name);
-        free(ni->gpus);
-        ni->gpus = NULL;
-        ni->n_gpus = 0;
-        break;
-      }
-      struct fpull_gpu *o = &ni->gpus[ni->n_gpus++];
-      o->cc_major = major;
-      o->cc_minor = minor;
-      char buf[NVML_NAME_LEN + 1] = "";
-      if (name && name(buf, NVML_NAME_LEN, dev) == 0 && buf[0])
-        o->name = fp_xstrndup(buf, strnlen(buf, NVML_NAME_LEN));
-    }
-    if (ni->n_gpus)
-      set_note(ni, "GPUs and CUDA version from %s (no NVML)", lib);
-  }
-  /* libcuda keeps driver threads and state: it is never unloaded once initialised. */
-  if (!initialised)
-    dlclose(dl);
 }
 
 /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu ..." -> "580.159.04".
@@ -456,7 +390,7 @@ int fpull_detect_nvidia(struct fpull_nvidia_info **out, fpull_err *err)
   const char *lib = getenv("FPULL_NVML_LIBRARY");
   if (!query_nvml(ni, lib && *lib ? lib : "libnvidia-ml.so.1")) {
     const char *cu = getenv("FPULL_CUDA_LIBRARY");
-    query_cuda(ni, cu && *cu ? cu : "libcuda.so.1");
+    fp_query_cuda(ni, cu && *cu ? cu : "libcuda.so.1");
   }
 
   if (!ni->driver_version) {
