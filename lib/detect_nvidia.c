@@ -162,6 +162,28 @@ static void apply_visible(struct fpull_nvidia_info *ni, const char *var, struct 
   } else {
     cleanup_free char *copy = fp_xstrdup(val);
     char *save = NULL;
+    if (nvidia) {
+      /* Inside a container the runtime has applied NVIDIA_VISIBLE_DEVICES already: NVML there
+       * lists only the GPUs it names, renumbered from 0, so a host index beyond that list
+       * means "applied", not "no such GPU". (Indexes within it are then 0..n-1 and name
+       * every GPU anyway.) */
+      size_t kept = 0;
+      for (size_t i = 0; i < n; i++)
+        kept += g[i].keep;
+      for (const char *p = val; *p;) {
+        p += strspn(p, " ,");
+        size_t l = strspn(p, "0123456789");
+        if (l && (!p[l] || p[l] == ',' || p[l] == ' ') && strtoul(p, NULL, 10) >= kept) {
+          fp_nvidia_note(ni,
+                         "%s=\"%s\" names more GPUs than NVML lists (%zu): taken as applied "
+                         "by the container runtime",
+                         var, val, kept);
+          free(sel);
+          return;
+        }
+        p += strcspn(p, ",");
+      }
+    }
     for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
       while (isspace((unsigned char)*tok))
         tok++;

@@ -50,7 +50,9 @@ struct fpull_nvidia_info {
  * (NVML_ERROR_NO_PERMISSION, a job's device cgroup) is skipped and named in reason;
  * CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES (comma-separated indexes, counted among
  * the GPUs this process may open, or GPU-/MIG- UUIDs and unique prefixes; NVIDIA_: also
- * "all", and "none", "void" or empty for no GPU) narrow the set, each when set; a MIG
+ * "all", and "none", "void" or empty for no GPU; an index beyond the GPUs NVML lists
+ * means a container runtime applied it already, and the variable is ignored) narrow the
+ * set, each when set; a MIG
  * instance named by its UUID counts as its parent GPU. Without a usable NVML, libcuda.so.1
  * ($FPULL_CUDA_LIBRARY overrides the name) gives the CUDA version and the compute
  * capabilities (it applies CUDA_VISIBLE_DEVICES itself). */

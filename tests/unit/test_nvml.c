@@ -413,9 +413,18 @@ TEST(visible_devices_uuid)
   static const struct {
     const char *nv, *cuda;
     size_t n;
-  } rows[] = {{"all", NULL, 3}, {"none", NULL, 0}, {"void", NULL, 0},
-              {"", NULL, 0},    {"0,2", NULL, 2},  {"0,2", "1", 1},
-              {"ALL", "2", 1},  {"1", "0", 1},     {"1", "1", 0}};
+  } rows[] = {{"all", NULL, 3},
+              {"none", NULL, 0},
+              {"void", NULL, 0},
+              {"", NULL, 0},
+              {"0,2", NULL, 2},
+              {"0,2", "1", 1},
+              {"ALL", "2", 1},
+              {"1", "0", 1},
+              {"1", "1", 0},
+              /* Host indexes beyond the list: a container whose runtime applied them. */
+              {"1,3", NULL, 3},
+              {"5", "1", 1}};
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     setenv("NVIDIA_VISIBLE_DEVICES", rows[i].nv, 1);
     if (rows[i].cuda)
