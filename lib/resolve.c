@@ -278,8 +278,14 @@ int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpul
      * follows entries only for it. */
     struct fp_gpu_facts g;
     int gpu = fp_gpu_facts_from_target(&g, s->opts->target);
-    if (rc == 0 && (!index_only || gpu))
+    if (rc == 0 && !index_only)
       rc = follow_chosen(s, r, gpu, err);
+    if (rc == 0 && index_only && gpu && follow_chosen(s, r, gpu, err) != 0) {
+      /* inspect lists what it can: an entry whose config cannot be had (--offline without
+       * it, say) stays as the index ranks it; pull reports the failure where it matters. */
+      fp_debug("%s: GPU preflight stopped: %s", s->reference, err->msg);
+      fpull_err_clear(err);
+    }
     if (rc == 0 && r->match->chosen < 0 && !index_only)
       rc = no_match(r->index, r->match, s->opts->target, err);
   }

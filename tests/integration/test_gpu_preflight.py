@@ -136,3 +136,13 @@ class GpuPreflight(RegistryCase):
         cp = fpull.run(["pull", "--features", GPU_FEATURES, self.ref("single"),
                         os.path.join(self.tmp, "s")], env=self.env, check=3)
         self.assertIn("requires cuda>=12.4", fpull.error_line(cp.stderr))
+
+    def test_inspect_offline_without_configs(self):
+        # Only the index is cached (an inspect without GPU features fetches nothing else):
+        # inspect --offline still lists the entries, ranked as the index says.
+        self.inspect("--features", "x86-64-v2")
+        entries, doc = self.inspect("--offline", "--features", GPU_FEATURES)
+        self.assertEqual(doc["chosen"], self.cuda124["digest"])
+        # pull --offline cannot decide without the config: not found in the cache (5).
+        fpull.run(["pull", "--offline", "--features", GPU_FEATURES, self.ref(),
+                   os.path.join(self.tmp, "o")], env=self.env, check=5)
