@@ -378,7 +378,7 @@ static int query_nvml(struct fpull_nvidia_info *ni, const char *lib)
   } else if (ng == 0 && count > 0) {
     fp_nvidia_note(ni, "no GPU NVML lists may be used by this process");
   }
-  if (ng > 0)
+  if (g) /* set only when read_gpus succeeded, also with every GPU skipped (ng 0) */
     seen_free(g, (size_t)ng);
   n.shutdown();
   dlclose(n.dl);
