@@ -57,8 +57,9 @@ TEST(skylake_sp)
   cleanup_free char *s = decode_str(&raw);
   CHECK_STR_EQ(s, "abm adx aes avx avx2 avx512bw avx512cd avx512dq avx512f avx512vl bmi bmi2 "
                   "clflushopt clwb crc32 cx16 f16c fma fsgsbase fxsr hle lzcnt mmx movbe osxsave "
-                  "pclmul pku popcnt prfchw rdrnd rdseed rtm sahf sse sse2 sse3 sse4_1 sse4_2 "
+                  "pclmul popcnt prfchw rdrnd rdseed rtm sahf sse sse2 sse3 sse4_1 sse4_2 "
                   "ssse3 xsave xsavec xsaveopt xsaves");
+  /* PKU without OSPKE (CPUID.7.0:ECX bit 4 clear in this dump): the OS has not enabled it. */
 }
 
 TEST(icelake_server)
@@ -90,7 +91,7 @@ TEST(zen3_epyc_7003)
   load(&raw, "zen3-epyc-7003");
   cleanup_free char *s = decode_str(&raw);
   CHECK_STR_EQ(s, "abm adx aes avx avx2 bmi bmi2 clflushopt clwb clzero crc32 cx16 f16c fma "
-                  "fsgsbase fxsr lzcnt mmx movbe mwaitx osxsave pclmul pku popcnt prfchw rdpid "
+                  "fsgsbase fxsr lzcnt mmx movbe mwaitx osxsave pclmul popcnt prfchw rdpid "
                   "rdrnd rdseed sahf sha sse sse2 sse3 sse4_1 sse4_2 sse4a ssse3 vaes vpclmulqdq "
                   "wbnoinvd xsave xsavec xsaveopt xsaves");
 }
@@ -103,7 +104,7 @@ TEST(zen4_epyc_9004)
   CHECK_STR_EQ(s, "abm adx aes avx avx2 avx512bf16 avx512bitalg avx512bw avx512cd avx512dq avx512f "
                   "avx512ifma avx512vbmi avx512vbmi2 avx512vl avx512vnni avx512vpopcntdq bmi bmi2 "
                   "clflushopt clwb clzero crc32 cx16 f16c fma fsgsbase fxsr gfni lzcnt mmx movbe "
-                  "mwaitx osxsave pclmul pku popcnt prfchw rdpid rdrnd rdseed sahf sha sse sse2 "
+                  "mwaitx osxsave pclmul popcnt prfchw rdpid rdrnd rdseed sahf sha sse sse2 "
                   "sse3 sse4_1 sse4_2 sse4a ssse3 vaes vpclmulqdq wbnoinvd xsave xsavec xsaveopt "
                   "xsaves");
 }
@@ -227,6 +228,38 @@ TEST(empty_dump)
   cleanup_strv char **v = fp_cpuid_decode(&raw);
   CHECK(v != NULL);
   CHECK_NULL(v[0]);
+}
+
+/* Raw pku needs OSPKE as well: RDPKRU/WRPKRU fault while CR4.PKE is clear. Fails before the
+ * fix, which reported PKU from CPUID.7.0:ECX bit 3 alone. */
+TEST(pku_needs_ospke)
+{
+  struct fp_cpuid_raw raw = {0};
+  fp_cpuid_raw_set(&raw, 0, 0, 7, 0, 0, 0);
+  fp_cpuid_raw_set(&raw, 7, 0, 0, 0, 1u << 3, 0);
+  cleanup_free char *s = decode_str(&raw);
+  CHECK_STR_EQ(s, "");
+  fp_cpuid_raw_set(&raw, 7, 0, 0, 0, (1u << 3) | (1u << 4), 0);
+  cleanup_free char *s2 = decode_str(&raw);
+  CHECK_STR_EQ(s2, "pku");
+  /* OSPKE without PKU cannot happen; it says nothing on its own. */
+  fp_cpuid_raw_set(&raw, 7, 0, 0, 0, 1u << 4, 0);
+  cleanup_free char *s3 = decode_str(&raw);
+  CHECK_STR_EQ(s3, "");
+}
+
+/* PREFETCHW comes from CPUID.80000001h:ECX bit 8 only, as GCC reads it; 3DNow! (EDX bit 31)
+ * is 3dnow and nothing more. Fails before the fix, which also inferred prfchw from 3DNow!. */
+TEST(prfchw_not_from_3dnow)
+{
+  struct fp_cpuid_raw raw = {0};
+  fp_cpuid_raw_set(&raw, 0x80000000u, 0, 0x80000001u, 0, 0, 0);
+  fp_cpuid_raw_set(&raw, 0x80000001u, 0, 0, 0, 0, (1u << 31) | (1u << 30));
+  cleanup_free char *s = decode_str(&raw);
+  CHECK_STR_EQ(s, "3dnow 3dnow_a");
+  fp_cpuid_raw_set(&raw, 0x80000001u, 0, 0, 0, 1u << 8, 0);
+  cleanup_free char *s2 = decode_str(&raw);
+  CHECK_STR_EQ(s2, "prfchw");
 }
 
 TEST(parse_errors)
@@ -396,7 +429,7 @@ TEST(cpuid_file_override)
   CHECK_INT_EQ(fpull_detect_cpu(&ci, &err), 0);
 #if defined(__x86_64__) || defined(__i386__)
   CHECK_STR_EQ(ci->vendor, "GenuineIntel");
-  CHECK(has(ci->isa, "avx512f") && has(ci->isa, "pku") && !has(ci->isa, "avx512vnni"));
+  CHECK(has(ci->isa, "avx512f") && has(ci->isa, "clwb") && !has(ci->isa, "avx512vnni"));
   fpull_cpu_info_free(ci);
 
   setenv("FPULL_CPUID_FILE", "/nonexistent/dump.txt", 1);
