@@ -140,6 +140,8 @@ static const struct bit bits[] = {
     {EXT | 1, 0, FP_EDX, 31, NEED_NONE, "3dnow"},
 
     {EXT | 8, 0, FP_EBX, 0, NEED_NONE, "clzero"},
+    /* AMD reports PREFETCHIT0/1 here (Zen 5); Intel in CPUID.(7,1):EDX bit 14 above. */
+    {EXT | 0x21, 0, FP_EAX, 20, NEED_NONE, "prefetchi"},
     {EXT | 8, 0, FP_EBX, 9, NEED_NONE, "wbnoinvd"},
 };
 

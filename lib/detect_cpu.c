@@ -90,6 +90,10 @@ static void collect(struct fp_cpuid_raw *raw, struct cpu_raw_data_t *lc, int hav
     raw_cpuid(raw, 7, 1);
   if (l0 && l0[FP_EAX] >= 0xd)
     raw_cpuid(raw, 0xd, 1);
+  /* 0x80000021 lies beyond libcpuid's table of extended leaves: asked directly. */
+  const uint32_t *e0 = fp_cpuid_raw_get(raw, 0x80000000u, 0);
+  if (e0 && e0[FP_EAX] >= 0x80000021u && e0[FP_EAX] < 0x80000100u)
+    raw_cpuid(raw, 0x80000021u, 0);
   const uint32_t *l1 = fp_cpuid_raw_get(raw, 1, 0);
   if (l1 && (l1[FP_ECX] >> 27) & 1)
     raw->xcr0 = read_xcr0();
