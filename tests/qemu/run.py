@@ -57,6 +57,8 @@ def main():
     a = ap.parse_args()
     arch, present, absent = EXPECT[a.model]
 
+    if not os.access(a.probe, os.X_OK):
+        sys.exit("%s not built (cmake target hwcap-probe-*)" % a.probe)
     r = subprocess.run([a.qemu, "-cpu", a.model, a.probe], capture_output=True, text=True,
                        timeout=60)
     if r.returncode != 0:
