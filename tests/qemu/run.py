@@ -26,7 +26,7 @@ EXPECT = {
     "cortex-a72": ("arm64", ["cortex-a72", "cortex-a53", "armv8-a"],
                    ["armv8.1-a", "cortex-a55", "neoverse-n1", "thunderx2t99"]),
     # qemu's everything model: SVE2 with I8MM and BF16, so the newest GCC tags too.
-    "max": ("arm64", ["neoverse-v2", "neoverse-v1", "neoverse-n2", "a64fx", "armv9-a",
+    "max": ("arm64", ["neoverse-v2", "grace", "neoverse-v1", "neoverse-n2", "a64fx", "armv9-a",
                       "armv8.8-a", "thunderx3t110"], []),
     # ISA 2.07; no ISA 3.00.
     "power8": ("ppc64le", ["power8"], ["power9", "power10"]),

@@ -136,9 +136,9 @@ TEST(grace_is_neoverse_v2)
           "fcma lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm dit uscat ilrcpc flagm ssbs "
           "sb paca pacg dcpodp sve2 sveaes svepmull svebitperm svesha3 svesm4 flagm2 frint "
           "svei8mm svebf16 i8mm bf16 dgh rng bti");
-  static const char *const yes[] = {"neoverse-v2", "neoverse_v2", "demeter", "neoverse-v1",
-                                    "neoverse-n2", "armv9-a",     "sve2",    "sve2_bitperm",
-                                    "bti",         NULL};
+  static const char *const yes[] = {"neoverse-v2",  "neoverse_v2", "demeter", "grace",
+                                    "neoverse-v1",  "neoverse-n2", "armv9-a", "sve2",
+                                    "sve2_bitperm", "bti",         NULL};
   static const char *const no[] = {"memory_tagging", "sme", NULL};
   want(t, db, yes, no);
   fpull_target_free(t);
