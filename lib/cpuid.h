@@ -17,8 +17,8 @@ enum { FP_EAX = 0, FP_EBX = 1, FP_ECX = 2, FP_EDX = 3 };
 #define FP_CPUID_MAX_LEAVES 64
 
 /* The leaves the decoder reads (0, 1, 7.0, 7.1, 0xD.1, 0x14.0, 0x19, 0x80000000,
- * 0x80000001, 0x80000008) plus whatever else a dump holds; a leaf that is absent reads as
- * zeros. xcr0 is meaningful only when CPUID.1:ECX.OSXSAVE is set. */
+ * 0x80000001, 0x80000008, 0x80000021) plus whatever else a dump holds; a leaf that is absent reads
+ * as zeros. xcr0 is meaningful only when CPUID.1:ECX.OSXSAVE is set. */
 struct fp_cpuid_raw {
   struct fp_cpuid_leaf leaves[FP_CPUID_MAX_LEAVES];
   unsigned n;

@@ -71,7 +71,8 @@ static const struct bit bits[] = {
     {7, 0, FP_EBX, 31, NEED_AVX512, "avx512vl"},
     {7, 0, FP_ECX, 0, NEED_NONE, "prefetchwt1"},
     {7, 0, FP_ECX, 1, NEED_AVX512, "avx512vbmi"},
-    {7, 0, FP_ECX, 3, NEED_NONE, "pku"},
+    /* PKU (bit 3) counts only with OSPKE (bit 4), checked below: RDPKRU/WRPKRU fault
+     * while CR4.PKE is clear. */
     {7, 0, FP_ECX, 5, NEED_NONE, "waitpkg"},
     {7, 0, FP_ECX, 6, NEED_AVX512, "avx512vbmi2"},
     {7, 0, FP_ECX, 8, NEED_NONE, "gfni"}, /* has SSE encodings besides the VEX/EVEX ones */
@@ -97,9 +98,20 @@ static const struct bit bits[] = {
     {7, 0, FP_EDX, 23, NEED_AVX512, "avx512fp16"},
     {7, 0, FP_EDX, 24, NEED_AMX, "amx_tile"},
     {7, 0, FP_EDX, 25, NEED_AMX, "amx_int8"},
+    /* SHA512, SM3 and SM4 are VEX-encoded on x86. */
+    {7, 1, FP_EAX, 0, NEED_AVX, "sha512"},
+    {7, 1, FP_EAX, 1, NEED_AVX, "sm3"},
+    {7, 1, FP_EAX, 2, NEED_AVX, "sm4"},
     {7, 1, FP_EAX, 4, NEED_AVX, "avxvnni"},
     {7, 1, FP_EAX, 5, NEED_AVX512, "avx512bf16"},
+    {7, 1, FP_EAX, 7, NEED_NONE, "cmpccxadd"},
+    {7, 1, FP_EAX, 21, NEED_AMX, "amx_fp16"},
     {7, 1, FP_EAX, 22, NEED_NONE, "hreset"},
+    {7, 1, FP_EAX, 23, NEED_AVX, "avxifma"},
+    {7, 1, FP_EDX, 4, NEED_AVX, "avxvnniint8"},
+    {7, 1, FP_EDX, 5, NEED_AVX, "avxneconvert"},
+    {7, 1, FP_EDX, 10, NEED_AVX, "avxvnniint16"},
+    {7, 1, FP_EDX, 14, NEED_NONE, "prefetchi"},
 
     {0xd, 1, FP_EAX, 0, NEED_XSAVE, "xsaveopt"},
     {0xd, 1, FP_EAX, 1, NEED_XSAVE, "xsavec"},
@@ -123,10 +135,13 @@ static const struct bit bits[] = {
     {EXT | 1, 0, FP_ECX, 21, NEED_NONE, "tbm"},
     {EXT | 1, 0, FP_ECX, 29, NEED_NONE, "mwaitx"},
     {EXT | 1, 0, FP_EDX, 30, NEED_NONE, "3dnow_a"},
+    /* 3DNow! has a PREFETCHW too, but GCC (-march=native, __builtin_cpu_supports) reads
+     * PRFCHW from ECX bit 8 only, and so does this table. */
     {EXT | 1, 0, FP_EDX, 31, NEED_NONE, "3dnow"},
-    {EXT | 1, 0, FP_EDX, 31, NEED_NONE, "prfchw"}, /* 3DNow! includes PREFETCHW */
 
     {EXT | 8, 0, FP_EBX, 0, NEED_NONE, "clzero"},
+    /* AMD reports PREFETCHIT0/1 here (Zen 5); Intel in CPUID.(7,1):EDX bit 14 above. */
+    {EXT | 0x21, 0, FP_EAX, 20, NEED_NONE, "prefetchi"},
     {EXT | 8, 0, FP_EBX, 9, NEED_NONE, "wbnoinvd"},
 };
 
@@ -138,6 +153,7 @@ static const char *const known[] = {
     "adx",
     "aes",
     "amx_bf16",
+    "amx_fp16",
     "amx_int8",
     "amx_tile",
     "avx",
@@ -160,13 +176,18 @@ static const char *const known[] = {
     "avx512vnni",
     "avx512vp2intersect",
     "avx512vpopcntdq",
+    "avxifma",
+    "avxneconvert",
     "avxvnni",
+    "avxvnniint16",
+    "avxvnniint8",
     "bmi",
     "bmi2",
     "cldemote",
     "clflushopt",
     "clwb",
     "clzero",
+    "cmpccxadd",
     "crc32",
     "cx16",
     "enqcmd",
@@ -191,6 +212,7 @@ static const char *const known[] = {
     "pconfig",
     "pku",
     "popcnt",
+    "prefetchi",
     "prefetchwt1",
     "prfchw",
     "ptwrite",
@@ -202,6 +224,9 @@ static const char *const known[] = {
     "serialize",
     "sgx",
     "sha",
+    "sha512",
+    "sm3",
+    "sm4",
     "sse",
     "sse2",
     "sse3",
@@ -296,6 +321,8 @@ char **fp_cpuid_decode(const struct fp_cpuid_raw *raw)
     if (!fp_strv_contains(v, b->name))
       v = fp_strv_push(v, b->name);
   }
+  if (((reg(raw, 7, 0, FP_ECX) >> 3) & 1) && ((reg(raw, 7, 0, FP_ECX) >> 4) & 1))
+    v = fp_strv_push(v, "pku");
   if (((reg(raw, 7, 0, FP_ECX) >> 23) & 1) && (reg(raw, 0x19, 0, FP_EBX) & 1))
     v = fp_strv_push(v, "kl");
   /* WIDE_KL without KL itself is not usable. */

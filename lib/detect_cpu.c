@@ -1,5 +1,6 @@
 /* Host CPU detection: architecture and variant from the kernel, ISA extensions from CPUID
- * and XCR0 (x86) or HWCAP (arm64). Tags are derived elsewhere, from the ISA names only. */
+ * and XCR0 (x86) or AT_HWCAP/AT_HWCAP2 (arm64, ppc64le; lib/hwcap.c). Tags are derived
+ * elsewhere, from the ISA names only. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 
 #include "cpuid.h"
 #include "fpull/detect.h"
+#include "hwcap.h"
 #include "util.h"
 
 /* Debian's and OCI's names for what uname(2) calls the machine. */
@@ -88,6 +90,10 @@ static void collect(struct fp_cpuid_raw *raw, struct cpu_raw_data_t *lc, int hav
     raw_cpuid(raw, 7, 1);
   if (l0 && l0[FP_EAX] >= 0xd)
     raw_cpuid(raw, 0xd, 1);
+  /* 0x80000021 lies beyond libcpuid's table of extended leaves: asked directly. */
+  const uint32_t *e0 = fp_cpuid_raw_get(raw, 0x80000000u, 0);
+  if (e0 && e0[FP_EAX] >= 0x80000021u && e0[FP_EAX] < 0x80000100u)
+    raw_cpuid(raw, 0x80000021u, 0);
   const uint32_t *l1 = fp_cpuid_raw_get(raw, 1, 0);
   if (l1 && (l1[FP_ECX] >> 27) & 1)
     raw->xcr0 = read_xcr0();
@@ -158,21 +164,27 @@ static char *arm_variant(void)
 }
 #endif
 
-#if defined(__aarch64__) && defined(__linux__)
-/* Names as the kernel's /proc/cpuinfo spells the HWCAP bits (arch/arm64/include/uapi). */
-static char **arm64_isa(void)
+#if defined(__linux__) && (defined(__aarch64__) || defined(__powerpc64__))
+static int cmp_str(const void *a, const void *b)
 {
-  static const char *const names[] = {
-      "fp",      "asimd", "evtstrm", "aes",   "pmull",    "sha1",   "sha2", "crc32",
-      "atomics", "fphp",  "asimdhp", "cpuid", "asimdrdm", "jscvt",  "fcma", "lrcpc",
-      "dcpop",   "sha3",  "sm3",     "sm4",   "asimddp",  "sha512", "sve",  "asimdfhm",
-      "dit",     "uscat", "ilrcpc",  "flagm", "ssbs",     "sb",     "paca", "pacg",
-  };
-  unsigned long hw = getauxval(AT_HWCAP);
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names of lib/hwcap.c for this kernel's AT_HWCAP and AT_HWCAP2, sorted, unique. */
+static char **hwcap_isa(void)
+{
+  const char *names[FP_HWCAP_MAX];
+  uint64_t hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+#ifdef __aarch64__
+  size_t n = fp_hwcap_arm64(hw, hw2, names, FP_HWCAP_MAX);
+#else
+  size_t n = fp_hwcap_ppc64(hw, hw2, names, FP_HWCAP_MAX);
+#endif
   char **v = fp_xcalloc(1, sizeof *v);
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-    if (hw & (1ul << i))
+  for (size_t i = 0; i < n; i++)
+    if (!fp_strv_contains(v, names[i]))
       v = fp_strv_push(v, names[i]);
+  qsort(v, fpull_strv_len(v), sizeof *v, cmp_str);
   return v;
 }
 #endif
@@ -180,6 +192,7 @@ static char **arm64_isa(void)
 int fpull_detect_cpu(struct fpull_cpu_info **out, fpull_err *err)
 {
   *out = NULL;
+  (void)err; /* only the x86 path can fail (FPULL_CPUID_FILE) */
   struct fpull_cpu_info *ci = fp_xcalloc(1, sizeof *ci);
   struct utsname u;
   if (uname(&u) == 0)
@@ -193,14 +206,15 @@ int fpull_detect_cpu(struct fpull_cpu_info **out, fpull_err *err)
     return r;
   }
 #elif defined(__aarch64__) && defined(__linux__)
-  ci->variant = fp_xstrdup("v8");
-  ci->isa = arm64_isa();
+  ci->variant = fp_xstrdup("v8"); /* the OCI image spec lists no v9 */
+  ci->isa = hwcap_isa();
 #elif defined(__arm__) && defined(__linux__)
   ci->variant = arm_variant();
 #elif defined(__powerpc64__) && defined(__linux__)
-  const char *plat = platform_string(); /* "power8", "power9", "power10" */
-  if (plat && strncmp(plat, "power", 5) == 0)
-    ci->variant = fp_xstrdup_lower(plat);
+  const char *level = fp_hwcap_ppc64_level(platform_string(), getauxval(AT_HWCAP2));
+  if (level)
+    ci->variant = fp_xstrdup(level);
+  ci->isa = hwcap_isa();
 #endif
   if (!ci->isa)
     ci->isa = fp_xcalloc(1, sizeof *ci->isa);

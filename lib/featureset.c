@@ -16,6 +16,7 @@ struct fp_feature {
 struct fpull_featureset {
   struct fp_feature *v; /* sorted by name: printing order and binary search */
   size_t n;
+  char *arch; /* the target's architecture; NULL: tags of every architecture count */
 };
 
 const char *fpull_feature_source_name(int src)
@@ -47,7 +48,14 @@ void fpull_featureset_free(struct fpull_featureset *fs)
   for (size_t i = 0; i < fs->n; i++)
     free(fs->v[i].name);
   free(fs->v);
+  free(fs->arch);
   free(fs);
+}
+
+void fp_featureset_set_arch(struct fpull_featureset *fs, const char *arch)
+{
+  free(fs->arch);
+  fs->arch = arch ? fpull_arch_normalise(arch) : NULL;
 }
 
 /* Index of name, or where it would go (with *found 0). */
@@ -201,6 +209,10 @@ static int imply_from_isa(struct fpull_featureset *fs, const struct fpull_tagdb 
   int changed = 0;
   for (size_t i = 0; i < db->n_tags; i++) {
     const struct fp_tag *t = &db->tags[i];
+    /* ISA names repeat across architectures (crc32, fma, aes on x86 and arm64): only the
+     * target's own table may turn them into tags. */
+    if (fs->arch && strcmp(t->arch, fs->arch) != 0)
+      continue;
     int src = FPULL_SRC_CPU, found = 0;
     size_t k;
     for (k = 0; k < t->n_isa; k++) {

@@ -47,6 +47,9 @@ int fp_tag_subset(const struct fp_tag *a, const struct fp_tag *b);
 int fp_version_parse(struct fp_version *v, const char *s, char sep);
 /* <0, 0, >0 comparing component by component; a missing component counts as 0. */
 int fp_version_cmp(const struct fp_version *a, const struct fp_version *b);
+/* Restricts implication from ISA names to the tags of arch (normalised here); NULL lifts
+ * the restriction. lib/featureset.c. */
+void fp_featureset_set_arch(struct fpull_featureset *fs, const char *arch);
 /* 1 when name matches [a-z0-9._-]+ (after folding to lower case). */
 int fp_feature_name_valid(const char *name);
 

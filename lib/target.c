@@ -252,6 +252,7 @@ int fpull_target_build(struct fpull_target **out, const struct fpull_target_opts
     if ((r = fpull_featureset_add_list(t->features, o->env_features, FPULL_SRC_CONFIG, db, err)))
       return fpull_err_prefix(err, "FPULL_FEATURES");
   }
+  fp_featureset_set_arch(t->features, t->architecture);
   if ((r = fpull_featureset_imply(t->features, db, err)))
     return r;
 

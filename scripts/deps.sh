@@ -3,7 +3,9 @@
 FPULL_PKGS=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
   libcurl4-openssl-dev libcjson-dev libssl-dev libarchive-dev libyaml-dev libcpuid-dev
   libzstd-dev libisal-dev docker-registry skopeo umoci zstd python3 openssl apache2-utils
-  groff-base mandoc ca-certificates time)
+  groff-base mandoc ca-certificates time
+  gcc-aarch64-linux-gnu gcc-powerpc64le-linux-gnu libc6-dev-arm64-cross libc6-dev-ppc64el-cross
+  qemu-user)
 
 fpull_install_deps() {
   local missing=() p

@@ -57,8 +57,9 @@ TEST(skylake_sp)
   cleanup_free char *s = decode_str(&raw);
   CHECK_STR_EQ(s, "abm adx aes avx avx2 avx512bw avx512cd avx512dq avx512f avx512vl bmi bmi2 "
                   "clflushopt clwb crc32 cx16 f16c fma fsgsbase fxsr hle lzcnt mmx movbe osxsave "
-                  "pclmul pku popcnt prfchw rdrnd rdseed rtm sahf sse sse2 sse3 sse4_1 sse4_2 "
+                  "pclmul popcnt prfchw rdrnd rdseed rtm sahf sse sse2 sse3 sse4_1 sse4_2 "
                   "ssse3 xsave xsavec xsaveopt xsaves");
+  /* PKU without OSPKE (CPUID.7.0:ECX bit 4 clear in this dump): the OS has not enabled it. */
 }
 
 TEST(icelake_server)
@@ -90,7 +91,7 @@ TEST(zen3_epyc_7003)
   load(&raw, "zen3-epyc-7003");
   cleanup_free char *s = decode_str(&raw);
   CHECK_STR_EQ(s, "abm adx aes avx avx2 bmi bmi2 clflushopt clwb clzero crc32 cx16 f16c fma "
-                  "fsgsbase fxsr lzcnt mmx movbe mwaitx osxsave pclmul pku popcnt prfchw rdpid "
+                  "fsgsbase fxsr lzcnt mmx movbe mwaitx osxsave pclmul popcnt prfchw rdpid "
                   "rdrnd rdseed sahf sha sse sse2 sse3 sse4_1 sse4_2 sse4a ssse3 vaes vpclmulqdq "
                   "wbnoinvd xsave xsavec xsaveopt xsaves");
 }
@@ -103,9 +104,48 @@ TEST(zen4_epyc_9004)
   CHECK_STR_EQ(s, "abm adx aes avx avx2 avx512bf16 avx512bitalg avx512bw avx512cd avx512dq avx512f "
                   "avx512ifma avx512vbmi avx512vbmi2 avx512vl avx512vnni avx512vpopcntdq bmi bmi2 "
                   "clflushopt clwb clzero crc32 cx16 f16c fma fsgsbase fxsr gfni lzcnt mmx movbe "
-                  "mwaitx osxsave pclmul pku popcnt prfchw rdpid rdrnd rdseed sahf sha sse sse2 "
+                  "mwaitx osxsave pclmul popcnt prfchw rdpid rdrnd rdseed sahf sha sse sse2 "
                   "sse3 sse4_1 sse4_2 sse4a ssse3 vaes vpclmulqdq wbnoinvd xsave xsavec xsaveopt "
                   "xsaves");
+}
+
+/* Constructed from the documented bits (see the dump's header). */
+TEST(zen5_epyc_9005)
+{
+  struct fp_cpuid_raw raw;
+  load(&raw, "zen5-epyc-9005");
+  cleanup_free char *s = decode_str(&raw);
+  CHECK_STR_EQ(s, "abm adx aes avx avx2 avx512bf16 avx512bitalg avx512bw avx512cd avx512dq avx512f "
+                  "avx512ifma avx512vbmi avx512vbmi2 avx512vl avx512vnni avx512vp2intersect "
+                  "avx512vpopcntdq avxvnni bmi bmi2 clflushopt clwb clzero crc32 cx16 f16c fma "
+                  "fsgsbase fxsr gfni lzcnt mmx movbe movdir64b movdiri mwaitx osxsave pclmul pku "
+                  "popcnt prefetchi prfchw rdpid rdrnd rdseed sahf sha sse sse2 sse3 sse4_1 sse4_2 "
+                  "sse4a ssse3 vaes vpclmulqdq wbnoinvd xsave xsavec xsaveopt xsaves");
+  /* AMD reports PREFETCHI in 80000021h only, and only a CPU whose maximum extended leaf
+   * reaches it. */
+  fp_cpuid_raw_set(&raw, 0x80000000u, 0, 0x80000020u, 0x68747541, 0x444d4163, 0x69746e65);
+  cleanup_strv char **v = fp_cpuid_decode(&raw);
+  CHECK(!has(v, "prefetchi") && has(v, "movdiri"));
+}
+
+/* Constructed from the documented bits (see the dump's header). */
+TEST(graniterapids)
+{
+  struct fp_cpuid_raw raw;
+  load(&raw, "graniterapids");
+  cleanup_free char *s = decode_str(&raw);
+  CHECK_STR_EQ(s,
+               "abm adx aes amx_bf16 amx_fp16 amx_int8 amx_tile avx avx2 avx512bf16 avx512bitalg "
+               "avx512bw avx512cd avx512dq avx512f avx512fp16 avx512ifma avx512vbmi avx512vbmi2 "
+               "avx512vl avx512vnni avx512vpopcntdq avxvnni bmi bmi2 cldemote clflushopt clwb "
+               "crc32 cx16 enqcmd f16c fma fsgsbase fxsr gfni lzcnt mmx movbe movdir64b movdiri "
+               "osxsave pclmul pconfig pku popcnt prefetchi prfchw ptwrite rdpid rdrnd rdseed "
+               "rtm sahf serialize sgx sha sse sse2 sse3 sse4_1 sse4_2 ssse3 tsxldtrk uintr vaes "
+               "vpclmulqdq waitpkg xsave xsavec xsaveopt xsaves");
+  /* Without the AMX state in XCR0 no AMX name holds, AMX-FP16 included. */
+  raw.xcr0 = 0x2e7;
+  cleanup_strv char **v = fp_cpuid_decode(&raw);
+  CHECK(!has(v, "amx_fp16") && !has(v, "amx_tile") && has(v, "prefetchi"));
 }
 
 TEST(turin_vm)
@@ -229,6 +269,38 @@ TEST(empty_dump)
   CHECK_NULL(v[0]);
 }
 
+/* Raw pku needs OSPKE as well: RDPKRU/WRPKRU fault while CR4.PKE is clear. Fails before the
+ * fix, which reported PKU from CPUID.7.0:ECX bit 3 alone. */
+TEST(pku_needs_ospke)
+{
+  struct fp_cpuid_raw raw = {0};
+  fp_cpuid_raw_set(&raw, 0, 0, 7, 0, 0, 0);
+  fp_cpuid_raw_set(&raw, 7, 0, 0, 0, 1u << 3, 0);
+  cleanup_free char *s = decode_str(&raw);
+  CHECK_STR_EQ(s, "");
+  fp_cpuid_raw_set(&raw, 7, 0, 0, 0, (1u << 3) | (1u << 4), 0);
+  cleanup_free char *s2 = decode_str(&raw);
+  CHECK_STR_EQ(s2, "pku");
+  /* OSPKE without PKU cannot happen; it says nothing on its own. */
+  fp_cpuid_raw_set(&raw, 7, 0, 0, 0, 1u << 4, 0);
+  cleanup_free char *s3 = decode_str(&raw);
+  CHECK_STR_EQ(s3, "");
+}
+
+/* PREFETCHW comes from CPUID.80000001h:ECX bit 8 only, as GCC reads it; 3DNow! (EDX bit 31)
+ * is 3dnow and nothing more. Fails before the fix, which also inferred prfchw from 3DNow!. */
+TEST(prfchw_not_from_3dnow)
+{
+  struct fp_cpuid_raw raw = {0};
+  fp_cpuid_raw_set(&raw, 0x80000000u, 0, 0x80000001u, 0, 0, 0);
+  fp_cpuid_raw_set(&raw, 0x80000001u, 0, 0, 0, 0, (1u << 31) | (1u << 30));
+  cleanup_free char *s = decode_str(&raw);
+  CHECK_STR_EQ(s, "3dnow 3dnow_a");
+  fp_cpuid_raw_set(&raw, 0x80000001u, 0, 0, 0, 1u << 8, 0);
+  cleanup_free char *s2 = decode_str(&raw);
+  CHECK_STR_EQ(s2, "prfchw");
+}
+
 TEST(parse_errors)
 {
   struct fp_cpuid_raw raw;
@@ -269,8 +341,8 @@ TEST(known_isa_is_what_decodes)
 
   struct fp_cpuid_raw raw = {0};
   static const uint32_t leaves[][2] = {
-      {0, 0},    {1, 0},    {7, 0},           {7, 1},           {0xd, 1},
-      {0x14, 0}, {0x19, 0}, {0x80000000u, 0}, {0x80000001u, 0}, {0x80000008u, 0}};
+      {0, 0},    {1, 0},           {7, 0},           {7, 1},           {0xd, 1},        {0x14, 0},
+      {0x19, 0}, {0x80000000u, 0}, {0x80000001u, 0}, {0x80000008u, 0}, {0x80000021u, 0}};
   for (size_t i = 0; i < sizeof leaves / sizeof leaves[0]; i++)
     fp_cpuid_raw_set(&raw, leaves[i][0], leaves[i][1], ~0u, ~0u, ~0u, ~0u);
   raw.xcr0 = ~0ull;
@@ -396,7 +468,7 @@ TEST(cpuid_file_override)
   CHECK_INT_EQ(fpull_detect_cpu(&ci, &err), 0);
 #if defined(__x86_64__) || defined(__i386__)
   CHECK_STR_EQ(ci->vendor, "GenuineIntel");
-  CHECK(has(ci->isa, "avx512f") && has(ci->isa, "pku") && !has(ci->isa, "avx512vnni"));
+  CHECK(has(ci->isa, "avx512f") && has(ci->isa, "clwb") && !has(ci->isa, "avx512vnni"));
   fpull_cpu_info_free(ci);
 
   setenv("FPULL_CPUID_FILE", "/nonexistent/dump.txt", 1);
@@ -448,6 +520,40 @@ TEST(turin_vm_tags)
   CHECK(fpull_featureset_has(t->features, "broadwell", db));
   CHECK(fpull_featureset_has(t->features, "skylake-avx512", db));
   CHECK(!fpull_featureset_has(t->features, "sapphirerapids", db));
+  fpull_target_free(t);
+
+  /* Zen 5: znver5 and everything below it, none of Intel's AMX line. */
+  setenv("FPULL_CPUID_FILE", th_src("tests/fixtures/cpuid/zen5-epyc-9005.txt"), 1);
+  t = NULL;
+  CHECK_INT_EQ(fpull_target_build(&t, &o, &err), 0);
+  /* k8 needs 3DNow!, which Zen dropped; bdver1 needs FMA4 and XOP. */
+  static const char *const zen5_yes[] = {"znver5", "zen5",  "znver4",    "tigerlake",
+                                         "btver2", "core2", "x86-64-v4", NULL};
+  static const char *const zen5_no[] = {
+      "sapphirerapids", "graniterapids", "lunarlake", "bdver1", "k8", NULL};
+  for (size_t i = 0; zen5_yes[i]; i++)
+    if (!fpull_featureset_has(t->features, zen5_yes[i], db))
+      th_fail(__FILE__, __LINE__, "Zen 5: %s missing", zen5_yes[i]);
+  for (size_t i = 0; zen5_no[i]; i++)
+    if (fpull_featureset_has(t->features, zen5_no[i], db))
+      th_fail(__FILE__, __LINE__, "Zen 5: %s present", zen5_no[i]);
+  fpull_target_free(t);
+
+  /* Granite Rapids: graniterapids and emeraldrapids; not gcc 12's sapphirerapids, whose set
+   * has AVX512_VP2INTERSECT, which no Sapphire Rapids part reports. */
+  setenv("FPULL_CPUID_FILE", th_src("tests/fixtures/cpuid/graniterapids.txt"), 1);
+  t = NULL;
+  CHECK_INT_EQ(fpull_target_build(&t, &o, &err), 0);
+  static const char *const gnr_yes[] = {"graniterapids", "emeraldrapids", "alderlake",
+                                        "cooperlake",    "x86-64-v4",     NULL};
+  static const char *const gnr_no[] = {"sapphirerapids", "znver4", "sierraforest", "lunarlake",
+                                       NULL};
+  for (size_t i = 0; gnr_yes[i]; i++)
+    if (!fpull_featureset_has(t->features, gnr_yes[i], db))
+      th_fail(__FILE__, __LINE__, "Granite Rapids: %s missing", gnr_yes[i]);
+  for (size_t i = 0; gnr_no[i]; i++)
+    if (fpull_featureset_has(t->features, gnr_no[i], db))
+      th_fail(__FILE__, __LINE__, "Granite Rapids: %s present", gnr_no[i]);
   fpull_target_free(t);
 
   /* Broadwell-EP: broadwell, no skylake, no x86-64-v4. */

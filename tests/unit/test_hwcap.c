@@ -1,0 +1,263 @@
+/* AT_HWCAP/AT_HWCAP2 decoding (lib/hwcap.c) and the arm64/ppc64le tags derived from it with
+ * the shipped table. The hwcap words are those of real machines, built from the Features
+ * line their kernels print in /proc/cpuinfo (the names of the kernel's hwcap lists). The
+ * same decoder runs under qemu-user's CPU models in tests/qemu. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fpull/features.h"
+#include "harness.h"
+#include "hwcap.h"
+#include "tagdb.h"
+#include "util.h"
+
+/* Kernel hwcap names (arch/arm64/include/uapi/asm/hwcap.h, bit order) for building words. */
+static const char *const arm_hw[] = {
+    "fp",      "asimd", "evtstrm", "aes",   "pmull",    "sha1",   "sha2", "crc32",
+    "atomics", "fphp",  "asimdhp", "cpuid", "asimdrdm", "jscvt",  "fcma", "lrcpc",
+    "dcpop",   "sha3",  "sm3",     "sm4",   "asimddp",  "sha512", "sve",  "asimdfhm",
+    "dit",     "uscat", "ilrcpc",  "flagm", "ssbs",     "sb",     "paca", "pacg",
+};
+static const char *const arm_hw2[] = {
+    "dcpodp", "sve2",    "sveaes",   "svepmull", "svebitperm", "svesha3", "svesm4", "flagm2",
+    "frint",  "svei8mm", "svef32mm", "svef64mm", "svebf16",    "i8mm",    "bf16",   "dgh",
+    "rng",    "bti",     "mte",      "ecv",      "afp",        "rpres",   "mte3",   "sme",
+};
+
+/* Words from a /proc/cpuinfo Features line. */
+static void words(const char *features, uint64_t *hw, uint64_t *hw2)
+{
+  *hw = *hw2 = 0;
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", features);
+  for (char *save = NULL, *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+    int found = 0;
+    for (size_t i = 0; i < sizeof arm_hw / sizeof arm_hw[0] && !found; i++)
+      if (strcmp(w, arm_hw[i]) == 0)
+        *hw |= 1ull << i, found = 1;
+    for (size_t i = 0; i < sizeof arm_hw2 / sizeof arm_hw2[0] && !found; i++)
+      if (strcmp(w, arm_hw2[i]) == 0)
+        *hw2 |= 1ull << i, found = 1;
+    if (!found)
+      th_fail(__FILE__, __LINE__, "unknown hwcap name %s", w);
+  }
+}
+
+static struct fpull_tagdb *load_db(void)
+{
+  fpull_err err = {0};
+  struct fpull_tagdb *db = NULL;
+  if (fpull_tagdb_load(&db, NULL, NULL, &err))
+    th_fail(__FILE__, __LINE__, "tag table: %s", err.msg);
+  return db;
+}
+
+/* The target fpull builds from --platform linux/ARCH:NAME:NAME... */
+static struct fpull_target *target_of(struct fpull_tagdb *db, const char *arch, const char **names,
+                                      size_t n)
+{
+  struct fp_buf b = {0};
+  char head[64];
+  snprintf(head, sizeof head, "linux/%s", arch);
+  fp_buf_append(&b, head, strlen(head));
+  for (size_t i = 0; i < n; i++) {
+    fp_buf_append(&b, ":", 1);
+    fp_buf_append(&b, names[i], strlen(names[i]));
+  }
+  fp_buf_append(&b, "", 1);
+  struct fpull_target_opts o = {.platform = b.data, .tagdb = db, .no_detect = 1};
+  struct fpull_target *t = NULL;
+  fpull_err err = {0};
+  if (fpull_target_build(&t, &o, &err))
+    th_fail(__FILE__, __LINE__, "target %s: %s", b.data, err.msg);
+  free(b.data);
+  return t;
+}
+
+static struct fpull_target *arm_target(struct fpull_tagdb *db, const char *features)
+{
+  uint64_t hw, hw2;
+  words(features, &hw, &hw2);
+  const char *names[FP_HWCAP_MAX];
+  size_t n = fp_hwcap_arm64(hw, hw2, names, FP_HWCAP_MAX);
+  return target_of(db, "arm64", names, n);
+}
+
+static void want(struct fpull_target *t, struct fpull_tagdb *db, const char *const *yes,
+                 const char *const *no)
+{
+  for (size_t i = 0; yes[i]; i++)
+    if (!fpull_featureset_has(t->features, yes[i], db))
+      th_fail(__FILE__, __LINE__, "%s missing", yes[i]);
+  for (size_t i = 0; no[i]; i++)
+    if (fpull_featureset_has(t->features, no[i], db))
+      th_fail(__FILE__, __LINE__, "%s present", no[i]);
+}
+
+/* AWS Graviton2 (Neoverse N1). */
+TEST(graviton2_is_neoverse_n1)
+{
+  struct fpull_tagdb *db = load_db();
+  struct fpull_target *t = arm_target(db, "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics "
+                                          "fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp ssbs");
+  static const char *const yes[] = {"neoverse-n1", "neoverse_n1", "armv8.2-a", "cortex-a76",
+                                    "dotprod",     "crypto",      NULL};
+  static const char *const no[] = {"neoverse-v1", "a64fx", "sve", "armv8.3-a", "x86-64-v2", NULL};
+  want(t, db, yes, no);
+  CHECK_STR_EQ(t->variant, "v8");
+  fpull_target_free(t);
+  fpull_tagdb_free(db);
+}
+
+/* AWS Graviton3 (Neoverse V1): EESSI tells it from N1 by svei8mm. */
+TEST(graviton3_is_neoverse_v1)
+{
+  struct fpull_tagdb *db = load_db();
+  struct fpull_target *t =
+      arm_target(db, "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid "
+                     "asimdrdm jscvt fcma lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm dit "
+                     "uscat ilrcpc flagm ssbs paca pacg dcpodp svei8mm svebf16 i8mm bf16 dgh rng");
+  static const char *const yes[] = {"neoverse-v1",     "neoverse-n1", "a64fx",  "armv8.4-a",
+                                    "sve_matmul_int8", "sve_bf16",    "rng",    "pauth",
+                                    "matmul_int8",     "sha3",        "sha512", NULL};
+  static const char *const no[] = {"neoverse-v2", "sve2", "armv8.5-a", "armv9-a", "bti", NULL};
+  want(t, db, yes, no);
+  fpull_target_free(t);
+  fpull_tagdb_free(db);
+}
+
+/* NVIDIA Grace (Neoverse V2). */
+TEST(grace_is_neoverse_v2)
+{
+  struct fpull_tagdb *db = load_db();
+  struct fpull_target *t = arm_target(
+      db, "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm jscvt "
+          "fcma lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm dit uscat ilrcpc flagm ssbs "
+          "sb paca pacg dcpodp sve2 sveaes svepmull svebitperm svesha3 svesm4 flagm2 frint "
+          "svei8mm svebf16 i8mm bf16 dgh rng bti");
+  static const char *const yes[] = {"neoverse-v2",  "neoverse_v2", "demeter", "grace",
+                                    "neoverse-v1",  "neoverse-n2", "armv9-a", "sve2",
+                                    "sve2_bitperm", "bti",         NULL};
+  static const char *const no[] = {"memory_tagging", "sme", NULL};
+  want(t, db, yes, no);
+  fpull_target_free(t);
+  fpull_tagdb_free(db);
+}
+
+/* Each HWCAP bit stands for its macro and nothing else. */
+TEST(arm64_bits_map_to_macros)
+{
+  const char *names[FP_HWCAP_MAX];
+  CHECK_INT_EQ(fp_hwcap_arm64(0, 0, names, FP_HWCAP_MAX), 0);
+  /* SVE2 without SVE (a kernel would never say so) is not SVE2. */
+  CHECK_INT_EQ(fp_hwcap_arm64(0, 1u << 1, names, FP_HWCAP_MAX), 0);
+  size_t n = fp_hwcap_arm64(1u << 22, 1u << 1, names, FP_HWCAP_MAX);
+  CHECK_INT_EQ(n, 2);
+  CHECK_STR_EQ(names[0], "sve");
+  CHECK_STR_EQ(names[1], "sve2");
+  /* AES without PMULL is not GCC's +aes. */
+  CHECK_INT_EQ(fp_hwcap_arm64(1u << 3, 0, names, FP_HWCAP_MAX), 0);
+  static const struct {
+    unsigned bit2;
+    const char *name;
+  } two[] = {
+      {9, "sve_matmul_int8"}, {12, "sve_bf16"}, {13, "matmul_int8"}, {16, "rng"}, {17, "bti"},
+      {18, "memory_tagging"}, {23, "sme"}};
+  for (size_t i = 0; i < sizeof two / sizeof two[0]; i++) {
+    n = fp_hwcap_arm64(1u << 22, 1ull << two[i].bit2, names, FP_HWCAP_MAX);
+    if (n != 2 || strcmp(names[1], two[i].name) != 0)
+      th_fail(__FILE__, __LINE__, "HWCAP2 bit %u: %zu names, want sve %s", two[i].bit2, n,
+              two[i].name);
+  }
+  /* A short buffer is never overrun. */
+  CHECK_INT_EQ(fp_hwcap_arm64(~0ull, ~0ull, names, 3), 3);
+}
+
+/* Every extension an arm64 or ppc64le tag names can be decoded, or the tag could never be
+ * detected. */
+TEST(table_names_are_decodable)
+{
+  struct fpull_tagdb *db = load_db();
+  static const char *const archs[] = {"arm64", "ppc64le"};
+  for (size_t a = 0; a < 2; a++) {
+    const char *const *tags = fpull_tagdb_tags(db, archs[a]);
+    CHECK(tags && tags[0]);
+    for (size_t t = 0; tags[t]; t++) {
+      const char *const *isa = fpull_tagdb_isa(db, tags[t]);
+      for (size_t i = 0; isa[i]; i++) {
+        int found = 0;
+        for (size_t j = 0; !found; j++) {
+          const char *k = a == 0 ? fp_hwcap_arm64_name(j) : fp_hwcap_ppc64_name(j);
+          if (!k)
+            break;
+          found = strcmp(k, isa[i]) == 0;
+        }
+        if (!found)
+          th_fail(__FILE__, __LINE__, "%s tag %s: %s is not decodable", archs[a], tags[t], isa[i]);
+      }
+    }
+  }
+  fpull_tagdb_free(db);
+}
+
+/* --platform linux/arm64:neoverse-v1 implies what GCC's macro sets say: every arm64 tag whose
+ * set is a subset, and the extensions themselves. */
+TEST(neoverse_v1_implies_what_gcc_says)
+{
+  struct fpull_tagdb *db = load_db();
+  const char *v1[] = {"neoverse-v1"};
+  struct fpull_target *t = target_of(db, "arm64", v1, 1);
+  static const char *const yes[] = {"neoverse-n1", "a64fx",       "armv8.4-a",
+                                    "armv8-a",     "cortex-a76",  "sve",
+                                    "rng",         "matmul_int8", "bf16_vector_arithmetic",
+                                    NULL};
+  static const char *const no[] = {"neoverse-v2", "armv8.5-a", "sve2", "thunderx3t110",
+                                   "haswell",     "power8",    NULL};
+  want(t, db, yes, no);
+  fpull_target_free(t);
+  fpull_tagdb_free(db);
+}
+
+/* ISA names shared by two architectures never pull in the other architecture's tags. Fails
+ * without the per-architecture rule: armv8-a's whole set is named here. */
+TEST(no_tags_across_architectures)
+{
+  struct fpull_tagdb *db = load_db();
+  const char *arm_names[] = {"clz", "fma", "idiv", "numeric_maxmin", "unaligned", "crc32"};
+  struct fpull_target *t = target_of(db, "amd64", arm_names, 6);
+  static const char *const none[] = {NULL};
+  static const char *const arm[] = {"armv8-a", "cortex-a72", NULL};
+  want(t, db, none, arm);
+  fpull_target_free(t);
+  const char *ppc_names[] = {"altivec", "arch_pwr8", "crypto", "power8_vector", "vsx"};
+  t = target_of(db, "arm64", ppc_names, 5);
+  static const char *const ppc[] = {"power8", NULL};
+  want(t, db, none, ppc);
+  fpull_target_free(t);
+  t = target_of(db, "ppc64le", ppc_names, 5);
+  want(t, db, ppc, none);
+  fpull_target_free(t);
+  fpull_tagdb_free(db);
+}
+
+/* POWER: AT_PLATFORM when the kernel gives it, else the ISA level bits of AT_HWCAP2. */
+TEST(ppc64_levels)
+{
+  CHECK_STR_EQ(fp_hwcap_ppc64_level("power9", 0), "power9");
+  CHECK_STR_EQ(fp_hwcap_ppc64_level("power10", 0), "power10");
+  CHECK_STR_EQ(fp_hwcap_ppc64_level(NULL, 0x80000000ull), "power8");
+  CHECK_STR_EQ(fp_hwcap_ppc64_level(NULL, 0x80800000ull), "power9");
+  CHECK_STR_EQ(fp_hwcap_ppc64_level("ppc970", 0x80840000ull), "power10");
+  CHECK_NULL(fp_hwcap_ppc64_level(NULL, 0));
+  /* A POWER9 (qemu's register values): power9, not power10. */
+  const char *names[FP_HWCAP_MAX];
+  size_t n = fp_hwcap_ppc64(0x58000580ull, 0x8ee00000ull, names, FP_HWCAP_MAX);
+  struct fpull_tagdb *db = load_db();
+  struct fpull_target *t = target_of(db, "ppc64le", names, n);
+  static const char *const yes[] = {"power9", "power9le", "power8", "float128_hardware", NULL};
+  static const char *const no[] = {"power10", "mma", NULL};
+  want(t, db, yes, no);
+  fpull_target_free(t);
+  fpull_tagdb_free(db);
+}
