@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -317,19 +318,33 @@ int fp_inroot_open(const struct fp_root *r, const char *path, int nofollow_last)
 }
 
 /* Opens a directory for emptying it. As non-root, a directory of ours without u+rwx (its
- * final mode from the image) is opened up first; it is about to be removed anyway. */
+ * final mode from the image) is opened up first; it is about to be removed anyway. The mode
+ * is changed through the O_PATH fd (fchmodat by name would follow a symlink swapped in after
+ * the check), by its /proc/self/fd link, which names that very inode. */
 static int open_for_rm(int dirfd, const char *name)
 {
   if (geteuid() != 0) {
+    int pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    if (pfd < 0)
       return -1;
-    if (!S_ISDIR(st.st_mode)) {
-      errno = ENOTDIR;
+    int bad = fstat(pfd, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+    if (bad) {
+      int saved = bad;
+      close(pfd);
+      errno = saved;
       return -1;
     }
-    if ((st.st_mode & S_IRWXU) != S_IRWXU && st.st_uid == geteuid())
-      (void)fchmodat(dirfd, name, S_IRWXU, 0);
+    if ((st.st_mode & S_IRWXU) != S_IRWXU && st.st_uid == geteuid()) {
+      char proc[64];
+      snprintf(proc, sizeof proc, "/proc/self/fd/%d", pfd);
+      (void)chmod(proc, S_IRWXU);
+    }
+    int fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int saved = errno;
+    close(pfd);
+    errno = saved;
+    return fd;
   }
   return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
@@ -342,6 +357,19 @@ static int is_dir_entry(int dirfd, const struct dirent *de)
   return fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* One level of a removal in progress: the directory's name in its parent, and what it is. */
+struct rm_level {
+  char *name;
+  dev_t dev;
+  ino_t ino;
+};
+
+static int same_dir(int fd, const struct rm_level *l)
+{
+  struct stat st;
+  return fstat(fd, &st) == 0 && st.st_dev == l->dev && st.st_ino == l->ino;
+}
+
 int fp_rm_rf_at(int dirfd, const char *name)
 {
   struct stat st;
@@ -350,15 +378,25 @@ int fp_rm_rf_at(int dirfd, const char *name)
   if (!S_ISDIR(st.st_mode))
     return unlinkat(dirfd, name, 0) < 0 && errno != ENOENT ? -1 : 0;
 
-  /* Depth-first without recursion: a stack of names, and ".." to come back up (the trees
-   * removed here are private to us, so ".." is the directory we came from). */
-  char **stack = NULL;
+  /* Depth-first without recursion, one fd at a time. Coming back up goes through "..", but
+   * the tree may be shared (an old DEST, a 1777 /tmp in it): another user can rename a
+   * directory out of it while we work, and ".." then names a directory of theirs. So every
+   * level remembers what its directory is (dev, ino), and ".." is used only when it is the
+   * very directory we came down from; anything else stops the removal (EXDEV) without
+   * touching the directory ".." now names. */
+  struct rm_level *stack = NULL;
   size_t depth = 0, cap = 0;
   int cur = open_for_rm(dirfd, name), rc = -1, saved = 0;
   if (cur < 0)
     return -1;
+  if (fstat(cur, &st) < 0) {
+    saved = errno;
+    close(cur);
+    errno = saved;
+    return -1;
+  }
   stack = fp_xmalloc(sizeof *stack * (cap = 16));
-  stack[depth++] = fp_xstrdup(name);
+  stack[depth++] = (struct rm_level){fp_xstrdup(name), st.st_dev, st.st_ino};
   while (depth) {
     int rfd = openat(cur, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = rfd >= 0 ? fdopendir(rfd) : NULL;
@@ -384,7 +422,9 @@ int fp_rm_rf_at(int dirfd, const char *name)
     closedir(d);
     if (sub) {
       int nfd = open_for_rm(cur, sub);
-      if (nfd < 0) {
+      if (nfd < 0 || fstat(nfd, &st) < 0) {
+        if (nfd >= 0)
+          close(nfd);
         free(sub);
         goto out;
       }
@@ -392,16 +432,28 @@ int fp_rm_rf_at(int dirfd, const char *name)
       cur = nfd;
       if (depth == cap)
         stack = fp_xrealloc(stack, sizeof *stack * (cap *= 2));
-      stack[depth++] = sub;
+      stack[depth++] = (struct rm_level){sub, st.st_dev, st.st_ino};
       continue;
     }
-    char *me = stack[--depth];
-    int up = depth ? openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+    struct rm_level me = stack[--depth];
+    int up = -1;
+    if (depth) {
+      up = openat(cur, "..", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (up >= 0 && !same_dir(up, &stack[depth - 1])) {
+        close(up);
+        up = -1;
+        errno = EXDEV;
+      }
+    }
     close(cur);
     cur = up;
-    int r = unlinkat(depth ? up : dirfd, me, AT_REMOVEDIR);
-    free(me);
-    if ((depth && up < 0) || (r < 0 && errno != ENOENT))
+    if (depth && up < 0) {
+      free(me.name);
+      goto out;
+    }
+    int r = unlinkat(depth ? up : dirfd, me.name, AT_REMOVEDIR);
+    free(me.name);
+    if (r < 0 && errno != ENOENT)
       goto out;
   }
   rc = 0;
@@ -410,8 +462,14 @@ out:
   if (cur >= 0)
     close(cur);
   while (depth)
-    free(stack[--depth]);
+    free(stack[--depth].name);
   free(stack);
   errno = saved;
   return rc;
+}
+
+const char *fp_rm_strerror(int e)
+{
+  return e == EXDEV ? "a directory in it was moved away during the removal; the rest is left"
+                    : strerror(e);
 }

@@ -38,8 +38,13 @@ int fp_inroot_open(const struct fp_root *r, const char *path, int nofollow_last)
 
 /* Removes name in dirfd and, for a directory, everything under it, never following a
  * symlink (a symlink is removed itself). Directories we own but cannot write or search
- * are opened up first. Iterative: depth costs memory, not stack or fds. 0 or -1/errno;
- * a missing name is not an error. */
+ * are opened up first. Iterative: depth costs memory, not stack or fds. It never climbs
+ * out of the tree: a directory renamed away while it is being emptied (the tree may be
+ * shared with other users) stops the removal with EXDEV, leaving the rest in place.
+ * 0 or -1/errno; a missing name is not an error. */
 int fp_rm_rf_at(int dirfd, const char *name);
+
+/* strerror for fp_rm_rf_at's errno: EXDEV says what happened instead of "cross-device". */
+const char *fp_rm_strerror(int e);
 
 #endif

@@ -218,7 +218,7 @@ static void remove_leftovers(int pfd, const char *base)
       continue;
     fp_debug("removing %s left by an earlier run", names[i]);
     if (fp_rm_rf_at(pfd, names[i]) < 0)
-      fp_warn("cannot remove %s left by an earlier run: %s", names[i], strerror(errno));
+      fp_warn("cannot remove %s left by an earlier run: %s", names[i], fp_rm_strerror(errno));
   }
 }
 
@@ -311,11 +311,11 @@ static int publish(int pfd, const char *sname, const char *base, const char *des
       return fpull_err_set(err, FPULL_EFAIL, "cannot rename into %s: %s", dest, strerror(saved));
     }
     if (fp_rm_rf_at(pfd, old) < 0)
-      fp_warn("cannot remove the old %s: %s", dest, strerror(errno));
+      fp_warn("cannot remove the old %s: %s", dest, fp_rm_strerror(errno));
     return 0;
   }
   if (fp_rm_rf_at(pfd, sname) < 0)
-    fp_warn("cannot remove the old %s: %s", dest, strerror(errno));
+    fp_warn("cannot remove the old %s: %s", dest, fp_rm_strerror(errno));
   return 0;
 }
 
@@ -366,6 +366,6 @@ int fpull_unpack_rootfs(const char *dest, const struct fpull_layer *layers, size
   if (!rc)
     rc = publish(pfd, sname, base, dest, exists, err);
   if (rc && fp_rm_rf_at(pfd, sname) < 0)
-    fp_warn("cannot remove %s: %s", sname, strerror(errno));
+    fp_warn("cannot remove %s: %s", sname, fp_rm_strerror(errno));
   return rc;
 }

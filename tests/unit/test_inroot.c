@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -203,4 +205,73 @@ TEST(rm_rf_deep_tree)
   struct stat st;
   CHECK(fstatat(fd, "deep", &st, AT_SYMLINK_NOFOLLOW) != 0);
   close(fd);
+}
+
+/* Another user renames a directory out of the tree while it is being removed (issue 11.1):
+ * coming back up through ".." must never reach the directory it was moved into, nor
+ * anything above. Each round: R/dest/tmp/a/b holds many files; a child waits until the
+ * removal has started inside b and renames b into R/hold, which holds the victim files;
+ * R/victim is a second victim one level further up. */
+static int race_round(int rfd, int files)
+{
+  char p[64];
+  CHECK(mkdirat(rfd, "dest", 0755) == 0 && mkdirat(rfd, "dest/tmp", 01777) == 0 &&
+        mkdirat(rfd, "dest/tmp/a", 0755) == 0 && mkdirat(rfd, "dest/tmp/a/b", 0755) == 0 &&
+        mkdirat(rfd, "dest/tmp/a/b/c", 0755) == 0);
+  for (int i = 0; i < files; i++) {
+    snprintf(p, sizeof p, "dest/tmp/a/b/f%04d", i);
+    int fd = openat(rfd, p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    CHECK(fd >= 0);
+    close(fd);
+  }
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    /* Rename as soon as any file of b is gone: the remover is inside b then. */
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+      for (int i = 0; i < files; i += 7) {
+        struct stat st;
+        snprintf(p, sizeof p, "dest/tmp/a/b/f%04d", i);
+        if (fstatat(rfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0)
+          _exit(renameat(rfd, "dest/tmp/a/b", rfd, "hold/b") == 0 ? 0 : 1);
+      }
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      if (t.tv_sec - t0.tv_sec > 5)
+        _exit(2);
+    }
+  }
+  int rc = fp_rm_rf_at(rfd, "dest"), saved = errno;
+  int status;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  if (rc < 0)
+    CHECK_INT_EQ(saved, EXDEV);
+  /* Both victims are whole. */
+  for (int i = 0; i < 4; i++) {
+    struct stat st;
+    snprintf(p, sizeof p, "hold/h%d", i);
+    CHECK(fstatat(rfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0);
+    snprintf(p, sizeof p, "victim/v%d", i);
+    CHECK(fstatat(rfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0);
+  }
+  CHECK_INT_EQ(fp_rm_rf_at(rfd, "hold/b"), 0);
+  CHECK_INT_EQ(fp_rm_rf_at(rfd, "dest"), 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+TEST(rm_rf_racing_rename_never_climbs_out)
+{
+  fresh_root();
+  int rfd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  CHECK(rfd >= 0);
+  sh("mkdir hold victim && touch hold/h0 hold/h1 hold/h2 hold/h3 victim/v0 victim/v1 victim/v2"
+     " victim/v3");
+  int moved = 0;
+  for (int round = 0; round < 200; round++)
+    moved += race_round(rfd, 300);
+  /* The test means something only if the rename did land mid-removal. */
+  fprintf(stderr, "renamed mid-removal in %d of 200 rounds\n", moved);
+  CHECK(moved > 0);
+  close(rfd);
 }
