@@ -249,6 +249,17 @@ static int needs_chown(const struct fp_writer *w, struct archive_entry *e, int o
                            (gid_t)archive_entry_gid(e) != w->egid);
 }
 
+/* As non-root the kernel still lets the owner set setuid and setgid: a shared rootfs would
+ * hand other users a program that runs as us (contract v3, "Rootfs"). Dropped and counted. */
+static mode_t drop_setid(struct fp_writer *w, mode_t perm)
+{
+  if (!w->privileged && (perm & (S_ISUID | S_ISGID))) {
+    w->stats->setid_dropped++;
+    perm &= (mode_t) ~(S_ISUID | S_ISGID);
+  }
+  return perm;
+}
+
 static int write_file(struct fp_writer *w, struct archive *a, struct archive_entry *e,
                       const char *path, int dfd, const char *base, int own_gid, fpull_err *err)
 {
@@ -258,7 +269,7 @@ static int write_file(struct fp_writer *w, struct archive *a, struct archive_ent
                          (long long)size);
   /* Created with its final permissions where open() gives exactly those (the fd is
    * writable whatever they say); setuid, setgid and sticky only after the owner. */
-  mode_t perm = archive_entry_perm(e) & 07777;
+  mode_t perm = drop_setid(w, archive_entry_perm(e) & 07777);
   int chmod_after = !w->umask_known || (perm & 07000) || (perm & w->umask);
   mode_t create = chmod_after ? 0600 : perm;
   /* Always a new inode: never truncate in place, an existing file may be a hardlink. */
@@ -472,7 +483,8 @@ static int write_node(struct fp_writer *w, struct archive_entry *e, const char *
     owner_failed(w, path);
   /* glibc does AT_SYMLINK_NOFOLLOW through an O_PATH fd: it refuses symlinks. Opening a
    * device to fchmod it could have side effects. */
-  if (fchmodat(dfd, base, archive_entry_perm(e), AT_SYMLINK_NOFOLLOW) < 0 && errno != EOPNOTSUPP)
+  if (fchmodat(dfd, base, drop_setid(w, archive_entry_perm(e) & 07777), AT_SYMLINK_NOFOLLOW) < 0 &&
+      errno != EOPNOTSUPP)
     return fpull_err_set(err, FPULL_EFAIL, "chmod: %s", strerror(errno));
   struct timespec t[2];
   entry_times(e, t);

@@ -176,6 +176,9 @@ static int build(int sfd, const struct fpull_layer *layers, size_t n,
   if (!rc && stats->devices_skipped)
     fp_warn("%llu device node(s) skipped: creating them needs root",
             (unsigned long long)stats->devices_skipped);
+  if (!rc && stats->setid_dropped)
+    fp_warn("%llu setuid/setgid bit(s) dropped: keeping them needs root",
+            (unsigned long long)stats->setid_dropped);
   if (!rc && stats->xattrs_skipped)
     fp_debug("%llu extended attribute(s) not restored (not allowed or not supported)",
              (unsigned long long)stats->xattrs_skipped);

@@ -34,6 +34,7 @@ struct fpull_unpack_stats {
   uint64_t bytes;          /* uncompressed layer bytes read */
   uint64_t xattrs_skipped; /* not on the allowlist, or refused by the file system */
   uint64_t owners_failed;  /* as root, where the file system refused chown */
+  uint64_t setid_dropped;  /* as non-root: setuid/setgid bits of files not kept */
 };
 
 /* Builds the rootfs beside dest (a private staging directory), applies the layers in order

@@ -444,10 +444,23 @@ static void c_devices_simulated(void)
   struct built b;
   build(&b, "none",
         "chardev dev/mem major=1 minor=1 mode=666\nblockdev sda major=8 minor=0\n"
-        "fifo fifo\nfile owned data=o uid=1234 gid=5678\n");
+        "fifo fifo mode=4644\nfile owned data=o uid=1234 gid=5678\n"
+        "file su data=x mode=4755\nfile sg data=x mode=2711\nfile t data=x mode=1755\n"
+        "dir sgdir mode=2775\nhardlink su2 su\n");
   struct fpull_unpack_opts o = {.unprivileged = 1};
   expect_ok(unpack(&b, 1, &o, &err, &st), &err);
   CHECK_INT_EQ(st.devices_skipped, 2);
+  CHECK_INT_EQ(st.setid_dropped, 3);
+  static const struct {
+    const char *name;
+    mode_t mode;
+  } want[] = {{"su", 0755}, {"su2", 0755},  {"sg", 0711},
+              {"t", 01755}, {"fifo", 0644}, {"sgdir", 02775}};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    struct stat m;
+    CHECK(lstat(fmt("%s/%s", dest, want[i].name), &m) == 0);
+    CHECK_INT_EQ(m.st_mode & 07777, want[i].mode);
+  }
   CHECK(access(fmt("%s/dev/mem", dest), F_OK) != 0);
   CHECK(access(fmt("%s/sda", dest), F_OK) != 0);
   struct stat s;
@@ -502,7 +515,7 @@ static void c_nonroot(void)
       fprintf(stderr, "child: %s\n", err.msg);
       _exit(91);
     }
-    _exit(st.devices_skipped == 1 ? 0 : 92);
+    _exit(st.devices_skipped == 1 && st.setid_dropped == 2 ? 0 : 92);
   }
   int status;
   CHECK(waitpid(pid, &status, 0) == pid);
@@ -514,7 +527,9 @@ static void c_nonroot(void)
   CHECK(lstat(fmt("%s/owned", dest), &s) == 0);
   CHECK_INT_EQ(s.st_uid, 65534);
   CHECK(lstat(fmt("%s/bin/su", dest), &s) == 0);
-  CHECK_INT_EQ(s.st_mode & 07777, 04755); /* the kernel lets an owner set setuid */
+  CHECK_INT_EQ(s.st_mode & 07777, 0755); /* the kernel would let an owner set it: dropped */
+  CHECK(lstat(fmt("%s/bin/sg", dest), &s) == 0);
+  CHECK_INT_EQ(s.st_mode & 07777, 0755);
   CHECK(lstat(fmt("%s/ro", dest), &s) == 0);
   CHECK_INT_EQ(s.st_mode & 07777, 0555);
   CHECK(lstat(fmt("%s/ro/sub", dest), &s) == 0);
