@@ -2,6 +2,7 @@
  * to a directory fd from the in-root resolver, with O_NOFOLLOW / AT_SYMLINK_NOFOLLOW, and its
  * metadata is set on the fd we created or with the no-follow *at() variants: never through
  * a symlink (containerd CVE-2021-32760, libarchive CVE-2021-31566). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -24,6 +25,8 @@ void fp_writer_init(struct fp_writer *w, int rootfd, int force_fallback, int pri
   for (int i = 0; i < FP_PARENT_CACHE; i++)
     w->cache[i].fd = -1;
   w->max_file = UINT64_MAX;
+  if (fstat(rootfd, &w->root_st) < 0)
+    memset(&w->root_st, 0, sizeof w->root_st);
   w->euid = geteuid();
   w->egid = getegid();
   /* umask() itself would change it for a moment under other threads: read it instead. */
@@ -66,9 +69,7 @@ void fp_writer_forget(struct fp_writer *w)
 void fp_writer_free(struct fp_writer *w)
 {
   fp_writer_forget(w);
-  fp_pathset_free(&w->layer);
-  for (size_t i = 0; i < w->n_dirs; i++)
-    free(w->dirs[i].path);
+  fp_layerset_free(&w->layer);
   free(w->dirs);
   free(w->dir_index);
   w->dirs = NULL;
@@ -78,7 +79,7 @@ void fp_writer_free(struct fp_writer *w)
 
 void fp_writer_layer_begin(struct fp_writer *w)
 {
-  fp_pathset_clear(&w->layer);
+  fp_layerset_clear(&w->layer);
   fp_writer_forget(w);
 }
 
@@ -104,9 +105,31 @@ static const char *type_name(mode_t t)
   }
 }
 
-/* The resolved parent of path; owned by the writer (cached). Missing parents are created.
- * *own_gid: see fp_parent_slot. */
-static int get_parent(struct fp_writer *w, const char *path, const char **base, int *own_gid)
+/* Records that the layer writes into directory fd (which is st) and every directory above
+ * it up to the root, for the layer's whiteouts; stops at the first one already known. The
+ * tree is our private staging directory, so ".." is the directory above. */
+static void mark_written_into(struct fp_writer *w, int fd, const struct stat *st)
+{
+  struct stat s = *st;
+  int cur = -1, from = fd;
+  while (fp_layerset_add_dir(&w->layer, &s) &&
+         !(s.st_dev == w->root_st.st_dev && s.st_ino == w->root_st.st_ino)) {
+    int up = openat(from, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (cur >= 0)
+      close(cur);
+    cur = up;
+    if (up < 0 || fstat(up, &s) < 0)
+      break;
+    from = up;
+  }
+  if (cur >= 0)
+    close(cur);
+}
+
+/* The resolved parent of path; owned by the writer (cached), and what it is (*pst). Missing
+ * parents are created. *own_gid: see fp_parent_slot. */
+static int get_parent(struct fp_writer *w, const char *path, const char **base, int *own_gid,
+                      const struct stat **pst)
 {
   const char *slash = strrchr(path, '/');
   size_t plen = slash ? (size_t)(slash - path) : 0;
@@ -117,6 +140,7 @@ static int get_parent(struct fp_writer *w, const char *path, const char **base, 
     if (c->fd >= 0 && strncmp(c->path, path, plen) == 0 && c->path[plen] == '\0') {
       c->used = ++w->clock;
       *own_gid = c->own_gid;
+      *pst = &c->st;
       return c->fd;
     }
     if (c->fd < 0 || (victim->fd >= 0 && c->used < victim->used))
@@ -155,9 +179,12 @@ static int get_parent(struct fp_writer *w, const char *path, const char **base, 
   victim->path = fp_xstrndup(path, plen);
   victim->fd = fd;
   victim->used = ++w->clock;
-  struct stat st;
-  victim->own_gid = fstat(fd, &st) == 0 && st.st_gid == w->egid;
+  if (fstat(fd, &victim->st) < 0)
+    memset(&victim->st, 0, sizeof victim->st);
+  victim->own_gid = victim->st.st_gid == w->egid;
   *own_gid = victim->own_gid;
+  mark_written_into(w, fd, &victim->st);
+  *pst = &victim->st;
   return fd;
 }
 
@@ -320,41 +347,36 @@ static int write_file(struct fp_writer *w, struct archive *a, struct archive_ent
   return 0;
 }
 
-static uint64_t path_depth(const char *p)
+static size_t dir_slot(const struct fp_writer *w, dev_t dev, ino_t ino)
 {
-  uint64_t d = 1;
-  for (; *p; p++)
-    d += *p == '/';
-  return d;
-}
-
-static size_t str_hash(const char *s)
-{
-  size_t h = 5381;
-  for (; *s; s++)
-    h = h * 33 + (unsigned char)*s;
-  return h;
+  uint64_t h = ((uint64_t)dev * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)ino * 0xbf58476d1ce4e5b9ull);
+  h ^= h >> 31;
+  return (size_t)h & (w->dir_index_cap - 1);
 }
 
 static void dir_index_put(struct fp_writer *w, size_t i)
 {
-  size_t j = str_hash(w->dirs[i].path) & (w->dir_index_cap - 1);
+  size_t j = dir_slot(w, w->dirs[i].dev, w->dirs[i].ino);
   while (w->dir_index[j])
     j = (j + 1) & (w->dir_index_cap - 1);
   w->dir_index[j] = i + 1;
 }
 
-static void defer_dir(struct fp_writer *w, const char *path, struct archive_entry *e)
+static struct fp_dirmeta *dir_find(const struct fp_writer *w, dev_t dev, ino_t ino)
 {
-  struct fp_dirmeta *m = NULL;
-  if (w->dir_index_cap) {
-    size_t j = str_hash(path) & (w->dir_index_cap - 1);
-    for (; w->dir_index[j]; j = (j + 1) & (w->dir_index_cap - 1))
-      if (strcmp(w->dirs[w->dir_index[j] - 1].path, path) == 0) {
-        m = &w->dirs[w->dir_index[j] - 1];
-        break;
-      }
+  if (!w->dir_index_cap)
+    return NULL;
+  for (size_t j = dir_slot(w, dev, ino); w->dir_index[j]; j = (j + 1) & (w->dir_index_cap - 1)) {
+    struct fp_dirmeta *m = &w->dirs[w->dir_index[j] - 1];
+    if (m->dev == dev && m->ino == ino)
+      return m;
   }
+  return NULL;
+}
+
+static void defer_dir(struct fp_writer *w, const struct stat *st, struct archive_entry *e)
+{
+  struct fp_dirmeta *m = dir_find(w, st->st_dev, st->st_ino);
   if (!m) {
     if (w->n_dirs == w->cap_dirs) {
       w->cap_dirs = w->cap_dirs ? w->cap_dirs * 2 : 256;
@@ -368,8 +390,8 @@ static void defer_dir(struct fp_writer *w, const char *path, struct archive_entr
         dir_index_put(w, i);
     }
     m = &w->dirs[w->n_dirs];
-    m->path = fp_xstrdup(path);
-    m->depth = path_depth(path);
+    m->dev = st->st_dev;
+    m->ino = st->st_ino;
     dir_index_put(w, w->n_dirs++);
   }
   m->mode = archive_entry_perm(e);
@@ -392,7 +414,12 @@ static int write_dir(struct fp_writer *w, struct archive_entry *e, const char *p
     cleanup_close int fd = openat(dfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     apply_xattrs(w, e, fd);
   }
-  defer_dir(w, path, e);
+  struct stat st;
+  if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+    return fpull_err_set(err, FPULL_EFAIL, "cannot stat the new directory: %s",
+                         S_ISDIR(st.st_mode) ? strerror(errno) : "replaced");
+  defer_dir(w, &st, e);
+  (void)path;
   return 0;
 }
 
@@ -420,8 +447,8 @@ static int write_symlink(struct fp_writer *w, struct archive_entry *e, const cha
   return 0;
 }
 
-static int write_hardlink(struct fp_writer *w, struct archive_entry *e, const char *path,
-                          fpull_err *err)
+static int write_hardlink(struct fp_writer *w, struct archive_entry *e, const char *path, int dfd,
+                          const char *base, fpull_err *err)
 {
   char target[FP_PATH_MAX + 1];
   const char *why;
@@ -440,11 +467,6 @@ static int write_hardlink(struct fp_writer *w, struct archive_entry *e, const ch
     return fpull_err_set(err, FPULL_EUNSAFE, "hardlink target does not exist: %s", strerror(errno));
   if (S_ISDIR(sst.st_mode))
     return fpull_err_set(err, FPULL_EUNSAFE, "hardlink to a directory");
-  const char *base;
-  int own_gid;
-  int dfd = get_parent(w, path, &base, &own_gid);
-  if (dfd < 0)
-    return fpull_err_set(err, FPULL_EFAIL, "cannot resolve parent: %s", strerror(errno));
   struct stat dst;
   if (fstatat(dfd, base, &dst, AT_SYMLINK_NOFOLLOW) == 0 && dst.st_dev == sst.st_dev &&
       dst.st_ino == sst.st_ino)
@@ -510,19 +532,20 @@ int fp_entry_write(struct fp_writer *w, struct archive *a, struct archive_entry 
                            hl ? "hardlink" : type_name(type));
     return 0;
   }
+  if (!hl && type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK && type != AE_IFIFO &&
+      type != AE_IFCHR && type != AE_IFBLK)
+    return fpull_err_set(err, FPULL_EUNSAFE, "unsupported entry type (%s)", type_name(type));
+  const char *base;
+  int own_gid;
+  const struct stat *pst;
+  int dfd = get_parent(w, path, &base, &own_gid, &pst);
+  if (dfd < 0)
+    return fpull_err_set(err, errno == ELOOP ? FPULL_EUNSAFE : FPULL_EFAIL,
+                         "cannot resolve parent directory: %s", strerror(errno));
   int rc;
   if (hl) {
-    rc = write_hardlink(w, e, path, err);
+    rc = write_hardlink(w, e, path, dfd, base, err);
   } else {
-    if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK && type != AE_IFIFO &&
-        type != AE_IFCHR && type != AE_IFBLK)
-      return fpull_err_set(err, FPULL_EUNSAFE, "unsupported entry type (%s)", type_name(type));
-    const char *base;
-    int own_gid;
-    int dfd = get_parent(w, path, &base, &own_gid);
-    if (dfd < 0)
-      return fpull_err_set(err, errno == ELOOP ? FPULL_EUNSAFE : FPULL_EFAIL,
-                           "cannot resolve parent directory: %s", strerror(errno));
     switch (type) {
     case AE_IFREG:
       rc = write_file(w, a, e, path, dfd, base, own_gid, err);
@@ -539,41 +562,129 @@ int fp_entry_write(struct fp_writer *w, struct archive *a, struct archive_entry 
     }
   }
   if (rc == 0)
-    fp_pathset_add(&w->layer, path);
+    fp_layerset_add_name(&w->layer, pst, base);
   return rc;
 }
 
-static int by_depth_desc(const void *a, const void *b)
+/* Applies the deferred metadata of the directory fd (if it has any). */
+static int apply_dir(struct fp_writer *w, int fd, const char *name, fpull_err *err)
 {
-  const struct fp_dirmeta *x = a, *y = b;
-  return x->depth < y->depth ? 1 : x->depth > y->depth ? -1 : 0;
+  struct stat st;
+  if (fstat(fd, &st) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "%s: cannot stat directory: %s", name, strerror(errno));
+  const struct fp_dirmeta *m = dir_find(w, st.st_dev, st.st_ino);
+  if (!m)
+    return 0;
+  if (w->privileged && (st.st_uid != (uid_t)m->uid || st.st_gid != (gid_t)m->gid) &&
+      fchown(fd, (uid_t)m->uid, (gid_t)m->gid) < 0)
+    owner_failed(w, name);
+  if (fchmod(fd, m->mode) < 0 || futimens(fd, m->times) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "%s: cannot set mode or times: %s", name,
+                         strerror(errno));
+  return 0;
 }
 
+/* The subdirectories of the directory fd (never symlinks). */
+static int list_subdirs(int fd, char ***out)
+{
+  *out = NULL;
+  int rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = rfd >= 0 ? fdopendir(rfd) : NULL;
+  if (!d) {
+    if (rfd >= 0)
+      close(rfd);
+    return -1;
+  }
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+      continue;
+    struct stat st;
+    if (de->d_type == DT_DIR ||
+        (de->d_type == DT_UNKNOWN && fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISDIR(st.st_mode)))
+      *out = fp_strv_push(*out, de->d_name);
+  }
+  closedir(d);
+  return 0;
+}
+
+struct walk_level {
+  char **subs;
+  size_t next;
+};
+
+/* Directory metadata goes on once everything is in, children before their parent: writing
+ * into a directory changes its times, and its mode may forbid writing or searching. The
+ * directories are found by walking the tree (our private staging directory) and matched by
+ * (dev, ino), so no path is kept per directory. Iterative, one fd at a time besides the
+ * one above: depth costs memory, not stack or fds. */
 int fp_writer_finish(struct fp_writer *w, fpull_err *err)
 {
   fp_writer_forget(w);
+  if (!w->n_dirs)
+    return 0;
+  int cur = openat(w->root.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (cur < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot open the rootfs: %s", strerror(errno));
+  struct walk_level *stack = fp_xmalloc(sizeof *stack * 16);
+  size_t depth = 0, cap = 16;
+  int rc = 0;
+  char **subs;
+  if (list_subdirs(cur, &subs) < 0) {
+    rc = fpull_err_set(err, FPULL_EFAIL, "cannot read the rootfs: %s", strerror(errno));
+    goto out;
+  }
+  stack[depth++] = (struct walk_level){subs, 0};
+  while (depth) {
+    struct walk_level *top = &stack[depth - 1];
+    if (top->subs && top->subs[top->next]) {
+      const char *name = top->subs[top->next++];
+      int nfd = openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (nfd < 0) {
+        rc =
+            fpull_err_set(err, FPULL_EFAIL, "%s: cannot open directory: %s", name, strerror(errno));
+        goto out;
+      }
+      if (list_subdirs(nfd, &subs) < 0) {
+        rc =
+            fpull_err_set(err, FPULL_EFAIL, "%s: cannot read directory: %s", name, strerror(errno));
+        close(nfd);
+        goto out;
+      }
+      if (depth == cap)
+        stack = fp_xrealloc(stack, sizeof *stack * (cap *= 2));
+      stack[depth++] = (struct walk_level){subs, 0};
+      close(cur);
+      cur = nfd;
+      continue;
+    }
+    /* All children done: this directory's own metadata, then up (".." first: the new mode
+     * may forbid searching it). The root keeps its private mode. */
+    fp_strvp(&top->subs);
+    depth--;
+    if (!depth)
+      break;
+    const char *name = stack[depth - 1].subs[stack[depth - 1].next - 1];
+    int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (up < 0) {
+      rc = fpull_err_set(err, FPULL_EFAIL, "%s: cannot go up: %s", name, strerror(errno));
+      goto out;
+    }
+    rc = apply_dir(w, cur, name, err);
+    close(cur);
+    cur = up;
+    if (rc)
+      goto out;
+  }
+out:
+  while (depth)
+    fp_strvp(&stack[--depth].subs);
+  free(stack);
+  if (cur >= 0)
+    close(cur);
   free(w->dir_index);
   w->dir_index = NULL;
   w->dir_index_cap = 0;
-  if (w->n_dirs)
-    qsort(w->dirs, w->n_dirs, sizeof *w->dirs, by_depth_desc);
-  for (size_t i = 0; i < w->n_dirs; i++) {
-    struct fp_dirmeta *m = &w->dirs[i];
-    cleanup_close int pfd = fp_inroot_open(&w->root, m->path, 1);
-    struct stat st;
-    /* Replaced by a later entry (a file, a symlink) or removed by a whiteout: skip. */
-    if (pfd < 0 || fstat(pfd, &st) < 0 || !S_ISDIR(st.st_mode))
-      continue;
-    cleanup_close int fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-      return fpull_err_set(err, FPULL_EFAIL, "%s: cannot open directory: %s", m->path,
-                           strerror(errno));
-    if (w->privileged && (st.st_uid != (uid_t)m->uid || st.st_gid != (gid_t)m->gid) &&
-        fchown(fd, (uid_t)m->uid, (gid_t)m->gid) < 0)
-      owner_failed(w, m->path);
-    if (fchmod(fd, m->mode) < 0 || futimens(fd, m->times) < 0)
-      return fpull_err_set(err, FPULL_EFAIL, "%s: cannot set mode or times: %s", m->path,
-                           strerror(errno));
-  }
-  return 0;
+  return rc;
 }

@@ -6,6 +6,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -15,12 +16,15 @@
 
 #define FP_PARENT_CACHE 4
 
+/* A directory's metadata from its entry, applied at the end. Keyed by what the directory
+ * is (dev, ino), not by a spelling of its path: many spellings of one directory cost one
+ * record. */
 struct fp_dirmeta {
-  char *path; /* cleaned, logical */
+  dev_t dev;
+  ino_t ino;
   mode_t mode;
   int64_t uid, gid;
   struct timespec times[2];
-  size_t depth;
 };
 
 struct fp_writer {
@@ -28,7 +32,8 @@ struct fp_writer {
   int privileged;    /* owners, devices, security.capability */
   uint64_t max_file; /* largest (apparent) file size accepted */
   struct fpull_unpack_stats *stats;
-  struct fp_pathset layer; /* what the current layer wrote, for its whiteouts */
+  struct fp_layerset layer; /* what the current layer wrote, for its whiteouts */
+  struct stat root_st;      /* the root directory, where marking what was written stops */
 
   /* Parent directories of recent entries: most entries share their parent with the one
    * before, or with the directory entry just before (tar order). All but the one in use
@@ -38,6 +43,7 @@ struct fp_writer {
     char *path;
     int fd;
     int own_gid; /* the directory's group is ours: what we create in it is ours alone */
+    struct stat st;
     uint64_t used;
   } cache[FP_PARENT_CACHE];
   uint64_t clock;
@@ -55,7 +61,7 @@ struct fp_writer {
    * writing into a directory changes its times, and its mode may forbid writing. */
   struct fp_dirmeta *dirs;
   size_t n_dirs, cap_dirs;
-  size_t *dir_index; /* open addressing over dirs, by path: a later layer's entry wins */
+  size_t *dir_index; /* open addressing over dirs, by (dev, ino): a later entry wins */
   size_t dir_index_cap;
 };
 

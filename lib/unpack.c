@@ -42,6 +42,20 @@ static void escape_name(char *out, size_t cap, const char *in)
   out[o] = '\0';
 }
 
+/* A ".wh." name is only meaningful as the last component: as a directory it would create
+ * a directory the image spec says cannot exist (refused, exit 8). Under aufs bookkeeping
+ * directories (".wh..wh.plnk/...") the entry is skipped, like the directory itself. */
+static int inner_whiteout(const char *clean, const char *last_slash)
+{
+  for (const char *c = clean; last_slash && c < last_slash;) {
+    const char *end = strchr(c, '/');
+    if (strncmp(c, FP_WH_PREFIX, 4) == 0)
+      return strncmp(c, ".wh..wh.", 8) == 0 ? FP_WH_META : FP_WH_INVALID;
+    c = end + 1;
+  }
+  return FP_WH_NONE;
+}
+
 static int apply_layer(struct fp_writer *w, const struct fpull_layer *layer, uint64_t max_entries,
                        uint64_t max_bytes, struct fpull_unpack_stats *stats, fpull_err *err)
 {
@@ -99,6 +113,14 @@ static int apply_layer(struct fp_writer *w, const struct fpull_layer *layer, uin
     }
     char *slash = strrchr(clean, '/');
     const char *base = slash ? slash + 1 : clean, *target = NULL;
+    int inner = inner_whiteout(clean, slash);
+    if (inner == FP_WH_META)
+      continue;
+    if (inner) {
+      rc = fpull_err_set(err, FPULL_EUNSAFE,
+                         "entry %s: a whiteout name (.wh.) as a directory in the path", shown);
+      goto out;
+    }
     int kind = fp_whiteout_kind(base, &target);
     if (kind == FP_WH_INVALID) {
       rc = fpull_err_set(err, FPULL_EUNSAFE, "entry %s: invalid whiteout name", shown);

@@ -26,13 +26,8 @@ int fp_whiteout_kind(const char *base, const char **target)
   return FP_WH_FILE;
 }
 
-static uint64_t path_hash(const char *p, size_t n)
+static uint64_t mix(uint64_t h)
 {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)p[i];
-    h *= 0x100000001b3ull;
-  }
   /* splitmix64 finaliser: FNV alone clusters badly in a power-of-two table. */
   h ^= h >> 30;
   h *= 0xbf58476d1ce4e5b9ull;
@@ -42,14 +37,38 @@ static uint64_t path_hash(const char *p, size_t n)
   return h ? h : 1;
 }
 
-void fp_pathset_clear(struct fp_pathset *s)
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+static uint64_t dir_key(const struct stat *st)
+{
+  uint64_t h = 0xcbf29ce484222325ull;
+  uint64_t dev = (uint64_t)st->st_dev, ino = (uint64_t)st->st_ino;
+  h = fnv(h, &dev, sizeof dev);
+  return mix(fnv(h, &ino, sizeof ino));
+}
+
+static uint64_t name_key(const struct stat *dir, const char *name)
+{
+  uint64_t h = dir_key(dir);
+  return mix(fnv(h, name, strlen(name)));
+}
+
+static void hs_clear(struct fp_hashset *s)
 {
   if (s->slots && s->n)
     memset(s->slots, 0, s->cap * sizeof *s->slots);
   s->n = 0;
 }
 
-void fp_pathset_free(struct fp_pathset *s)
+static void hs_free(struct fp_hashset *s)
 {
   free(s->slots);
   s->slots = NULL;
@@ -57,7 +76,7 @@ void fp_pathset_free(struct fp_pathset *s)
 }
 
 /* Returns 1 when h was new. */
-static int set_insert(struct fp_pathset *s, uint64_t h)
+static int hs_insert(struct fp_hashset *s, uint64_t h)
 {
   if ((s->n + 1) * 2 > s->cap) {
     size_t ncap = s->cap ? s->cap * 2 : 1024;
@@ -85,41 +104,66 @@ static int set_insert(struct fp_pathset *s, uint64_t h)
   return 1;
 }
 
-void fp_pathset_add(struct fp_pathset *s, const char *path)
-{
-  size_t n = strlen(path);
-  if (!set_insert(s, path_hash(path, n)))
-    return;
-  /* Ancestors, deepest first; once one is known, all above it are too. */
-  while (n) {
-    while (n && path[n - 1] != '/')
-      n--;
-    if (!n)
-      break;
-    n--;
-    if (!set_insert(s, path_hash(path, n)))
-      break;
-  }
-}
-
-int fp_pathset_has(const struct fp_pathset *s, const char *path, size_t len)
+static int hs_has(const struct fp_hashset *s, uint64_t h)
 {
   if (!s->cap)
     return 0;
-  uint64_t h = path_hash(path, len);
-  size_t j = h & (s->cap - 1);
-  while (s->slots[j]) {
+  for (size_t j = h & (s->cap - 1); s->slots[j]; j = (j + 1) & (s->cap - 1))
     if (s->slots[j] == h)
       return 1;
-    j = (j + 1) & (s->cap - 1);
-  }
   return 0;
 }
 
-/* Removes from directory dfd (logical path logical) everything this layer did not write,
- * descending into the directories it wrote into. */
-static int prune(const struct fp_pathset *layer, int dfd, const char *logical)
+void fp_layerset_clear(struct fp_layerset *s)
 {
+  hs_clear(&s->names);
+  hs_clear(&s->dirs);
+}
+
+void fp_layerset_free(struct fp_layerset *s)
+{
+  hs_free(&s->names);
+  hs_free(&s->dirs);
+}
+
+void fp_layerset_add_name(struct fp_layerset *s, const struct stat *dir, const char *name)
+{
+  hs_insert(&s->names, name_key(dir, name));
+}
+
+int fp_layerset_add_dir(struct fp_layerset *s, const struct stat *dir)
+{
+  return hs_insert(&s->dirs, dir_key(dir));
+}
+
+int fp_layerset_has_name(const struct fp_layerset *s, const struct stat *dir, const char *name)
+{
+  return hs_has(&s->names, name_key(dir, name));
+}
+
+int fp_layerset_has_dir(const struct fp_layerset *s, const struct stat *dir)
+{
+  return hs_has(&s->dirs, dir_key(dir));
+}
+
+/* Did the layer write name (in dfd, which is dst), or write into it? */
+static int layer_wrote(const struct fp_layerset *l, int dfd, const struct stat *dst,
+                       const char *name)
+{
+  if (hs_has(&l->names, name_key(dst, name)))
+    return 1;
+  struct stat st;
+  return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+         hs_has(&l->dirs, dir_key(&st));
+}
+
+/* Removes from directory dfd everything this layer did not write, descending into the
+ * directories it wrote into. */
+static int prune(const struct fp_layerset *layer, int dfd)
+{
+  struct stat dst;
+  if (fstat(dfd, &dst) < 0)
+    return -1;
   int rfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   DIR *d = rfd >= 0 ? fdopendir(rfd) : NULL;
   if (!d) {
@@ -135,18 +179,8 @@ static int prune(const struct fp_pathset *layer, int dfd, const char *logical)
       names = fp_strv_push(names, de->d_name);
   closedir(d);
 
-  size_t llen = strlen(logical);
-  cleanup_free char *child = fp_xmalloc(llen + 1 + 256 + 1);
   for (size_t i = 0; names && names[i]; i++) {
-    size_t nlen = strlen(names[i]), clen = 0;
-    if (llen) {
-      memcpy(child, logical, llen);
-      child[llen] = '/';
-      clen = llen + 1;
-    }
-    memcpy(child + clen, names[i], nlen + 1);
-    clen += nlen;
-    if (!fp_pathset_has(layer, child, clen)) {
+    if (!layer_wrote(layer, dfd, &dst, names[i])) {
       if (fp_rm_rf_at(dfd, names[i]) < 0)
         return -1;
       continue;
@@ -155,13 +189,13 @@ static int prune(const struct fp_pathset *layer, int dfd, const char *logical)
     if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
       continue;
     cleanup_close int cfd = openat(dfd, names[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (cfd < 0 || prune(layer, cfd, child) < 0)
+    if (cfd < 0 || prune(layer, cfd) < 0)
       return -1;
   }
   return 0;
 }
 
-int fp_whiteout_apply(const struct fp_root *r, const struct fp_pathset *layer, const char *dir,
+int fp_whiteout_apply(const struct fp_root *r, const struct fp_layerset *layer, const char *dir,
                       const char *name)
 {
   char path[FP_PATH_MAX + 1];
@@ -175,16 +209,18 @@ int fp_whiteout_apply(const struct fp_root *r, const struct fp_pathset *layer, c
   if (dfd < 0)
     /* No parent, nothing to delete. */
     return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
-  if (!fp_pathset_has(layer, path, (size_t)n))
+  struct stat dst, st;
+  if (fstat(dfd, &dst) < 0)
+    return -1;
+  if (!layer_wrote(layer, dfd, &dst, base))
     return fp_rm_rf_at(dfd, base);
-  struct stat st;
   if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
     return 0;
   cleanup_close int cfd = openat(dfd, base, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  return cfd < 0 ? -1 : prune(layer, cfd, path);
+  return cfd < 0 ? -1 : prune(layer, cfd);
 }
 
-int fp_opaque_apply(const struct fp_root *r, const struct fp_pathset *layer, const char *dir)
+int fp_opaque_apply(const struct fp_root *r, const struct fp_layerset *layer, const char *dir)
 {
   cleanup_close int dfd = fp_inroot_open(r, dir, 0);
   if (dfd < 0)
@@ -194,5 +230,5 @@ int fp_opaque_apply(const struct fp_root *r, const struct fp_pathset *layer, con
     return -1;
   if (!S_ISDIR(st.st_mode))
     return 0;
-  return prune(layer, dfd, dir);
+  return prune(layer, dfd);
 }

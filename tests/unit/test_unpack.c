@@ -1013,3 +1013,98 @@ TEST(parent_below_cached_directory_never_a_symlink)
 {
   run_both(c_parent_below_cached);
 }
+
+/* Issue 11.4: memory grows with the number of spellings of one directory. 16 symlinks
+ * "sN" -> "." with 249-byte names make every entry a new ~3.8 KB spelling of the directory
+ * d: 100,000 directory entries, each a different path to the same directory. Deferred
+ * directory metadata kept a record and a path copy per spelling (456 MB for this layer).
+ * The unpack runs in a child so that its peak RSS is its own (ru_maxrss of wait4). */
+#include <archive.h>
+#include <archive_entry.h>
+#include <sys/resource.h>
+
+#define SPELLINGS 100000
+
+static void symlink_name(char *out, int i)
+{
+  memset(out, 'a' + i, 249);
+  out[0] = 's';
+  out[249] = '\0';
+}
+
+static void build_spellings_layer(const char *path)
+{
+  struct archive *a = archive_write_new();
+  CHECK(a != NULL);
+  CHECK(archive_write_set_format_pax_restricted(a) == ARCHIVE_OK);
+  CHECK(archive_write_add_filter_gzip(a) == ARCHIVE_OK);
+  CHECK(archive_write_open_filename(a, path) == ARCHIVE_OK);
+  struct archive_entry *e = archive_entry_new();
+  char name[256];
+  for (int i = 0; i < 16; i++) {
+    archive_entry_clear(e);
+    symlink_name(name, i);
+    archive_entry_set_pathname(e, name);
+    archive_entry_set_filetype(e, AE_IFLNK);
+    archive_entry_set_symlink(e, ".");
+    archive_entry_set_perm(e, 0777);
+    CHECK(archive_write_header(a, e) == ARCHIVE_OK);
+  }
+  static char p[4096];
+  for (int i = 0; i < SPELLINGS; i++) {
+    /* 15 links picked by the digits of i in base 16 (and a mix of them): all distinct. */
+    size_t len = 0;
+    unsigned v = (unsigned)i, h = (unsigned)i * 2654435761u;
+    for (int k = 0; k < 15; k++) {
+      int pick = k < 5 ? (int)((v >> (4 * k)) & 15) : (int)((h >> (2 * k)) & 15);
+      symlink_name(name, pick);
+      memcpy(p + len, name, 249);
+      p[len + 249] = '/';
+      len += 250;
+    }
+    memcpy(p + len, "d", 2);
+    archive_entry_clear(e);
+    archive_entry_set_pathname(e, p);
+    archive_entry_set_filetype(e, AE_IFDIR);
+    archive_entry_set_perm(e, 0755);
+    CHECK(archive_write_header(a, e) == ARCHIVE_OK);
+  }
+  archive_entry_free(e);
+  CHECK(archive_write_close(a) == ARCHIVE_OK);
+  archive_write_free(a);
+}
+
+static void c_spellings_rss(void)
+{
+  static char layer[4200];
+  snprintf(layer, sizeof layer, "%s/spellings.tar.gz", th_tmpdir());
+  if (access(layer, F_OK) != 0)
+    build_spellings_layer(layer);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    struct fpull_layer l = {layer, MT_GZ, "sha256:spellings", NULL};
+    struct fpull_unpack_opts o = {.resolve_fallback = fallback};
+    struct fpull_unpack_stats st;
+    fpull_err err;
+    if (fpull_unpack_rootfs(dest, &l, 1, &o, &st, &err) != 0) {
+      fprintf(stderr, "child: %s\n", err.msg);
+      _exit(91);
+    }
+    _exit(st.entries == SPELLINGS + 16 ? 0 : 92);
+  }
+  int status;
+  struct rusage ru;
+  CHECK(wait4(pid, &status, 0, &ru) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK_INT_EQ(WEXITSTATUS(status), 0);
+  fprintf(stderr, "peak RSS of the unpack: %ld KiB\n", ru.ru_maxrss);
+  CHECK(ru.ru_maxrss < 64 * 1024);
+  struct stat s;
+  CHECK(lstat(fmt("%s/d", dest), &s) == 0 && S_ISDIR(s.st_mode));
+  CHECK_INT_EQ(s.st_mode & 07777, 0755);
+}
+TEST(many_spellings_of_one_directory_bounded_memory)
+{
+  run_both(c_spellings_rss);
+}

@@ -29,30 +29,38 @@ TEST(kind_classifies_names)
   CHECK_INT_EQ(fp_whiteout_kind(".wh...", &t), FP_WH_INVALID);
 }
 
-TEST(pathset_holds_paths_and_ancestors)
+TEST(layerset_keys_by_directory_identity)
 {
-  struct fp_pathset s = {0};
-  CHECK(!fp_pathset_has(&s, "a", 1));
-  fp_pathset_add(&s, "a/b/c");
-  CHECK(fp_pathset_has(&s, "a/b/c", 5));
-  CHECK(fp_pathset_has(&s, "a/b", 3));
-  CHECK(fp_pathset_has(&s, "a", 1));
-  CHECK(!fp_pathset_has(&s, "a/b/d", 5));
-  CHECK(!fp_pathset_has(&s, "b", 1));
+  struct fp_layerset s = {0};
+  struct stat d1 = {0}, d2 = {0};
+  d1.st_dev = d2.st_dev = 5;
+  d1.st_ino = 100;
+  d2.st_ino = 101;
+  CHECK(!fp_layerset_has_name(&s, &d1, "a"));
+  fp_layerset_add_name(&s, &d1, "a");
+  CHECK(fp_layerset_has_name(&s, &d1, "a"));
+  CHECK(!fp_layerset_has_name(&s, &d2, "a"));
+  CHECK(!fp_layerset_has_name(&s, &d1, "b"));
+  CHECK_INT_EQ(fp_layerset_add_dir(&s, &d2), 1);
+  CHECK_INT_EQ(fp_layerset_add_dir(&s, &d2), 0);
+  CHECK(fp_layerset_has_dir(&s, &d2));
+  CHECK(!fp_layerset_has_dir(&s, &d1));
   char p[64];
   for (int i = 0; i < 5000; i++) {
-    snprintf(p, sizeof p, "dir%d/file%d", i % 37, i);
-    fp_pathset_add(&s, p);
+    d1.st_ino = 1000 + (ino_t)(i % 37);
+    snprintf(p, sizeof p, "file%d", i);
+    fp_layerset_add_name(&s, &d1, p);
   }
   for (int i = 0; i < 5000; i++) {
-    snprintf(p, sizeof p, "dir%d/file%d", i % 37, i);
-    CHECK(fp_pathset_has(&s, p, strlen(p)));
-    snprintf(p, sizeof p, "dir%d/other%d", i % 37, i);
-    CHECK(!fp_pathset_has(&s, p, strlen(p)));
+    d1.st_ino = 1000 + (ino_t)(i % 37);
+    snprintf(p, sizeof p, "file%d", i);
+    CHECK(fp_layerset_has_name(&s, &d1, p));
+    snprintf(p, sizeof p, "other%d", i);
+    CHECK(!fp_layerset_has_name(&s, &d1, p));
   }
-  fp_pathset_clear(&s);
-  CHECK(!fp_pathset_has(&s, "a", 1));
-  fp_pathset_free(&s);
+  fp_layerset_clear(&s);
+  CHECK(!fp_layerset_has_dir(&s, &d2));
+  fp_layerset_free(&s);
 }
 
 /* ---- through fpull_unpack_rootfs ---- */
@@ -212,4 +220,41 @@ static void c_opaque_symlinked(void)
 TEST(t19_opaque_through_symlinks_stays_inside)
 {
   run_both(c_opaque_symlinked);
+}
+
+/* A whiteout spelled through a symlink still spares what its own layer wrote: what the
+ * layer wrote is known by identity, not by spelling. */
+static void c_own_file_other_spelling(void)
+{
+  fpull_err err;
+  struct fpull_unpack_stats st;
+  expect_ok(run(&err, &st, 2, "file real/lower data=l\n",
+                "dir real\nsymlink l real\nfile real/f data=mine\nfile l/.wh.f\n"
+                "file l/.wh.lower\n"),
+            &err);
+  CHECK(exists("real/f"));
+  CHECK(!exists("real/lower"));
+  CHECK_INT_EQ(st.whiteouts, 2);
+}
+TEST(whiteout_spares_own_layer_whatever_the_spelling)
+{
+  run_both(c_own_file_other_spelling);
+}
+
+/* ".wh." as a directory component: refused, naming the entry; aufs bookkeeping under
+ * ".wh..wh.*" directories is skipped. */
+static void c_inner_whiteout(void)
+{
+  fpull_err err;
+  int rc = run(&err, NULL, 1, "file a/.wh.x/f data=1\n");
+  CHECK_INT_EQ(rc, FPULL_EUNSAFE);
+  CHECK_CONTAINS(err.msg, "a/.wh.x/f");
+  CHECK(access(dest, F_OK) != 0);
+  expect_ok(run(&err, NULL, 1, "file keep data=k\nfile .wh..wh.plnk/12.34 data=x\n"), &err);
+  CHECK(exists("keep"));
+  CHECK(!exists(".wh..wh.plnk"));
+}
+TEST(whiteout_prefix_as_directory_component)
+{
+  run_both(c_inner_whiteout);
 }
