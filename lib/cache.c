@@ -12,6 +12,7 @@
 
 #include "cache_internal.h"
 #include "cache_lock.h"
+#include "cache_trust.h"
 #include "digest.h"
 #include "fpull/cache.h"
 #include "fpull/config.h"
@@ -85,17 +86,17 @@ static int is_stale(int dirfd, const char *name, time_t now)
 static void clean_stale(fpull_cache *c)
 {
   time_t now = time(NULL);
-  int fd = dup(c->tmp_fd);
+  int fd = c->priv_fd >= 0 ? dup(c->priv_fd) : -1;
   DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
   if (!d && fd >= 0)
     close(fd);
   struct dirent *e;
   while (d && (e = readdir(d))) {
     const char *name = e->d_name;
-    if (name[0] == '.' || !is_stale(c->tmp_fd, name, now))
+    if (name[0] == '.' || !is_stale(c->priv_fd, name, now))
       continue;
     if (!valid_hex_name(name, strlen(".partial")) || strcmp(name + 64, ".partial") != 0) {
-      unlinkat(c->tmp_fd, name, 0);
+      unlinkat(c->priv_fd, name, 0);
       continue;
     }
     char lock[80];
@@ -103,9 +104,9 @@ static void clean_stale(fpull_cache *c)
     int lfd;
     if (fp_lock_take(c->locks_fd, lock, 0, &lfd) != 0)
       continue; /* someone is resuming it right now */
-    if (is_stale(c->tmp_fd, name, now)) {
+    if (is_stale(c->priv_fd, name, now)) {
       fp_debug("cache: removing stale partial download %s", name);
-      unlinkat(c->tmp_fd, name, 0);
+      unlinkat(c->priv_fd, name, 0);
     }
     fp_lock_drop(c->locks_fd, lock, lfd);
   }
@@ -131,7 +132,7 @@ void fpull_cache_free(fpull_cache *c)
 {
   if (!c)
     return;
-  int *fds[] = {&c->root_fd, &c->blobs_fd, &c->tmp_fd, &c->locks_fd, &c->tags_fd};
+  int *fds[] = {&c->root_fd, &c->blobs_fd, &c->tmp_fd, &c->priv_fd, &c->locks_fd, &c->tags_fd};
   for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
     if (*fds[i] >= 0)
       close(*fds[i]);
@@ -154,7 +155,7 @@ int fpull_cache_open(fpull_cache **out, const char *dir, fpull_err *err)
   if (stat(dir, &st) < 0 && errno == ENOENT && fp_mkdir_p(dir, 0700) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: cannot create: %s", dir, strerror(errno));
   __attribute__((cleanup(cache_freep))) fpull_cache *c = fp_xcalloc(1, sizeof *c);
-  c->blobs_fd = c->tmp_fd = c->locks_fd = c->tags_fd = -1;
+  c->blobs_fd = c->tmp_fd = c->priv_fd = c->locks_fd = c->tags_fd = -1;
   c->dir = fp_xstrdup(dir);
   c->root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (c->root_fd < 0)
@@ -174,6 +175,11 @@ int fpull_cache_open(fpull_cache **out, const char *dir, fpull_err *err)
       (r = open_subdir(&c->locks_fd, c->root_fd, "locks", dir, err)) ||
       (r = open_subdir(&c->tags_fd, c->root_fd, "tags", dir, err)))
     return r;
+  /* Our work files go where nobody else can swap, link or plant anything (tmp/ may be
+   * shared): a directory of ours alone. */
+  c->priv_fd = fp_trust_private_dir(c->tmp_fd);
+  if (c->priv_fd < 0)
+    fp_debug("cache %s: no private working directory under tmp/: %s", dir, strerror(errno));
   clean_stale(c);
   *out = steal_pointer(&c);
   return 0;
@@ -220,17 +226,15 @@ static int open_blob(int *out, struct stat *st, fpull_cache *c, const char *dige
 {
   *out = -1;
   const char *hex = digest + 7;
-  int fd = openat(c->blobs_fd, hex, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  int fd = fp_trust_open_file(c->blobs_fd, hex, O_RDONLY, 0, st);
   if (fd < 0 && errno == ENOENT)
     return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s not in %s", digest, c->dir);
-  if (fd >= 0 && fstat(fd, st) == 0 && S_ISREG(st->st_mode)) {
+  if (fd >= 0) {
     *out = fd;
     return 0;
   }
   int e = errno;
-  if (fd >= 0)
-    close(fd);
-  if (fd < 0 && e != ELOOP)
+  if (e != ELOOP && e != EINVAL)
     return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: %s", digest, strerror(e));
   fp_cache_remove_if_same(c->blobs_fd, hex, NULL);
   return fpull_err_set(err, FPULL_EINTEGRITY,
@@ -258,10 +262,6 @@ int fpull_cache_open_blob(int *out, fpull_cache *c, const char *digest, int64_t 
     fp_cache_remove_if_same(c->blobs_fd, digest + 7, &st);
     return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s not in %s", digest, c->dir);
   }
-  /* Reads block as usual from here on (O_NONBLOCK only kept a planted FIFO from hanging). */
-  int fl = fcntl(fd, F_GETFL);
-  if (fl >= 0)
-    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
   *out = fd;
   fd = -1;
   return 0;
@@ -352,4 +352,95 @@ int fpull_cache_put_bytes(fpull_cache *c, const char *digest, const void *data, 
     return r;
   }
   return fpull_cache_writer_commit(w, err);
+}
+
+/* Copies len bytes of fd into a file only we can reach, hashing them on the way. */
+static int private_copy(fpull_cache *c, int fd, uint64_t len, struct fp_sha256 *h, int *out,
+                        const char *digest, fpull_err *err)
+{
+  int dir = c->priv_fd >= 0 ? c->priv_fd : -1;
+  cleanup_close int copy = dir >= 0 ? fp_trust_anon_file(dir) : -1;
+  if (copy < 0)
+    return fpull_err_set(err, FPULL_EFAIL,
+                         "cache %s: blob %s belongs to another user and there is no private "
+                         "place to copy it to: %s",
+                         c->dir, digest, strerror(errno));
+  char buf[1 << 16];
+  uint64_t done = 0;
+  while (done < len) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: short read", digest);
+    if (fp_sha256_update(h, buf, (size_t)n) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 failed");
+    for (ssize_t w = 0; w < n;) {
+      ssize_t k = write(copy, buf + w, (size_t)(n - w));
+      if (k < 0 && errno == EINTR)
+        continue;
+      if (k <= 0)
+        return fpull_err_set(err, FPULL_EFAIL, "cache %s: private copy of %s: %s", c->dir, digest,
+                             strerror(errno));
+      w += k;
+    }
+    done += (uint64_t)n;
+  }
+  *out = copy;
+  copy = -1;
+  return 0;
+}
+
+int fpull_cache_open_verified(int *out, fpull_cache *c, const char *digest, int64_t size,
+                              fpull_err *err)
+{
+  *out = -1;
+  if (!fpull_digest_valid(digest))
+    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: invalid digest");
+  struct stat st;
+  cleanup_close int fd = -1;
+  int r = open_blob(&fd, &st, c, digest, err);
+  if (r)
+    return r;
+  if (size >= 0 && st.st_size != size) {
+    fp_cache_remove_if_same(c->blobs_fd, digest + 7, &st);
+    return fpull_err_set(err, FPULL_EINTEGRITY,
+                         "cache: blob %s has %lld bytes, expected %lld; removed", digest,
+                         (long long)st.st_size, (long long)size);
+  }
+  cleanup_sha256 struct fp_sha256 h = {0};
+  if (fp_sha256_init(&h) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 unavailable");
+  /* A file of ours or root's that nobody else may write keeps the bytes we hash; anyone
+   * else's could change them right after: those are copied, and the copy is used. */
+  int safe = (st.st_uid == geteuid() || st.st_uid == 0) && !(st.st_mode & (S_IWGRP | S_IWOTH));
+  int use = fd;
+  cleanup_close int copy = -1;
+  if (safe) {
+    if (fp_sha256_fd(&h, fd, (uint64_t)st.st_size) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: cannot read: %s", digest,
+                           strerror(errno));
+  } else {
+    fp_debug("cache: blob %s is owned by uid %u: using a private copy", digest,
+             (unsigned)st.st_uid);
+    if ((r = private_copy(c, fd, (uint64_t)st.st_size, &h, &copy, digest, err)))
+      return r;
+    use = copy;
+  }
+  char got[72];
+  if (fp_sha256_final(&h, got) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 failed");
+  if (strcmp(got, digest) != 0) {
+    fp_cache_remove_if_same(c->blobs_fd, digest + 7, &st);
+    return fpull_err_set(err, FPULL_EINTEGRITY,
+                         "cache: blob %s is corrupt (its sha256 is %s); removed", digest, got);
+  }
+  if (lseek(use, 0, SEEK_SET) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: %s", digest, strerror(errno));
+  if (use == copy)
+    copy = -1;
+  else
+    fd = -1;
+  *out = use;
+  return 0;
 }

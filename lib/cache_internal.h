@@ -8,7 +8,9 @@ struct fpull_cache {
   char *dir;
   int root_fd;  /* CACHE */
   int blobs_fd; /* CACHE/blobs/sha256: verified blobs only */
-  int tmp_fd;   /* CACHE/tmp: HEX.partial downloads, temporary tag records */
+  int tmp_fd;   /* CACHE/tmp: holds the users' private working directories */
+  int priv_fd;  /* CACHE/tmp/uUID, ours alone: HEX.partial downloads, temporary records;
+                   -1 when it cannot be had (a cache we may only read) */
   int locks_fd; /* CACHE/locks: HEX.lock */
   int tags_fd;  /* CACHE/tags: tag -> digest records */
 };

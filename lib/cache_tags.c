@@ -4,10 +4,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "cache_internal.h"
+#include "cache_trust.h"
 #include "fpull/cache.h"
 #include "fpull/manifest.h"
 #include "fpull/ref.h"
@@ -41,12 +46,28 @@ int fpull_cache_tag_record(fpull_cache *c, const char *reference, const char *di
     abort();
   size_t len = strlen(text);
 
-  /* Written beside its place and renamed in: a reader sees the old or the new record. */
-  cleanup_free char *tmp = fp_xasprintf("%s/tmp/tag-XXXXXX", c->dir);
-  cleanup_close int fd = mkostemp(tmp, O_CLOEXEC);
+  /* Written in our private directory (nothing there can be swapped for a symlink or a
+   * directory of someone else's) and renamed in: a reader sees the old or the new record. */
+  if (c->priv_fd < 0)
+    return fpull_err_set(err, FPULL_EFAIL,
+                         "cache %s: tag record for %s: no private working "
+                         "directory in tmp/",
+                         c->dir, reference);
+  char base[40];
+  cleanup_close int fd = -1;
+  for (int i = 0; i < 100 && fd < 0; i++) {
+    unsigned char r[6];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+      break;
+    snprintf(base, sizeof base, "tag-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5]);
+    struct stat st;
+    fd = fp_trust_open_file(c->priv_fd, base, O_WRONLY | O_CREAT | O_EXCL, 0644, &st);
+    if (fd < 0 && errno != EEXIST)
+      break;
+  }
   if (fd < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: tag record: %s", c->dir, strerror(errno));
-  const char *base = strrchr(tmp, '/') + 1;
+  /* Readable by the cache's other users, writable by nobody else whatever the umask. */
   int ok = fchmod(fd, 0644) == 0;
   for (size_t off = 0; ok && off < len;) {
     ssize_t n = write(fd, text + off, len - off);
@@ -55,9 +76,9 @@ int fpull_cache_tag_record(fpull_cache *c, const char *reference, const char *di
     ok = n > 0;
     off += ok ? (size_t)n : 0;
   }
-  if (!ok || write(fd, "\n", 1) != 1 || renameat(c->tmp_fd, base, c->tags_fd, name) < 0) {
+  if (!ok || write(fd, "\n", 1) != 1 || renameat(c->priv_fd, base, c->tags_fd, name) < 0) {
     int e = errno;
-    unlinkat(c->tmp_fd, base, 0);
+    unlinkat(c->priv_fd, base, 0);
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: tag record for %s: %s", c->dir, reference,
                          strerror(e));
   }
@@ -72,14 +93,29 @@ int fpull_cache_tag_lookup(fpull_cache *c, const char *reference, char **digest,
   cleanup_free char *name = record_name(reference);
   if (!name)
     return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 unavailable");
-  cleanup_close int fd = openat(c->tags_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  cleanup_close int fd = fp_trust_open_file(c->tags_fd, name, O_RDONLY, 0, &st);
   if (fd < 0 && errno == ENOENT)
     return fpull_err_set(err, FPULL_ENOTFOUND,
                          "%s: not in the cache %s (no earlier pull recorded it)", reference,
                          c->dir);
+  if (fd < 0 && (errno == ELOOP || errno == EINVAL)) {
+    fp_warn("cache %s: the tag record for %s is not a regular file; ignored", c->dir, reference);
+    return fpull_err_set(err, FPULL_ENOTFOUND, "%s: no trusted tag record in the cache %s",
+                         reference, c->dir);
+  }
   if (fd < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: tag record for %s: %s", c->dir, reference,
                          strerror(errno));
+  /* A record says which content a name means: only one the caller or root wrote and nobody
+   * else can change counts (another user of a shared cache could name anything). */
+  if (!fp_trust_file_is_safe(&st)) {
+    char why[64];
+    fp_warn("cache %s: ignoring the tag record for %s: %s", c->dir, reference,
+            fp_trust_file_why(&st, why, sizeof why));
+    return fpull_err_set(err, FPULL_ENOTFOUND, "%s: no trusted tag record in the cache %s",
+                         reference, c->dir);
+  }
   struct fp_buf b = {.max = FP_TAG_RECORD_MAX};
   char chunk[4096];
   for (;;) {

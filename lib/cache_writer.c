@@ -7,6 +7,7 @@
 
 #include "cache_internal.h"
 #include "cache_lock.h"
+#include "cache_trust.h"
 #include "digest.h"
 #include "fpull/cache.h"
 #include "fpull/ref.h"
@@ -117,28 +118,41 @@ static int finish(struct fpull_cache_writer *w, fpull_err *err)
   /* Readers may be other users of a shared cache; the cache root guards privacy. */
   if (fchmod(w->fd, 0644) < 0)
     return io_error(w, "chmod", err);
-  if (renameat(w->c->tmp_fd, w->partial, w->c->blobs_fd, w->digest + 7) < 0)
+  if (renameat(w->c->priv_fd, w->partial, w->c->blobs_fd, w->digest + 7) < 0)
     return io_error(w, "rename into blobs/", err);
   return 0;
 }
 
-/* Opens tmp/HEX.partial, never through a symlink planted there. */
+/* Opens our HEX.partial (in our private directory: see cache_trust.h), or a new one when
+ * what is there is not a file of ours with one link: it is never written through a symlink,
+ * a FIFO or a hardlink to something else. */
 static int open_partial(struct fpull_cache_writer *w, fpull_err *err)
 {
-  for (int tries = 0; tries < 2; tries++) {
-    w->fd = openat(w->c->tmp_fd, w->partial, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    struct stat st;
-    if (w->fd >= 0 && fstat(w->fd, &st) == 0 && S_ISREG(st.st_mode))
-      return 0;
-    if (w->fd < 0 && errno != ELOOP)
-      return io_error(w, "open partial download", err);
-    if (w->fd >= 0)
-      close(w->fd);
+  int dir = w->c->priv_fd;
+  if (dir < 0)
+    return fpull_err_set(err, FPULL_EFAIL,
+                         "cache %s: no private working directory in tmp/ (read-only cache, or "
+                         "tmp/u%u is not ours alone)",
+                         w->c->dir, (unsigned)geteuid());
+  struct stat st;
+  w->fd = fp_trust_open_file(dir, w->partial, O_RDWR, 0, &st);
+  if (w->fd >= 0 && fp_trust_file_is_safe(&st))
+    return 0;
+  if (w->fd >= 0) {
+    char why[64];
+    fp_warn("cache %s: partial download %s is %s; starting it over", w->c->dir, w->partial,
+            fp_trust_file_why(&st, why, sizeof why));
+    close(w->fd);
     w->fd = -1;
-    fp_cache_remove_if_same(w->c->tmp_fd, w->partial, NULL);
+  } else if (errno != ENOENT && errno != ELOOP && errno != EINVAL) {
+    return io_error(w, "open partial download", err);
   }
-  return fpull_err_set(err, FPULL_EFAIL, "cache %s: tmp/%s is not a regular file", w->c->dir,
-                       w->partial);
+  if (fp_cache_remove_if_same(dir, w->partial, NULL) < 0 && errno != ENOENT)
+    return io_error(w, "remove a bad partial download", err);
+  w->fd = fp_trust_open_file(dir, w->partial, O_RDWR | O_CREAT | O_EXCL, 0600, &st);
+  if (w->fd < 0)
+    return io_error(w, "create partial download", err);
+  return 0;
 }
 
 int fpull_cache_writer_begin(struct fpull_cache_writer **out, int *done, fpull_cache *c,
@@ -215,15 +229,31 @@ const struct fpull_blob_sink *fpull_cache_writer_sink(struct fpull_cache_writer 
   return w ? &w->sink : NULL;
 }
 
-int fpull_cache_writer_commit(struct fpull_cache_writer *w, fpull_err *err)
+int fpull_cache_writer_commit_fd(struct fpull_cache_writer *w, int *fd, fpull_err *err)
 {
+  if (fd)
+    *fd = -1;
   if (!w)
     return fpull_err_set(err, FPULL_EFAIL, "cache: commit without a writer");
   int r = finish(w, err);
   if (r)
-    unlinkat(w->c->tmp_fd, w->partial, 0);
+    unlinkat(w->c->priv_fd, w->partial, 0);
+  else if (fd) {
+    *fd = fcntl(w->fd, F_DUPFD_CLOEXEC, 0);
+    if (*fd < 0 || lseek(*fd, 0, SEEK_SET) < 0) {
+      r = io_error(w, "reopen", err);
+      if (*fd >= 0)
+        close(*fd);
+      *fd = -1;
+    }
+  }
   writer_free(w);
   return r;
+}
+
+int fpull_cache_writer_commit(struct fpull_cache_writer *w, fpull_err *err)
+{
+  return fpull_cache_writer_commit_fd(w, NULL, err);
 }
 
 void fpull_cache_writer_abort(struct fpull_cache_writer *w)

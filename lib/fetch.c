@@ -3,6 +3,7 @@
  * layer i while later ones are still downloading. */
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "resolve.h"
 #include "util.h"
@@ -16,6 +17,7 @@ struct fp_fetch {
   pthread_cond_t changed;
   size_t next;
   unsigned char *done; /* per layer */
+  int *fds;            /* per layer, with want_fds: the verified blob, until taken */
   unsigned n_done;
   int failed;    /* the first failure's code, or -1 when cancelled */
   fpull_err err; /* the first failure */
@@ -35,8 +37,11 @@ static void *fetch_worker(void *arg)
       return NULL;
     const struct fpull_descriptor *d = &p->m->layers[i];
     fpull_err e = {0};
-    int rc = fp_fetch_blob(p->s, d, &e);
+    int fd = -1;
+    int rc = fp_fetch_blob(p->s, d, p->fds ? &fd : NULL, &e);
     pthread_mutex_lock(&p->lock);
+    if (p->fds)
+      p->fds[i] = fd;
     if (rc && !p->failed) {
       p->failed = rc;
       p->err = e;
@@ -59,12 +64,17 @@ static void *fetch_worker(void *arg)
   }
 }
 
-struct fp_fetch *fp_fetch_start(struct fp_session *s, const struct fp_resolved *r)
+struct fp_fetch *fp_fetch_start(struct fp_session *s, const struct fp_resolved *r, int want_fds)
 {
   struct fp_fetch *p = fp_xcalloc(1, sizeof *p);
   p->s = s;
   p->m = r->manifest;
   p->done = fp_xcalloc(r->manifest->n_layers + 1, 1);
+  if (want_fds) {
+    p->fds = fp_xcalloc(r->manifest->n_layers + 1, sizeof *p->fds);
+    for (size_t i = 0; i <= r->manifest->n_layers; i++)
+      p->fds[i] = -1;
+  }
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->changed, NULL);
   size_t jobs = s->opts->jobs > 0 ? (size_t)s->opts->jobs : 4;
@@ -92,6 +102,16 @@ int fp_fetch_wait(struct fp_fetch *p, size_t i, fpull_err *err)
   return rc;
 }
 
+int fp_fetch_take_fd(struct fp_fetch *p, size_t i)
+{
+  pthread_mutex_lock(&p->lock);
+  int fd = p->fds && i < p->m->n_layers ? p->fds[i] : -1;
+  if (p->fds && i < p->m->n_layers)
+    p->fds[i] = -1;
+  pthread_mutex_unlock(&p->lock);
+  return fd;
+}
+
 int fp_fetch_finish(struct fp_fetch *p, int cancel, fpull_err *err)
 {
   if (cancel) {
@@ -110,6 +130,10 @@ int fp_fetch_finish(struct fp_fetch *p, int cancel, fpull_err *err)
     *err = p->err;
   pthread_cond_destroy(&p->changed);
   pthread_mutex_destroy(&p->lock);
+  for (size_t i = 0; p->fds && i < p->m->n_layers; i++)
+    if (p->fds[i] >= 0)
+      close(p->fds[i]);
+  free(p->fds);
   free(p->done);
   free(p);
   return rc;

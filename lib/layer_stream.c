@@ -189,14 +189,17 @@ static ssize_t produce(struct fp_layer_stream *s)
 static void *producer(void *arg);
 static void *hasher(void *arg);
 
-int fp_layer_stream_open(struct fp_layer_stream **out, const char *path, int compression,
-                         uint64_t max_bytes, fpull_err *err)
+int fp_layer_stream_open(struct fp_layer_stream **out, const char *path, int given_fd,
+                         int compression, uint64_t max_bytes, fpull_err *err)
 {
 #ifndef FPULL_HAVE_ISAL
   if (compression == FP_COMP_GZIP)
     return fpull_err_set(err, FPULL_EUNSAFE, "gzip layers need ISA-L, not built in");
 #endif
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* From the verified descriptor: re-opening by path would read whatever is at that name
+   * by now (another user of a shared cache may have swapped it). */
+  int fd = given_fd > 0 ? fcntl(given_fd, F_DUPFD_CLOEXEC, 0)
+                        : open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cannot open layer blob %s: %s", path, strerror(errno));
   struct fp_layer_stream *s = fp_xcalloc(1, sizeof *s);

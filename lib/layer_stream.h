@@ -14,8 +14,9 @@ enum fp_compression { FP_COMP_NONE = 0, FP_COMP_GZIP = 1, FP_COMP_ZSTD = 2 };
 
 struct fp_layer_stream;
 
-/* Opens the blob at path. max_bytes bounds the uncompressed stream. */
-int fp_layer_stream_open(struct fp_layer_stream **out, const char *path, int compression,
+/* Reads the blob from fd when fd > 0 (a duplicate is taken: the caller keeps fd), else
+ * opens path. max_bytes bounds the uncompressed stream. */
+int fp_layer_stream_open(struct fp_layer_stream **out, const char *path, int fd, int compression,
                          uint64_t max_bytes, fpull_err *err);
 void fp_layer_stream_close(struct fp_layer_stream *s);
 

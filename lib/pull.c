@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "resolve.h"
 #include "util.h"
@@ -29,9 +30,24 @@ static int check_layer_types(const struct fpull_manifest *m, fpull_err *err)
   return 0;
 }
 
+struct wait_ctx {
+  struct fp_fetch *fetch;
+  struct fpull_layer *layers;
+};
+
+/* Layer i is read from the descriptor its verification used, never re-opened by name. */
 static int wait_layer(void *ud, size_t i, fpull_err *err)
 {
-  return fp_fetch_wait(ud, i, err);
+  struct wait_ctx *w = ud;
+  int rc = fp_fetch_wait(w->fetch, i, err);
+  if (rc == 0) {
+    int fd = fp_fetch_take_fd(w->fetch, i);
+    if (fd <= 0)
+      return fpull_err_set(err, FPULL_EFAIL, "layer %s: no verified descriptor",
+                           w->layers[i].digest);
+    w->layers[i].fd = fd;
+  }
+  return rc;
 }
 
 /* Layer i is unpacked as soon as it is in the cache, while later layers download. */
@@ -48,9 +64,10 @@ static int unpack(struct fp_session *s, const struct fp_resolved *r, struct fp_f
                                      .digest = r->manifest->layers[i].digest,
                                      .diff_id = r->config->diff_ids[i]};
   }
+  struct wait_ctx wctx = {fetch, layers};
   struct fpull_unpack_opts uo = s->opts->unpack;
   uo.wait_layer = wait_layer;
-  uo.wait_ud = fetch;
+  uo.wait_ud = &wctx;
   struct fpull_unpack_stats st = {0};
   int rc = fpull_unpack_rootfs(dest, layers, n, &uo, &st, err);
   /* The unpacker has warned about skipped device nodes itself. */
@@ -58,6 +75,9 @@ static int unpack(struct fp_session *s, const struct fp_resolved *r, struct fp_f
     fp_debug("%s: %llu entries, %llu whiteouts, %llu xattrs not kept, %llu owners not set",
              s->reference, (unsigned long long)st.entries, (unsigned long long)st.whiteouts,
              (unsigned long long)st.xattrs_skipped, (unsigned long long)st.owners_failed);
+  for (size_t i = 0; i < n; i++)
+    if (layers[i].fd > 0)
+      close(layers[i].fd);
   fpull_strv_free(paths);
   free(layers);
   return rc;
@@ -75,7 +95,7 @@ static int run(struct fpull_pull_result **out, const char *image, const char *de
   if (rc == 0)
     rc = check_layer_types(r.manifest, err);
   if (rc == 0) {
-    struct fp_fetch *fetch = fp_fetch_start(&s, &r);
+    struct fp_fetch *fetch = fp_fetch_start(&s, &r, dest != NULL);
     if (dest)
       rc = unpack(&s, &r, fetch, dest, err);
     /* A download failure wins over what it made the unpacker report. */

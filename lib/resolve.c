@@ -141,7 +141,7 @@ static int fetch_small_blob(struct fp_session *s, const struct fpull_descriptor 
 {
   if (d->size > (int64_t)FPULL_MANIFEST_MAX)
     return fpull_err_set(err, FPULL_EINTEGRITY, "config %s is larger than 4 MiB", d->digest);
-  int rc = fp_fetch_blob(s, d, err);
+  int rc = fp_fetch_blob(s, d, NULL, err);
   if (rc)
     return rc;
   return fpull_cache_get_bytes(s->cache, d->digest, FPULL_MANIFEST_MAX, data, len, err);
@@ -293,14 +293,17 @@ int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpul
   return rc;
 }
 
-int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, fpull_err *err)
+int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, int *fd, fpull_err *err)
 {
   uint64_t size = (uint64_t)d->size;
+  if (fd)
+    *fd = -1;
   /* A cached blob is re-hashed on every use, since the cache may be shared: a corrupt one
    * is removed by the check and fetched again, never extracted. */
   if (fpull_cache_has_blob(s->cache, d->digest, d->size)) {
     fpull_err verr = {0};
-    int vrc = fpull_cache_verify_blob(s->cache, d->digest, d->size, &verr);
+    int vrc = fd ? fpull_cache_open_verified(fd, s->cache, d->digest, d->size, &verr)
+                 : fpull_cache_verify_blob(s->cache, d->digest, d->size, &verr);
     if (vrc == 0) {
       __atomic_add_fetch(&s->bytes_from_cache, size, __ATOMIC_RELAXED);
       return 0;
@@ -321,7 +324,7 @@ int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, fpull_
     return rc;
   if (done) { /* another process fetched it while we waited for the lock */
     __atomic_add_fetch(&s->bytes_from_cache, size, __ATOMIC_RELAXED);
-    return 0;
+    return fd ? fpull_cache_open_verified(fd, s->cache, d->digest, d->size, err) : 0;
   }
   uint64_t received = 0;
   rc = fpull_registry_get_blob(s->reg, s->ref->repository, d->digest, fpull_cache_writer_offset(w),
@@ -331,5 +334,5 @@ int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, fpull_
     fpull_cache_writer_abort(w);
     return rc;
   }
-  return fpull_cache_writer_commit(w, err);
+  return fpull_cache_writer_commit_fd(w, fd, err);
 }

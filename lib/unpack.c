@@ -64,7 +64,7 @@ static int apply_layer(struct fp_writer *w, const struct fpull_layer *layer, uin
     return fpull_err_set(err, FPULL_EUNSAFE, "unsupported layer media type %s",
                          layer->media_type ? layer->media_type : "(none)");
   struct fp_layer_stream *s = NULL;
-  int rc = fp_layer_stream_open(&s, layer->path, comp, max_bytes, err);
+  int rc = fp_layer_stream_open(&s, layer->path, layer->fd, comp, max_bytes, err);
   if (rc)
     return rc;
   struct archive *a = fp_layer_stream_archive(s, err);

@@ -40,6 +40,15 @@ FPULL_API int fpull_cache_open_blob(int *out, fpull_cache *c, const char *digest
 FPULL_API int fpull_cache_verify_blob(fpull_cache *c, const char *digest, int64_t size,
                                       fpull_err *err);
 
+/* Opens a cached blob for use and verifies it from that descriptor: *out holds exactly
+ * the bytes whose sha256 (and size, when size >= 0) matched, and nobody can change them any
+ * more. A blob that someone other than the caller or root could change (another user's, in
+ * a shared cache) is copied into an unnamed file of the caller's while it is hashed, and the
+ * copy is returned. Read *out from its start; the caller closes it. FPULL_ENOTFOUND when
+ * absent; a corrupt, wrong-sized or non-regular entry is removed and FPULL_EINTEGRITY
+ * returned. */
+FPULL_API int fpull_cache_open_verified(int *out, fpull_cache *c, const char *digest, int64_t size,
+                                        fpull_err *err);
 /* Writing one blob: takes the blob's lock (waiting for another process or thread that holds
  * it), reopens a partial download left by an earlier run (re-hashing it), and gives a sink.
  * *done is set to 1 when the blob turned out to be complete already (then *out is NULL):
@@ -55,6 +64,9 @@ FPULL_API const struct fpull_blob_sink *fpull_cache_writer_sink(struct fpull_cac
 /* Verifies size and sha256, renames into place, unlocks, frees w. On mismatch the partial
  * file is removed and FPULL_EINTEGRITY returned, naming the digest, expected and got. */
 FPULL_API int fpull_cache_writer_commit(struct fpull_cache_writer *w, fpull_err *err);
+/* The same, and *fd (when not NULL) gets a descriptor of the committed blob positioned at
+ * its start: the very file whose bytes were verified, which only the caller can write. */
+FPULL_API int fpull_cache_writer_commit_fd(struct fpull_cache_writer *w, int *fd, fpull_err *err);
 /* Keeps the partial file for a later resume, unlocks, frees w. NULL is a no-op. */
 FPULL_API void fpull_cache_writer_abort(struct fpull_cache_writer *w);
 

@@ -168,7 +168,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     archive_write_close(w);
     archive_write_free(w);
     layers[n] = (struct fpull_layer){paths[n], "application/vnd.oci.image.layer.v1.tar",
-                                     "sha256:fuzz", NULL};
+                                     "sha256:fuzz", NULL, 0};
     n++;
     if (pos >= tlen)
       break;

@@ -31,7 +31,8 @@ class ResumeAcrossRuns(unittest.TestCase):
                 p = subprocess.Popen([fpull.binary(), "prefetch", "-q", "--cache-dir", cache, ref],
                                      env=fpull.base_env(), stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE)
-                partial = os.path.join(cache, "tmp", layer.split(":")[1] + ".partial")
+                partial = os.path.join(cache, "tmp", "u%d" % os.geteuid(),
+                                       layer.split(":")[1] + ".partial")
                 deadline = time.monotonic() + 30
                 while time.monotonic() < deadline:
                     if os.path.exists(partial) and os.path.getsize(partial) >= 1024 * 1024:

@@ -38,6 +38,14 @@ static fpull_cache *open_cache(const char *sub)
 }
 
 /* Entries in CACHE/rel, not counting . and .. */
+/* The caller's private working directory of the cache (partials, temporary records). */
+static const char *priv(void)
+{
+  static char name[32];
+  snprintf(name, sizeof name, "tmp/u%u", (unsigned)geteuid());
+  return name;
+}
+
 static int count_entries(const fpull_cache *c, const char *rel)
 {
   char *p = path_in(fpull_cache_dir(c), rel);
@@ -111,7 +119,7 @@ TEST(write_and_commit)
   CHECK_INT_EQ(s->write(s->ud, HELLO + 10, strlen(HELLO) - 10, &err), 0);
   /* Until the commit nothing is under blobs/. */
   CHECK_INT_EQ(count_entries(c, "blobs/sha256"), 0);
-  CHECK_INT_EQ(count_entries(c, "tmp"), 1);
+  CHECK_INT_EQ(count_entries(c, priv()), 1);
   CHECK_INT_EQ(fpull_cache_writer_commit(w, &err), 0);
 
   CHECK(fpull_cache_has_blob(c, digest, (int64_t)strlen(HELLO)));
@@ -129,7 +137,7 @@ TEST(write_and_commit)
   free(data);
   free(path);
   /* No partial, no lock left behind. */
-  CHECK_INT_EQ(count_entries(c, "tmp"), 0);
+  CHECK_INT_EQ(count_entries(c, priv()), 0);
   CHECK_INT_EQ(count_entries(c, "locks"), 0);
   CHECK_INT_EQ(fpull_cache_verify_blob(c, digest, (int64_t)strlen(HELLO), &err), 0);
 
@@ -193,7 +201,7 @@ TEST(mismatch_leaves_nothing)
   CHECK_CONTAINS(err.msg, "expected");
   CHECK_CONTAINS(err.msg, "got sha256:");
   CHECK_INT_EQ(count_entries(c, "blobs/sha256"), 0);
-  CHECK_INT_EQ(count_entries(c, "tmp"), 0);
+  CHECK_INT_EQ(count_entries(c, priv()), 0);
   CHECK_INT_EQ(count_entries(c, "locks"), 0);
 
   /* Too short: a size mismatch, same cleanliness. */
@@ -201,7 +209,7 @@ TEST(mismatch_leaves_nothing)
                FPULL_EINTEGRITY);
   CHECK_CONTAINS(err.msg, "size mismatch");
   CHECK_INT_EQ(count_entries(c, "blobs/sha256"), 0);
-  CHECK_INT_EQ(count_entries(c, "tmp"), 0);
+  CHECK_INT_EQ(count_entries(c, priv()), 0);
   free(digest);
   fpull_cache_free(c);
 }
@@ -219,7 +227,7 @@ TEST(write_beyond_declared_size_fails_early)
   CHECK_INT_EQ(s->write(s->ud, HELLO + 5, 4, &err), FPULL_EINTEGRITY);
   CHECK_CONTAINS(err.msg, "declared size 8");
   /* Nothing past the limit reached the disk. */
-  char *p = path_in(fpull_cache_dir(c), "tmp");
+  char *p = path_in(fpull_cache_dir(c), priv());
   char *partial = NULL;
   CHECK(asprintf(&partial, "%s/%s.partial", p, digest + 7) > 0);
   struct stat st;
@@ -254,7 +262,7 @@ TEST(resume_from_partial)
 
   /* A later run (a fresh cache handle) continues where the first one stopped. */
   c = open_cache("c");
-  CHECK_INT_EQ(count_entries(c, "tmp"), 1);
+  CHECK_INT_EQ(count_entries(c, priv()), 1);
   CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, digest, (int64_t)len, &err), 0);
   CHECK_INT_EQ(done, 0);
   CHECK_INT_EQ(fpull_cache_writer_offset(w), half);
@@ -283,11 +291,11 @@ TEST(complete_partial_is_committed_at_begin)
   CHECK_INT_EQ(done, 1);
   CHECK_NULL(w);
   CHECK(fpull_cache_has_blob(c, digest, (int64_t)len));
-  CHECK_INT_EQ(count_entries(c, "tmp"), 0);
+  CHECK_INT_EQ(count_entries(c, priv()), 0);
 
   /* A complete-sized partial with wrong bytes starts over instead. */
   char *d2 = fpull_digest_of("0123456789", 10);
-  char *tmp = path_in(fpull_cache_dir(c), "tmp");
+  char *tmp = path_in(fpull_cache_dir(c), priv());
   char *partial = NULL;
   CHECK(asprintf(&partial, "%s/%s.partial", tmp, d2 + 7) > 0);
   write_file(partial, "9876543210", 10);
@@ -415,7 +423,7 @@ TEST(concurrent_processes_fetch_once)
   fpull_err err = {0};
   CHECK_INT_EQ(fpull_cache_verify_blob(c, digest, (int64_t)len, &err), 0);
   CHECK_INT_EQ(count_entries(c, "blobs/sha256"), 1);
-  CHECK_INT_EQ(count_entries(c, "tmp"), 0);
+  CHECK_INT_EQ(count_entries(c, priv()), 0);
   CHECK_INT_EQ(count_entries(c, "locks"), 0);
   free(counter);
   free(digest);
@@ -511,7 +519,7 @@ TEST(symlinked_entries_refused)
 
   /* A symlink planted as the partial file is not written through. */
   char *d2 = fpull_digest_of("0123456789", 10);
-  char *tmp = path_in(fpull_cache_dir(c), "tmp");
+  char *tmp = path_in(fpull_cache_dir(c), priv());
   char *partial = NULL;
   CHECK(asprintf(&partial, "%s/%s.partial", tmp, d2 + 7) > 0);
   CHECK_INT_EQ(symlink(victim, partial), 0);
@@ -600,7 +608,7 @@ TEST(put_and_get_bytes)
 TEST(stale_partials_cleaned_at_open)
 {
   fpull_cache *c = open_cache("c");
-  char *tmp = path_in(fpull_cache_dir(c), "tmp");
+  char *tmp = path_in(fpull_cache_dir(c), priv());
   char *locks = path_in(fpull_cache_dir(c), "locks");
   const char *hex_old = "1111111111111111111111111111111111111111111111111111111111111111";
   const char *hex_young = "2222222222222222222222222222222222222222222222222222222222222222";
@@ -664,7 +672,7 @@ TEST(tag_records)
   CHECK_STR_EQ(got, d2);
   free(got);
   CHECK_INT_EQ(count_entries(c, "tags"), 2);
-  CHECK_INT_EQ(count_entries(c, "tmp"), 0);
+  CHECK_INT_EQ(count_entries(c, priv()), 0);
   /* Names with path characters stay inside tags/. */
   CHECK_INT_EQ(fpull_cache_tag_record(c, "../../../../etc/passwd", d1, &err), 0);
   CHECK_INT_EQ(count_entries(c, "tags"), 3);

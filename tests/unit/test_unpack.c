@@ -506,7 +506,7 @@ static void c_nonroot(void)
   if (pid == 0) {
     if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
       _exit(90);
-    struct fpull_layer l = {b.path, b.mt, b.digest, b.diff_id};
+    struct fpull_layer l = {b.path, b.mt, b.digest, b.diff_id, 0};
     struct fpull_unpack_opts o = {.resolve_fallback = fallback};
     struct fpull_unpack_stats st;
     fpull_err err;
@@ -779,7 +779,7 @@ static void c_sigkill(void)
   pid_t pid = fork();
   CHECK(pid >= 0);
   if (pid == 0) {
-    struct fpull_layer l = {fifo, MT_TAR, b.digest, NULL};
+    struct fpull_layer l = {fifo, MT_TAR, b.digest, NULL, 0};
     struct fpull_unpack_opts o = {.resolve_fallback = fallback};
     fpull_err err;
     _exit(fpull_unpack_rootfs(dest, &l, 1, &o, NULL, &err));
@@ -1083,7 +1083,7 @@ static void c_spellings_rss(void)
   pid_t pid = fork();
   CHECK(pid >= 0);
   if (pid == 0) {
-    struct fpull_layer l = {layer, MT_GZ, "sha256:spellings", NULL};
+    struct fpull_layer l = {layer, MT_GZ, "sha256:spellings", NULL, 0};
     struct fpull_unpack_opts o = {.resolve_fallback = fallback};
     struct fpull_unpack_stats st;
     fpull_err err;

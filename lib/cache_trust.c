@@ -1,0 +1,88 @@
+/* The cache trust model (see cache_trust.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "cache_trust.h"
+
+int fp_trust_open_file(int dirfd, const char *name, int flags, mode_t mode, struct stat *st)
+{
+  int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
+  if (fd < 0)
+    return -1;
+  if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+    int e = S_ISREG(st->st_mode) ? errno : EINVAL;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0)
+    (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  return fd;
+}
+
+int fp_trust_file_is_safe(const struct stat *st)
+{
+  return S_ISREG(st->st_mode) && st->st_nlink == 1 &&
+         (st->st_uid == geteuid() || st->st_uid == 0) && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+const char *fp_trust_file_why(const struct stat *st, char *buf, size_t cap)
+{
+  if (!S_ISREG(st->st_mode))
+    snprintf(buf, cap, "not a regular file");
+  else if (st->st_uid != geteuid() && st->st_uid != 0)
+    snprintf(buf, cap, "written by uid %u", (unsigned)st->st_uid);
+  else if (st->st_mode & (S_IWGRP | S_IWOTH))
+    snprintf(buf, cap, "writable by other users (mode %04o)", (unsigned)(st->st_mode & 07777));
+  else if (st->st_nlink != 1)
+    snprintf(buf, cap, "has %lu links", (unsigned long)st->st_nlink);
+  else
+    snprintf(buf, cap, "trusted");
+  return buf;
+}
+
+int fp_trust_private_dir(int parent)
+{
+  char name[32];
+  snprintf(name, sizeof name, "u%u", (unsigned)geteuid());
+  if (mkdirat(parent, name, 0700) < 0 && errno != EEXIST)
+    return -1;
+  int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  struct stat st;
+  if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+    int e = errno;
+    close(fd);
+    errno = st.st_uid != geteuid() || (st.st_mode & 077) ? EPERM : e;
+    return -1;
+  }
+  return fd;
+}
+
+int fp_trust_anon_file(int dirfd)
+{
+  int fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+    return fd;
+  for (int i = 0; i < 100; i++) {
+    unsigned char r[8];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+      return -1;
+    char name[40];
+    snprintf(name, sizeof name, "anon-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3],
+             r[4], r[5], r[6], r[7]);
+    fd = openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      unlinkat(dirfd, name, 0);
+      return fd;
+    }
+    if (errno != EEXIST)
+      return -1;
+  }
+  return -1;
+}
