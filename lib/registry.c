@@ -154,7 +154,9 @@ int fpull_registry_open(fpull_registry **out, const char *registry,
     const char *m = opts->mirrors[i], *h = strstr(m, "://");
     h = h ? h + 3 : m;
     cleanup_free char *mhost = fp_xstrndup(h, strcspn(h, "/?#"));
-    int minsecure = insecure || (opts->config && fpull_config_is_insecure(opts->config, mhost));
+    /* --insecure names IMAGE's registry only (contract v3): a mirror is insecure only when
+     * the config says so of the mirror itself (or it is a loopback literal). */
+    int minsecure = opts->config && fpull_config_is_insecure(opts->config, mhost);
     if (mirror_init(&r->eps[r->neps], m, minsecure, opts, &merr)) {
       fp_warn("%s", merr.msg);
       endpoint_free(&r->eps[r->neps]);

@@ -12,6 +12,7 @@ import faultproxy
 import fpull
 import images
 import regget
+import pki
 import registry
 import tokenserver
 
@@ -477,6 +478,36 @@ class CLITransport(unittest.TestCase):
             fpull.run(["pull", self.ref, self.dest], env=env, check=0)
             self.check_rootfs()
             self.assertGreaterEqual(mirror.count("/blobs/"), 2)
+            self.assertEqual(self.proxy.count("/blobs/"), 0)
+        finally:
+            mirror.stop()
+
+    def test_insecure_names_the_registry_not_its_mirrors(self):
+        # A TLS mirror whose certificate nobody trusts, under a host name that is not a
+        # loopback literal: --insecure is about IMAGE's registry only, so the mirror is not
+        # used (its certificate fails) and the pull comes from the registry; naming the
+        # mirror in insecure-registries is how to accept it.
+        ca = pki.CA(os.path.join(self.env.dir, "pki"))
+        cert, key = ca.issue("mirror", dns=("mirror.fpull.test",))
+        mirror = registry.Registry(tls=(cert, key), proxy={"remoteurl": self.reg.url}).start()
+        try:
+            host = "mirror.fpull.test:%d" % mirror.port
+            env = dict(self.vars, FPULL_RESOLVE="%s:127.0.0.1" % host)
+            cfg = os.path.join(self.env.dir, "config.yaml")
+            with open(cfg, "w") as f:
+                f.write('registry-mirrors:\n  "%s": ["https://%s"]\n' % (self.proxy.hostport,
+                                                                           host))
+            env["FPULL_CONFIG"] = cfg
+            fpull.run(["pull", "--insecure", self.ref, self.dest], env=env, check=0)
+            self.check_rootfs()
+            self.assertGreaterEqual(self.proxy.count("/blobs/"), 2)
+            fpull.rmtree(self.dest)
+            fpull.rmtree(os.path.join(self.env.dir, "cache"))
+            self.proxy.clear()
+            with open(cfg, "a") as f:
+                f.write('insecure-registries: ["%s"]\n' % host)
+            fpull.run(["pull", self.ref, self.dest], env=env, check=0)
+            self.check_rootfs()
             self.assertEqual(self.proxy.count("/blobs/"), 0)
         finally:
             mirror.stop()
