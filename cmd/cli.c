@@ -2,7 +2,6 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -170,6 +169,7 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
 
 int cli_fail(const fpull_err *err)
 {
+  cli_progress_break();
   fprintf(stderr, "fpull: %s\n", err->msg[0] ? err->msg : "failed");
   return err->code ? err->code : FPULL_EFAIL;
 }
@@ -177,6 +177,8 @@ int cli_fail(const fpull_err *err)
 static void log_to_stderr(void *ud, int level, const char *msg)
 {
   const struct cli_settings *s = ud;
+  if (level == FPULL_LOG_WARN || (!s->quiet && (level != FPULL_LOG_DEBUG || s->verbose)))
+    cli_progress_break();
   if (level == FPULL_LOG_WARN) {
     fprintf(stderr, "fpull: warning: %s\n", msg);
     return;
@@ -231,24 +233,6 @@ void cli_env_free(struct cli_env *env)
   memset(env, 0, sizeof *env);
 }
 
-/* Progress only on a terminal: scripts and logs get nothing but the result. */
-static void show_progress(void *ud, const struct fpull_progress *p)
-{
-  static uint64_t bytes;
-  static struct timespec start;
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  if (p->blobs_done <= 1 && bytes == 0)
-    start = now;
-  bytes += p->total;
-  double secs = (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) / 1e9;
-  fprintf(stderr, "\r%u/%u layers, %.1f MB, %.1f MB/s ", p->blobs_done, p->blobs_total,
-          (double)bytes / 1e6, secs > 0.01 ? (double)bytes / 1e6 / secs : 0.0);
-  if (p->blobs_done == p->blobs_total)
-    fputc('\n', stderr);
-  fflush(stderr);
-}
-
 void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
                    const struct cli_settings *s)
 {
@@ -262,8 +246,7 @@ void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
   o->offline = s->offline;
   o->jobs = s->jobs;
   o->unpack.force = s->force;
-  if (!s->quiet && isatty(STDERR_FILENO))
-    o->progress = show_progress;
+  cli_progress_attach(o, s);
 }
 
 void cli_print_json(void *v)

@@ -91,6 +91,13 @@ void cli_env_free(struct cli_env *env);
 void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
                    const struct cli_settings *s);
 
+/* The terminal progress display (progress.c): installed only when stderr is a terminal and
+ * not -q; cli_progress_break ends a frame left on the line before other output. */
+void cli_progress_attach(struct fpull_pull_opts *o, const struct cli_settings *s);
+void cli_progress_break(void);
+/* n bytes in decimal units as docker shows them ("1.2 GB", "512 B"); returns buf. */
+const char *cli_human_bytes(char *buf, size_t len, uint64_t n);
+
 /* Writes the JSON document v (a cJSON *) on stdout and frees it. */
 void cli_print_json(void *v);
 /* cJSON helpers shared by the commands' JSON output. */

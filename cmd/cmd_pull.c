@@ -34,9 +34,11 @@ static void say_done(const struct cli_settings *s, const struct fpull_pull_resul
       fprintf(stderr, "%c%s", i ? ',' : ' ', r->platform->features[i]);
     fprintf(stderr, ")");
   }
-  fprintf(stderr, ", %zu layers, %llu bytes downloaded, %llu from cache%s%s\n", r->layers,
-          (unsigned long long)r->bytes_downloaded, (unsigned long long)r->bytes_from_cache,
-          r->rootfs ? " -> " : "", r->rootfs ? r->rootfs : "");
+  char down[32], cached[32];
+  fprintf(stderr, ", %zu layers, %s downloaded, %s from cache%s%s\n", r->layers,
+          cli_human_bytes(down, sizeof down, r->bytes_downloaded),
+          cli_human_bytes(cached, sizeof cached, r->bytes_from_cache), r->rootfs ? " -> " : "",
+          r->rootfs ? r->rootfs : "");
 }
 
 static int run_pull(struct cli_settings *s, int argc, char **argv)

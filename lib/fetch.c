@@ -21,6 +21,7 @@ struct fp_fetch {
   unsigned n_done;
   int failed;    /* the first failure's code, or -1 when cancelled */
   fpull_err err; /* the first failure */
+  struct fp_progress progress;
   pthread_t tids[FETCH_MAX_JOBS];
   size_t started;
 };
@@ -38,7 +39,7 @@ static void *fetch_worker(void *arg)
     const struct fpull_descriptor *d = &p->m->layers[i];
     fpull_err e = {0};
     int fd = -1;
-    int rc = fp_fetch_blob(p->s, d, p->fds ? &fd : NULL, &e);
+    int rc = fp_fetch_blob(p->s, d, p->fds ? &fd : NULL, &p->progress, &e);
     pthread_mutex_lock(&p->lock);
     if (p->fds)
       p->fds[i] = fd;
@@ -50,14 +51,6 @@ static void *fetch_worker(void *arg)
     if (!rc) {
       p->done[i] = 1;
       p->n_done++;
-      if (p->s->opts->progress) {
-        struct fpull_progress pr = {.digest = d->digest,
-                                    .done = (uint64_t)d->size,
-                                    .total = (uint64_t)d->size,
-                                    .blobs_done = p->n_done,
-                                    .blobs_total = (unsigned)p->m->n_layers};
-        p->s->opts->progress(p->s->opts->progress_ud, &pr);
-      }
     }
     pthread_cond_broadcast(&p->changed);
     pthread_mutex_unlock(&p->lock);
@@ -77,6 +70,8 @@ struct fp_fetch *fp_fetch_start(struct fp_session *s, const struct fp_resolved *
   }
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->changed, NULL);
+  fp_progress_begin(&p->progress, s->opts->progress, s->opts->progress_ud, s->reference,
+                    r->manifest);
   size_t jobs = s->opts->jobs > 0 ? (size_t)s->opts->jobs : 4;
   if (jobs > FETCH_MAX_JOBS)
     jobs = FETCH_MAX_JOBS;
@@ -112,6 +107,11 @@ int fp_fetch_take_fd(struct fp_fetch *p, size_t i)
   return fd;
 }
 
+void fp_fetch_note_unpack(struct fp_fetch *p, size_t i)
+{
+  fp_progress_unpack(&p->progress, i);
+}
+
 int fp_fetch_finish(struct fp_fetch *p, int cancel, fpull_err *err)
 {
   if (cancel) {
@@ -128,6 +128,7 @@ int fp_fetch_finish(struct fp_fetch *p, int cancel, fpull_err *err)
   int rc = p->failed > 0 ? p->failed : 0;
   if (rc && err)
     *err = p->err;
+  fp_progress_end(&p->progress, !cancel && !rc);
   pthread_cond_destroy(&p->changed);
   pthread_mutex_destroy(&p->lock);
   for (size_t i = 0; p->fds && i < p->m->n_layers; i++)

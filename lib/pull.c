@@ -46,6 +46,7 @@ static int wait_layer(void *ud, size_t i, fpull_err *err)
       return fpull_err_set(err, FPULL_EFAIL, "layer %s: no verified descriptor",
                            w->layers[i].digest);
     w->layers[i].fd = fd;
+    fp_fetch_note_unpack(w->fetch, i);
   }
   return rc;
 }

@@ -141,7 +141,7 @@ static int fetch_small_blob(struct fp_session *s, const struct fpull_descriptor 
 {
   if (d->size > (int64_t)FPULL_MANIFEST_MAX)
     return fpull_err_set(err, FPULL_EINTEGRITY, "config %s is larger than 4 MiB", d->digest);
-  int rc = fp_fetch_blob(s, d, NULL, err);
+  int rc = fp_fetch_blob(s, d, NULL, NULL, err);
   if (rc)
     return rc;
   return fpull_cache_get_bytes(s->cache, d->digest, FPULL_MANIFEST_MAX, data, len, err);
@@ -293,7 +293,8 @@ int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpul
   return rc;
 }
 
-int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, int *fd, fpull_err *err)
+int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, int *fd,
+                  struct fp_progress *pg, fpull_err *err)
 {
   uint64_t size = (uint64_t)d->size;
   if (fd)
@@ -306,6 +307,7 @@ int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, int *f
                  : fpull_cache_verify_blob(s->cache, d->digest, d->size, &verr);
     if (vrc == 0) {
       __atomic_add_fetch(&s->bytes_from_cache, size, __ATOMIC_RELAXED);
+      fp_progress_cached(pg, d);
       return 0;
     }
     if (vrc != FPULL_EINTEGRITY) {
@@ -324,15 +326,21 @@ int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, int *f
     return rc;
   if (done) { /* another process fetched it while we waited for the lock */
     __atomic_add_fetch(&s->bytes_from_cache, size, __ATOMIC_RELAXED);
+    fp_progress_cached(pg, d);
     return fd ? fpull_cache_open_verified(fd, s->cache, d->digest, d->size, err) : 0;
   }
   uint64_t received = 0;
+  struct fp_progress_sink ps;
   rc = fpull_registry_get_blob(s->reg, s->ref->repository, d->digest, fpull_cache_writer_offset(w),
-                               fpull_cache_writer_sink(w), &received, err);
+                               fp_progress_sink_wrap(&ps, pg, d, fpull_cache_writer_sink(w)),
+                               &received, err);
   __atomic_add_fetch(&s->bytes_downloaded, received, __ATOMIC_RELAXED);
   if (rc) {
     fpull_cache_writer_abort(w);
     return rc;
   }
-  return fpull_cache_writer_commit_fd(w, fd, err);
+  rc = fpull_cache_writer_commit_fd(w, fd, err);
+  if (rc == 0)
+    fp_progress_blob_done(pg, d);
+  return rc;
 }

@@ -7,6 +7,7 @@
 #include "fpull/cache.h"
 #include "fpull/registry.h"
 #include "fpull/ref.h"
+#include "progress.h"
 
 struct fp_session {
   const struct fpull_pull_opts *opts;
@@ -39,8 +40,10 @@ int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpul
 void fp_resolved_free(struct fp_resolved *r);
 
 /* Downloads one blob into the cache unless it is there (verified on commit). fd: when not
- * NULL, gets a descriptor of the verified blob to read it from (the caller closes it). */
-int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, int *fd, fpull_err *err);
+ * NULL, gets a descriptor of the verified blob to read it from (the caller closes it).
+ * pg: when not NULL, hears of the bytes as they arrive and of a blob found cached. */
+int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, int *fd,
+                  struct fp_progress *pg, fpull_err *err);
 
 /* Downloads every layer of r->manifest with opts->jobs workers, in the background. */
 struct fp_fetch;
@@ -48,6 +51,8 @@ struct fp_fetch *fp_fetch_start(struct fp_session *s, const struct fp_resolved *
 /* After fp_fetch_wait(i) succeeded, with want_fds: the verified descriptor of layer i, now
  * the caller's to close (-1 when taken already). */
 int fp_fetch_take_fd(struct fp_fetch *f, size_t i);
+/* Reports that layer i is being unpacked (FPULL_PROGRESS_UNPACK). */
+void fp_fetch_note_unpack(struct fp_fetch *f, size_t i);
 /* Waits until layer i is in the cache; the first failure of any layer otherwise. */
 int fp_fetch_wait(struct fp_fetch *f, size_t i, fpull_err *err);
 /* Waits for the workers (cancel: start no more downloads) and frees f; returns the first

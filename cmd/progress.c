@@ -1,0 +1,162 @@
+/* The terminal progress display of pull and prefetch, fed by the library's progress
+ * reports: one line redrawn in place, as docker and podman do, with the layer being
+ * fetched, the image's totals, the speed and an ETA; cached layers are named as such and
+ * never counted as downloaded. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* A frame at least this often while bytes arrive, and one at every 5% of the image. */
+#define FRAME_INTERVAL 0.1
+#define FRAME_STEPS 20
+
+static struct {
+  int on_line;        /* a frame is on the line, not yet ended by a newline */
+  int have_byte;      /* the speed clock runs from the image's first byte */
+  double first_byte;  /* seconds */
+  double last_frame;  /* seconds */
+  uint64_t last_step; /* of FRAME_STEPS, at the last frame */
+  int unpacking;      /* 1 + the layer being unpacked, 0 before the unpack phase */
+} bar;
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+const char *cli_human_bytes(char *buf, size_t len, uint64_t n)
+{
+  static const char *const units[] = {"kB", "MB", "GB", "TB", "PB"};
+  if (n < 1000) {
+    snprintf(buf, len, "%llu B", (unsigned long long)n);
+    return buf;
+  }
+  double v = (double)n / 1000;
+  size_t u = 0;
+  while (v >= 999.95 && u + 1 < sizeof units / sizeof units[0]) {
+    v /= 1000;
+    u++;
+  }
+  snprintf(buf, len, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+static const char *duration(char *buf, size_t len, double secs)
+{
+  unsigned long s = (unsigned long)(secs + 0.5);
+  if (s >= 3600)
+    snprintf(buf, len, "%luh%02lum", s / 3600, s / 60 % 60);
+  else if (s >= 60)
+    snprintf(buf, len, "%lum%02lus", s / 60, s % 60);
+  else
+    snprintf(buf, len, "%lus", s);
+  return buf;
+}
+
+static const char *hex12(const char *digest)
+{
+  const char *c = digest ? strchr(digest, ':') : NULL;
+  return c ? c + 1 : digest ? digest : "";
+}
+
+/* Ends a frame left on the line, so that what is printed next starts on a line of its own. */
+void cli_progress_break(void)
+{
+  if (bar.on_line) {
+    fputc('\n', stderr);
+    bar.on_line = 0;
+  }
+}
+
+static void draw(const struct fpull_progress *p, double now)
+{
+  char a[32], b[32], c[32];
+  uint64_t to_fetch = p->bytes_total - p->bytes_cached;
+  fputs("\r\033[K", stderr);
+  if (p->event == FPULL_PROGRESS_CACHED)
+    fprintf(stderr, "%.12s cached | ", hex12(p->digest));
+  else if (p->event == FPULL_PROGRESS_BLOB_DONE)
+    fprintf(stderr, "%.12s done | ", hex12(p->digest));
+  else if (p->event == FPULL_PROGRESS_BYTES)
+    fprintf(stderr, "%.12s %s / %s | ", hex12(p->digest), cli_human_bytes(a, sizeof a, p->done),
+            cli_human_bytes(b, sizeof b, p->total));
+  fprintf(stderr, "%u/%u layers", p->blobs_done, p->blobs_total);
+  if (p->blobs_cached)
+    fprintf(stderr, " (%u cached)", p->blobs_cached);
+  fprintf(stderr, " | %s / %s", cli_human_bytes(a, sizeof a, p->bytes_done),
+          cli_human_bytes(b, sizeof b, to_fetch));
+  double secs = bar.have_byte ? now - bar.first_byte : 0;
+  if (secs > 0.05 && p->bytes_done > 0) {
+    double rate = (double)p->bytes_done / secs;
+    uint64_t left = to_fetch > p->bytes_done ? to_fetch - p->bytes_done : 0;
+    fprintf(stderr, " | %s/s", cli_human_bytes(a, sizeof a, (uint64_t)rate));
+    if (left)
+      fprintf(stderr, " | ETA %s", duration(c, sizeof c, (double)left / rate));
+  }
+  if (bar.unpacking)
+    fprintf(stderr, " | unpacking %d/%u", bar.unpacking, p->blobs_total);
+  bar.on_line = 1;
+  bar.last_frame = now;
+}
+
+static void on_progress(void *ud, const struct fpull_progress *p)
+{
+  double now = now_s();
+  char a[32], b[32], c[32];
+  switch (p->event) {
+  case FPULL_PROGRESS_START:
+    /* Each image of a prefetch counts from zero, its clock from its own first byte. */
+    cli_progress_break();
+    memset(&bar, 0, sizeof bar);
+    fprintf(stderr, "%s: %u layers, %s\n", p->reference, p->blobs_total,
+            cli_human_bytes(a, sizeof a, p->bytes_total));
+    break;
+  case FPULL_PROGRESS_BYTES: {
+    if (!bar.have_byte) {
+      bar.have_byte = 1;
+      bar.first_byte = now;
+    }
+    uint64_t step = p->bytes_total ? p->bytes_done * FRAME_STEPS / p->bytes_total : 0;
+    if (step != bar.last_step || now - bar.last_frame >= FRAME_INTERVAL) {
+      bar.last_step = step;
+      draw(p, now);
+    }
+    break;
+  }
+  case FPULL_PROGRESS_UNPACK:
+    bar.unpacking = (int)p->layer + 1;
+    draw(p, now);
+    break;
+  case FPULL_PROGRESS_FINISH: {
+    double secs = bar.have_byte ? now - bar.first_byte : 0;
+    fputs("\r\033[K", stderr);
+    fprintf(stderr, "done: %u layers", p->blobs_total);
+    if (p->blobs_cached)
+      fprintf(stderr, " (%u cached, %s)", p->blobs_cached,
+              cli_human_bytes(a, sizeof a, p->bytes_cached));
+    fprintf(stderr, ", %s downloaded", cli_human_bytes(b, sizeof b, p->bytes_done));
+    if (p->bytes_done && secs > 0.05)
+      fprintf(stderr, " in %s (%s/s)", duration(c, sizeof c, secs),
+              cli_human_bytes(a, sizeof a, (uint64_t)((double)p->bytes_done / secs)));
+    fputc('\n', stderr);
+    bar.on_line = 0;
+    break;
+  }
+  default: /* CACHED, BLOB_DONE: always shown */
+    draw(p, now);
+    break;
+  }
+  fflush(stderr);
+}
+
+void cli_progress_attach(struct fpull_pull_opts *o, const struct cli_settings *s)
+{
+  /* Progress only on a terminal: scripts and logs get nothing but the result. */
+  if (!s->quiet && isatty(STDERR_FILENO))
+    o->progress = on_progress;
+}
