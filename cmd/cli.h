@@ -103,6 +103,8 @@ void cli_print_json(void *v);
 /* cJSON helpers shared by the commands' JSON output. */
 void *cli_json_platform(const struct fpull_platform *p);
 void *cli_json_strv(char *const *v);
+/* {"reference", "error": {"code", "message"}}: a failed IMAGE in prefetch's JSON array. */
+void *cli_pull_error_json(const char *image, const fpull_err *e);
 
 extern const struct cli_cmd cmd_pull, cmd_prefetch, cmd_inspect, cmd_features, cmd_version,
     cmd_manifest, cmd_login, cmd_logout;

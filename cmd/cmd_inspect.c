@@ -23,7 +23,8 @@ static const char *short_digest(const char *d)
   return buf;
 }
 
-static void print_table(const struct fpull_inspect_result *r, const struct fpull_target *t)
+static void print_table(const struct fpull_inspect_result *r, const struct fpull_target *t,
+                        const struct fpull_tagdb *tagdb)
 {
   printf("%s%s%s\n", r->reference, r->index_digest ? " index " : " (single manifest)",
          r->index_digest ? r->index_digest : "");
@@ -45,12 +46,13 @@ static void print_table(const struct fpull_inspect_result *r, const struct fpull
     if (m->eligible)
       snprintf(rank, sizeof rank, "%d", m->rank);
     char status[512];
-    if ((long)i == r->match->chosen)
-      snprintf(status, sizeof status, "chosen");
-    else if (m->eligible)
-      snprintf(status, sizeof status, "eligible");
+    char *why = fpull_match_why(r->match, r->entries, i, tagdb);
+    if (m->eligible)
+      snprintf(status, sizeof status, "%s%s%s", (long)i == r->match->chosen ? "chosen" : "eligible",
+               why ? ": " : "", why ? why : "");
     else
       snprintf(status, sizeof status, "%s", m->why ? m->why : "not eligible");
+    free(why);
     printf("%-5s %-12s  %-22s %-40s %s\n", rank, short_digest(d->digest), plat,
            feats[0] ? feats : "-", status);
   }
@@ -60,7 +62,8 @@ static void print_table(const struct fpull_inspect_result *r, const struct fpull
     printf("chosen: none\n");
 }
 
-static cJSON *inspect_json(const struct fpull_inspect_result *r, const struct fpull_target *t)
+static cJSON *inspect_json(const struct fpull_inspect_result *r, const struct fpull_target *t,
+                           const struct fpull_tagdb *tagdb)
 {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "reference", r->reference);
@@ -91,6 +94,18 @@ static cJSON *inspect_json(const struct fpull_inspect_result *r, const struct fp
     else
       cJSON_AddNullToObject(e, "rank");
     cJSON_AddBoolToObject(e, "chosen", (long)i == r->match->chosen);
+    /* reason: why the entry is not eligible (os, architecture, variant, missing features,
+     * not an image, the GPU preflight); why: what put it above the next rank. */
+    if (!m->eligible)
+      cJSON_AddStringToObject(e, "reason", m->why ? m->why : "not eligible");
+    else
+      cJSON_AddNullToObject(e, "reason");
+    char *why = fpull_match_why(r->match, r->entries, i, tagdb);
+    if (why)
+      cJSON_AddStringToObject(e, "why", why);
+    else
+      cJSON_AddNullToObject(e, "why");
+    free(why);
     cJSON_AddItemToArray(entries, e);
   }
   if (r->match->chosen >= 0)
@@ -113,9 +128,9 @@ static int run_inspect(struct cli_settings *s, int argc, char **argv)
   }
   if (rc == 0) {
     if (s->json)
-      cli_print_json(inspect_json(r, env.target));
+      cli_print_json(inspect_json(r, env.target, env.tagdb));
     else
-      print_table(r, env.target);
+      print_table(r, env.target, env.tagdb);
     if (r->match->chosen < 0)
       rc = fpull_err_set(&err, FPULL_ENOMATCH, "%s: no entry fits the target platform",
                          r->reference);

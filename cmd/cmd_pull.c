@@ -22,6 +22,23 @@ static cJSON *result_json(const struct fpull_pull_result *r)
   return o;
 }
 
+/* prefetch --json: a failed IMAGE keeps its place in the array (contract v3), under its
+ * normalised reference when it parses, as given otherwise. */
+void *cli_pull_error_json(const char *image, const fpull_err *e)
+{
+  cJSON *o = cJSON_CreateObject();
+  struct fpull_ref *ref = NULL;
+  fpull_err ignored = {0};
+  char *norm = fpull_ref_parse(&ref, image, &ignored) == 0 ? fpull_ref_format(ref) : NULL;
+  cJSON_AddStringToObject(o, "reference", norm ? norm : image);
+  free(norm);
+  fpull_ref_free(ref);
+  cJSON *eo = cJSON_AddObjectToObject(o, "error");
+  cJSON_AddNumberToObject(eo, "code", e->code ? e->code : FPULL_EFAIL);
+  cJSON_AddStringToObject(eo, "message", e->msg);
+  return o;
+}
+
 static void say_done(const struct cli_settings *s, const struct fpull_pull_result *r)
 {
   if (s->json || s->quiet)
@@ -85,16 +102,19 @@ static int run_prefetch(struct cli_settings *s, int argc, char **argv)
     if (rc == 0) {
       say_done(s, r);
       cJSON_AddItemToArray(all, result_json(r));
-    } else if (!first_rc) {
-      first_rc = rc;
-      err = e;
     } else {
-      fprintf(stderr, "fpull: warning: %s\n", e.msg);
+      cJSON_AddItemToArray(all, cli_pull_error_json(argv[i], &e));
+      if (!first_rc) {
+        first_rc = rc;
+        err = e;
+      } else {
+        fprintf(stderr, "fpull: warning: %s\n", e.msg);
+      }
     }
     fpull_pull_result_free(r);
   }
   cli_env_free(&env);
-  if (s->json && !first_rc)
+  if (s->json)
     cli_print_json(all);
   else
     cJSON_Delete(all);

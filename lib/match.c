@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "fpull/match.h"
 #include "tagdb.h"
 #include "util.h"
 
@@ -14,6 +15,7 @@ struct rank_key {
   size_t n_features; /* rule 1: distinct features named */
   long variant;      /* rule 2: -1 for none */
   size_t isa_size;   /* rule 3: the largest CPU tag's ISA set, 0 for none */
+  const char *tag;   /* rule 3: that tag (owned by the tagdb), NULL for none */
   long compute;      /* rule 4: major * 1000 + minor, -1 for none */
 };
 
@@ -85,8 +87,10 @@ static void rank_key_fill(struct rank_key *k, size_t index, const struct fpull_d
   k->compute = -1;
   for (size_t i = 0; features[i]; i++) {
     const struct fp_tag *t = fp_tagdb_find(db, features[i]);
-    if (t && t->n_isa > k->isa_size)
+    if (t && t->n_isa > k->isa_size) {
       k->isa_size = t->n_isa;
+      k->tag = t->name;
+    }
     struct fp_version v;
     if (strncmp(features[i], "nv-compute-", 11) == 0 &&
         fp_version_parse(&v, features[i] + 11, '-') == 0 && v.n == 2) {
@@ -199,4 +203,66 @@ int fpull_match_entries(struct fpull_match **out, const struct fpull_target *t,
   free(keys);
   *out = m;
   return 0;
+}
+
+/* ---- explanations (fpull inspect) ---- */
+
+static const char *variant_text(char *buf, size_t len, const struct fpull_descriptor *d)
+{
+  snprintf(buf, len, "%s", d->platform->variant ? d->platform->variant : "none");
+  return buf;
+}
+
+static const char *compute_text(char *buf, size_t len, long c)
+{
+  if (c < 0)
+    snprintf(buf, len, "none");
+  else
+    snprintf(buf, len, "nv-compute-%ld-%ld", c / 1000, c % 1000);
+  return buf;
+}
+
+/* The first rule of rank_cmp that tells a (ranked r) from b (ranked r + 1), in words. */
+static char *explain(const struct rank_key *a, const struct rank_key *b, int r,
+                     const struct fpull_descriptor *entries)
+{
+  char x[64], y[64];
+  if (a->n_features != b->n_features)
+    return fp_xasprintf("more features than rank %d (%zu vs %zu; rule 1)", r + 1, a->n_features,
+                        b->n_features);
+  if (a->variant != b->variant)
+    return fp_xasprintf("higher variant than rank %d (%s vs %s; rule 2)", r + 1,
+                        variant_text(x, sizeof x, &entries[a->index]),
+                        variant_text(y, sizeof y, &entries[b->index]));
+  if (a->isa_size != b->isa_size)
+    return fp_xasprintf("more demanding CPU tag than rank %d (%s, %zu extensions, vs %s, %zu; "
+                        "rule 3)",
+                        r + 1, a->tag ? a->tag : "none", a->isa_size, b->tag ? b->tag : "none",
+                        b->isa_size);
+  if (a->compute != b->compute)
+    return fp_xasprintf("higher compute capability than rank %d (%s vs %s; rule 4)", r + 1,
+                        compute_text(x, sizeof x, a->compute),
+                        compute_text(y, sizeof y, b->compute));
+  return fp_xasprintf("earlier in the index than rank %d (equal on rules 1-4; rule 5)", r + 1);
+}
+
+char *fpull_match_why(const struct fpull_match *m, const struct fpull_descriptor *entries, size_t i,
+                      const struct fpull_tagdb *db)
+{
+  if (i >= m->n || !m->entries[i].eligible)
+    return NULL;
+  /* The ranks as they are now: a GPU preflight may have moved entries up since ranking. */
+  int r = m->entries[i].rank;
+  size_t next = m->n;
+  for (size_t k = 0; k < m->n; k++)
+    if (m->entries[k].eligible && m->entries[k].rank == r + 1)
+      next = k;
+  if (next == m->n)
+    return NULL;
+  struct rank_key a, b;
+  cleanup_strv char **fa = entry_features(&entries[i], db);
+  cleanup_strv char **fb = entry_features(&entries[next], db);
+  rank_key_fill(&a, i, &entries[i], fa, db);
+  rank_key_fill(&b, next, &entries[next], fb, db);
+  return explain(&a, &b, r, entries);
 }

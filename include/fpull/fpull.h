@@ -8,6 +8,7 @@
 #include "ref.h"
 #include "manifest.h"
 #include "features.h"
+#include "match.h"
 #include "detect.h"
 #include "config.h"
 #include "registry.h"

@@ -1,0 +1,17 @@
+/* fpull: why the ranking of index entries came out as it did (fpull inspect). The
+ * eligibility and ranking themselves are fpull_match_entries in features.h. */
+#ifndef FPULL_MATCH_H
+#define FPULL_MATCH_H
+
+#include "features.h"
+
+/* Why entry i (eligible, rank r) ranks above the entry ranked r + 1, naming the first of
+ * the contract's ranking rules that tells them apart: "more features than rank 2 (3 vs 2;
+ * rule 1)", "higher variant ... (rule 2)", "more demanding CPU tag ... (rule 3)", "higher
+ * compute capability ... (rule 4)", "earlier in the index ... (rule 5)". m, entries and db
+ * are those fpull_match_entries was given; the ranks are read as they are now. Returns a
+ * string the caller frees, or NULL when entry i is not eligible or is ranked last. */
+FPULL_API char *fpull_match_why(const struct fpull_match *m, const struct fpull_descriptor *entries,
+                                size_t i, const struct fpull_tagdb *db);
+
+#endif
