@@ -1,9 +1,144 @@
 /* fpull features: the target platform and where each feature came from. */
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+
+/* Orders names with their digit runs compared as numbers ("cuda-2-0" < "cuda-10-0"). */
+static int version_cmp(const char *a, const char *b)
+{
+  while (*a && *b) {
+    if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+      while (*a == '0' && isdigit((unsigned char)a[1]))
+        a++;
+      while (*b == '0' && isdigit((unsigned char)b[1]))
+        b++;
+      size_t la = strspn(a, "0123456789"), lb = strspn(b, "0123456789");
+      if (la != lb)
+        return la < lb ? -1 : 1;
+      int c = strncmp(a, b, la);
+      if (c)
+        return c;
+      a += la;
+      b += lb;
+    } else {
+      if (*a != *b)
+        return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+      a++;
+      b++;
+    }
+  }
+  return *a ? 1 : *b ? -1 : 0;
+}
+
+/* The CPU tag of the target with the largest ISA set ("skylake-avx512"), and its x86-64
+ * level: these, not libcpuid's codename guess (which names a Zen 5 "Abu Dhabi" and an
+ * emulated Skylake-SP "P-II Xeon (Drake)"), say what the CPU can run. */
+static const char *best_tag(const struct cli_env *env, int levels)
+{
+  const char *const *tags = fpull_tagdb_tags(env->tagdb, env->target->architecture);
+  const char *best = NULL;
+  size_t best_n = 0;
+  for (size_t i = 0; tags && tags[i]; i++) {
+    int is_level = strncmp(tags[i], "x86-64-v", 8) == 0;
+    if (is_level != levels || !fpull_featureset_has(env->target->features, tags[i], env->tagdb))
+      continue;
+    size_t n = 0;
+    for (const char *const *isa = fpull_tagdb_isa(env->tagdb, tags[i]); isa && isa[n]; n++)
+      ;
+    if (n > best_n) {
+      best = tags[i];
+      best_n = n;
+    }
+  }
+  return best;
+}
+
+/* The target's feature that starts with prefix and has the most components, or the highest
+ * version of those with as many ("nvidia-550-54-14", "cuda-12-4", "nv-compute-9-0"). */
+static const char *top_feature(const struct fpull_target *t, const char *prefix)
+{
+  const char *top = NULL;
+  size_t np = strlen(prefix);
+  for (size_t i = 0; i < fpull_featureset_count(t->features); i++) {
+    const char *f = fpull_featureset_get(t->features, i, NULL);
+    if (strncmp(f, prefix, np) != 0)
+      continue;
+    if (!top || version_cmp(f + np, top + np) > 0)
+      top = f;
+  }
+  return top;
+}
+
+/* One line for people, before the list: best CPU tag, level, driver, GPUs. */
+static void print_summary(const struct cli_env *env)
+{
+  const struct fpull_target *t = env->target;
+  const char *tag = best_tag(env, 0), *level = best_tag(env, 1);
+  printf("summary: %s/%s", t->os, t->architecture);
+  printf(", best CPU tag %s", tag ? tag : "none");
+  if (level)
+    printf(" (%s)", level);
+  else if (t->variant)
+    printf(" (variant %s)", t->variant);
+  const char *drv = top_feature(t, "nvidia-"), *cuda = top_feature(t, "cuda-");
+  const char *cc = top_feature(t, "nv-compute-");
+  if (drv) {
+    printf(", NVIDIA driver ");
+    for (const char *c = drv + 7; *c; c++)
+      putchar(*c == '-' ? '.' : *c);
+  } else {
+    printf(", no NVIDIA driver");
+  }
+  if (cuda)
+    printf(" (%s)", cuda);
+  int src = -1;
+  for (size_t i = 0; cc && i < fpull_featureset_count(t->features); i++)
+    if (strcmp(fpull_featureset_get(t->features, i, &src), cc) == 0)
+      break;
+  struct fpull_nvidia_info *ni = NULL;
+  fpull_err err = {0};
+  if (cc && src == FPULL_SRC_NVIDIA && fpull_detect_nvidia(&ni, &err) == 0 && ni && ni->n_gpus)
+    printf(", %zu GPU%s %s", ni->n_gpus, ni->n_gpus == 1 ? "" : "s", cc);
+  else if (cc)
+    printf(", GPUs %s", cc);
+  else
+    printf(", no NVIDIA GPU");
+  fpull_nvidia_info_free(ni);
+  const char *amd = top_feature(t, "amdgpu-");
+  if (amd)
+    printf(", AMD %s", amd + 7);
+  putchar('\n');
+}
+
+/* Under -v: why NVIDIA detection found nothing (no libnvidia-ml, no GPU, every GPU held by
+ * another job, ...) or which GPUs it left out, as the library found it. */
+static void print_nvidia_reason(const struct cli_env *env)
+{
+  int found = 0;
+  for (size_t i = 0; i < fpull_featureset_count(env->target->features); i++) {
+    int src;
+    fpull_featureset_get(env->target->features, i, &src);
+    if (src == FPULL_SRC_NVIDIA)
+      found = 1;
+  }
+  struct fpull_nvidia_info *ni = NULL;
+  fpull_err err = {0};
+  if (fpull_detect_nvidia(&ni, &err) != 0) {
+    fprintf(stderr, "nvidia: nothing found: %s\n", err.msg);
+    return;
+  }
+  const char *why = ni && ni->reason ? ni->reason : ni && ni->note ? ni->note : NULL;
+  if (!found)
+    fprintf(stderr, "nvidia: nothing found: %s\n", why ? why : "no reason given");
+  else if (ni && ni->n_gpus == 0)
+    fprintf(stderr, "nvidia: driver only, no GPU counted: %s\n", why ? why : "no reason given");
+  else if (ni && ni->reason)
+    fprintf(stderr, "nvidia: %s\n", ni->reason);
+  fpull_nvidia_info_free(ni);
+}
 
 /* Under -v: the CPU tags that are just missed, and which extensions they lack, because
  * "why is broadwell not listed on this Xeon?" is the first question users ask. */
@@ -13,7 +148,9 @@ static void print_near_misses(const struct cli_env *env)
   fpull_err err = {0};
   if (fpull_detect_cpu(&ci, &err) != 0 || !ci)
     return;
-  fprintf(stderr, "cpu: %s %s\n", ci->vendor ? ci->vendor : "?", ci->codename ? ci->codename : "?");
+  const char *tag = best_tag(env, 0), *level = best_tag(env, 1);
+  fprintf(stderr, "cpu: %s, best tag %s%s%s%s\n", ci->vendor ? ci->vendor : "unknown vendor",
+          tag ? tag : "none", level ? " (" : "", level ? level : "", level ? ")" : "");
   const char *const *tags = fpull_tagdb_tags(env->tagdb, ci->architecture);
   for (size_t i = 0; tags && tags[i]; i++) {
     if (fpull_featureset_has(env->target->features, tags[i], env->tagdb))
@@ -36,6 +173,14 @@ static void print_near_misses(const struct cli_env *env)
       fprintf(stderr, "%s: no %s\n", tags[i], missing);
   }
   fpull_cpu_info_free(ci);
+}
+
+static const struct fpull_featureset *sort_set;
+
+static int by_version(const void *a, const void *b)
+{
+  return version_cmp(fpull_featureset_get(sort_set, *(const size_t *)a, NULL),
+                     fpull_featureset_get(sort_set, *(const size_t *)b, NULL));
 }
 
 static int run_features(struct cli_settings *s, int argc, char **argv)
@@ -64,16 +209,27 @@ static int run_features(struct cli_settings *s, int argc, char **argv)
     }
     cli_print_json(o);
   } else {
+    print_summary(&env);
     printf("os: %s\narchitecture: %s\nvariant: %s\nfeatures:\n", t->os, t->architecture,
            t->variant ? t->variant : "-");
+    /* Versions sort as versions: cuda-2-0 before cuda-10-0. */
+    size_t *order = calloc(n ? n : 1, sizeof *order);
+    for (size_t i = 0; i < n; i++)
+      order[i] = i;
+    sort_set = t->features;
+    if (order)
+      qsort(order, n, sizeof *order, by_version);
     for (size_t i = 0; i < n; i++) {
       int sv;
-      const char *name = fpull_featureset_get(t->features, i, &sv);
+      const char *name = fpull_featureset_get(t->features, order ? order[i] : i, &sv);
       printf("  %-28s %s\n", name, fpull_feature_source_name(sv));
     }
+    free(order);
   }
-  if (s->verbose && !s->features && !s->platform)
+  if (s->verbose && !s->features && !s->platform) {
     print_near_misses(&env);
+    print_nvidia_reason(&env);
+  }
   cli_env_free(&env);
   return 0;
 }
