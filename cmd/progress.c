@@ -113,8 +113,8 @@ static void on_progress(void *ud, const struct fpull_progress *p)
     /* Each image of a prefetch counts from zero, its clock from its own first byte. */
     cli_progress_break();
     memset(&bar, 0, sizeof bar);
-    fprintf(stderr, "%s: %u layers, %s\n", p->reference, p->blobs_total,
-            cli_human_bytes(a, sizeof a, p->bytes_total));
+    fprintf(stderr, "%s: %u layer%s, %s\n", p->reference, p->blobs_total,
+            p->blobs_total == 1 ? "" : "s", cli_human_bytes(a, sizeof a, p->bytes_total));
     break;
   case FPULL_PROGRESS_BYTES: {
     if (!bar.have_byte) {
@@ -135,7 +135,7 @@ static void on_progress(void *ud, const struct fpull_progress *p)
   case FPULL_PROGRESS_FINISH: {
     double secs = bar.have_byte ? now - bar.first_byte : 0;
     fputs("\r\033[K", stderr);
-    fprintf(stderr, "done: %u layers", p->blobs_total);
+    fprintf(stderr, "done: %u layer%s", p->blobs_total, p->blobs_total == 1 ? "" : "s");
     if (p->blobs_cached)
       fprintf(stderr, " (%u cached, %s)", p->blobs_cached,
               cli_human_bytes(a, sizeof a, p->bytes_cached));

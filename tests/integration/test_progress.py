@@ -109,7 +109,7 @@ class Progress(cases.RegistryCase):
         ref2 = "%s/p/second:t" % self.reg.hostport
         shown = self.on_tty("prefetch", "--cache-dir", os.path.join(self.tmp, "c"), ref, ref2)
         lines = frames(shown)
-        start = [i for i, f in enumerate(lines) if f.startswith(ref2 + ": 1 layers")]
+        start = [i for i, f in enumerate(lines) if f.startswith(ref2 + ": 1 layer, ")]
         self.assertEqual(len(start), 1, shown)
         after = lines[start[0] + 1:]
         counted = [FRAME.match(f) or re.match(r"()()()(\d+)/(\d+) layers", f) for f in after]
