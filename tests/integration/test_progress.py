@@ -41,7 +41,7 @@ class Progress(cases.RegistryCase):
         self.assertEqual(cp.returncode, 0, cp.stdout + cp.stderr)
         return cp.stdout
 
-    def slow_image(self, repo="p/big", big=1500000):
+    def slow_image(self, repo="p/big", big=1500000, first=None):
         """An image with a large incompressible layer, served through a proxy that trickles
         blobs (64 KiB per 10 ms), so that its bytes arrive in many pieces."""
         img = images.push_image(self.client, repo, "t", [
@@ -49,6 +49,9 @@ class Progress(cases.RegistryCase):
             [{"path": "small", "type": "file", "data": "s"}]])
         proxy = faultproxy.FaultProxy(self.reg.url).start()
         self.addCleanup(proxy.stop)
+        self.proxy = proxy
+        if first:
+            proxy.add(r"/blobs/" + img["layers"][0]["digest"], times=1, **first)
         proxy.add(r"/blobs/", trickle=(65536, 0.01))
         return img, "%s/%s:t" % (proxy.hostport, repo)
 
@@ -121,3 +124,14 @@ class Progress(cases.RegistryCase):
             m = re.search(r"\| (\S+ \S+) / (\S+ \S+)", f)
             if m:
                 self.assertLessEqual(size(m.group(1)), other["layers"][0]["size"], shown)
+
+    def test_resumed_layer_counts_each_byte_once(self):
+        img, ref = self.slow_image(first={"cut_after": 500000})
+        big = img["layers"][0]
+        shown = self.on_tty("prefetch", "--cache-dir", os.path.join(self.tmp, "c"), ref)
+        seen = [size(m.group(2)) for m in map(FRAME.match, frames(shown))
+                if m and m.group(1) == big["digest"].split(":")[1][:12]]
+        self.assertEqual(seen, sorted(seen), shown)  # never back to 0 after the cut
+        self.assertLessEqual(max(seen), big["size"] + 50, shown)
+        self.assertEqual(self.proxy.count(big["digest"]), 2)  # it was cut and resumed
+        self.assertRegex(shown, r"done: 2 layers, 1\.\d MB downloaded")
