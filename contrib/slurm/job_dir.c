@@ -104,8 +104,7 @@ int fp_slurm_job_dir_remove(int run_fd, uint32_t job_id, fpull_err *err)
       if (!S_ISDIR(st.st_mode) && unlinkat(run_fd, name, 0) < 0)
         return fpull_err_set(err, FPULL_EFAIL, "job directory %s: %s", name, strerror(errno));
       if (S_ISDIR(st.st_mode) && fp_rm_rf_at(run_fd, name) < 0)
-        return fpull_err_set(err, FPULL_EFAIL, "job directory %s: %s", name,
-                             fp_rm_strerror(errno));
+        return fpull_err_set(err, FPULL_EFAIL, "job directory %s: %s", name, fp_rm_strerror(errno));
     } else {
       /* The tree belongs to the directory's owner, who may be another uid than the job's
        * when the id was reused: drop to that owner. */
@@ -120,8 +119,7 @@ int fp_slurm_job_dir_remove(int run_fd, uint32_t job_id, fpull_err *err)
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return fpull_err_set(err, FPULL_EFAIL, "job directory %s: removing as uid %u: %s", name,
                              (unsigned)st.st_uid,
-                             WIFEXITED(status) ? fp_rm_strerror(WEXITSTATUS(status))
-                                               : "killed");
+                             WIFEXITED(status) ? fp_rm_strerror(WEXITSTATUS(status)) : "killed");
       if (unlinkat(run_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
         return fpull_err_set(err, FPULL_EFAIL, "job directory %s: %s", name, strerror(errno));
     }

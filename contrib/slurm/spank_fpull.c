@@ -39,13 +39,15 @@ enum { OPT_IMAGE = 1, OPT_FEATURES, OPT_FORMAT };
 
 static int check_option(int val, const char *optarg, int remote);
 
-struct spank_option spank_options[] = {
+/* Registered from slurm_spank_init: sbatch and salloc (the allocator context) only know
+ * options registered that way, not an exported spank_options table. */
+static struct spank_option fpull_options[] = {
     {"fpull-image", "IMAGE",
      "run the job with IMAGE's rootfs (chosen for each node by fpull) in $FPULL_ROOTFS", 1,
      OPT_IMAGE, check_option},
     {"fpull-features", "LIST",
-     "choose IMAGE's entry for these features instead of each node's own (as fpull --features)",
-     1, OPT_FEATURES, check_option},
+     "choose IMAGE's entry for these features instead of each node's own (as fpull --features)", 1,
+     OPT_FEATURES, check_option},
     {"fpull-format", "dir", "the rootfs as a directory (the only format of this build)", 1,
      OPT_FORMAT, check_option},
     SPANK_OPTIONS_TABLE_END};
@@ -82,11 +84,26 @@ static int check_option(int val, const char *optarg, int remote)
 static const char *option(spank_t sp, int val)
 {
   char *arg = NULL;
-  for (size_t i = 0; spank_options[i].name; i++)
-    if (spank_options[i].val == val &&
-        spank_option_getopt(sp, &spank_options[i], &arg) == ESPANK_SUCCESS)
+  for (size_t i = 0; fpull_options[i].name; i++)
+    if (fpull_options[i].val == val &&
+        spank_option_getopt(sp, &fpull_options[i], &arg) == ESPANK_SUCCESS)
       return arg;
   return NULL;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+  /* The prolog and epilog read the options with spank_option_getopt; registering is for
+   * the contexts that parse a command line, and may be refused elsewhere. */
+  spank_context_t ctx = spank_context();
+  if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
+    return 0;
+  for (size_t i = 0; fpull_options[i].name; i++)
+    if (spank_option_register(sp, &fpull_options[i]) != ESPANK_SUCCESS) {
+      slurm_error("fpull: cannot register --%s", fpull_options[i].name);
+      return -1;
+    }
+  return 0;
 }
 
 static void log_to_slurm(void *ud, int level, const char *msg)
@@ -200,8 +217,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   if (rc == 0 && fp_slurm_error_lookup(run_fd, job_id, &err))
     rc = err.code;
   char dest[PATH_MAX];
-  if (rc == 0 && snprintf(dest, sizeof dest, "%s/%" PRIu32 "/rootfs", s.run_dir, job_id) >=
-                     (int)sizeof dest)
+  if (rc == 0 &&
+      snprintf(dest, sizeof dest, "%s/%" PRIu32 "/rootfs", s.run_dir, job_id) >= (int)sizeof dest)
     rc = fpull_err_set(&err, FPULL_EFAIL, "run_dir %s: path too long", s.run_dir);
   struct stat st;
   /* Each step of the job runs this; the first one on the node unpacks. */
@@ -224,8 +241,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
   /* Here the task's stderr is the job's: the user sees one line there. Ending the task with
    * fpull's exit code fails the job with that code; a plugin error return would also fail it,
    * but as "exit 1", and a failing user_init of a batch job drains the node. */
-  fprintf(stderr, "fpull: %s: %s (exit %d: %s)\n", failed_image ? failed_image : "",
-          failure.msg, failure.code, fp_slurm_code_meaning(failure.code));
+  fprintf(stderr, "fpull: %s: %s (exit %d: %s)\n", failed_image ? failed_image : "", failure.msg,
+          failure.code, fp_slurm_code_meaning(failure.code));
   fflush(stderr);
   _exit(failure.code);
 }
