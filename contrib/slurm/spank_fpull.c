@@ -54,7 +54,6 @@ static struct spank_option fpull_options[] = {
 
 /* A failure of the user part, reported by each task (see slurm_spank_task_init). */
 static fpull_err failure;
-static char *failed_image;
 
 static int check_option(int val, const char *optarg, int remote)
 {
@@ -177,7 +176,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     }
   }
   if (rc != 0)
-    slurm_error("fpull: job %" PRIu32 ": %s: %s (exit %d: %s)", job_id, image, err.msg, rc,
+    slurm_error("fpull: job %" PRIu32 ": %s (exit %d: %s)", job_id, err.msg, rc,
                 fp_slurm_code_meaning(rc));
   fp_slurm_settings_free(&s);
   /* Never fail the prolog over an image: Slurm would drain this node for the user's typo or
@@ -185,13 +184,12 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
   return 0;
 }
 
-static int fail(const char *image, const fpull_err *err)
+static int fail(const fpull_err *err)
 {
   failure = *err;
-  free(failed_image);
-  failed_image = fp_xstrdup(image);
-  slurm_error("fpull: %s: %s (exit %d: %s)", image, err->msg, err->code,
-              fp_slurm_code_meaning(err->code));
+  /* Only to slurmd's log: in the user part slurm_error would also reach the job's output,
+   * and the user is to get the one line slurm_spank_task_init writes. */
+  slurm_info("fpull: %s (exit %d: %s)", err->msg, err->code, fp_slurm_code_meaning(err->code));
   return 0;
 }
 
@@ -204,7 +202,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   fpull_err err = {0};
   if (settings_load(&s, ac, av) != 0) {
     fpull_err_set(&err, FPULL_EUSAGE, "the fpull plugin's plugstack.conf line is wrong");
-    return fail(image, &err);
+    return fail(&err);
   }
   uint32_t job_id = 0;
   cleanup_close int run_fd = -1;
@@ -231,7 +229,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   if (rc == 0 && spank_setenv(sp, "FPULL_ROOTFS", dest, 1) != ESPANK_SUCCESS)
     rc = fpull_err_set(&err, FPULL_EFAIL, "cannot set FPULL_ROOTFS");
   fp_slurm_settings_free(&s);
-  return rc ? fail(image, &err) : 0;
+  return rc ? fail(&err) : 0;
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
@@ -239,10 +237,10 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
   if (!failure.code)
     return 0;
   /* Here the task's stderr is the job's: the user sees one line there. Ending the task with
-   * fpull's exit code fails the job with that code; a plugin error return would also fail it,
-   * but as "exit 1", and a failing user_init of a batch job drains the node. */
-  fprintf(stderr, "fpull: %s: %s (exit %d: %s)\n", failed_image ? failed_image : "", failure.msg,
-          failure.code, fp_slurm_code_meaning(failure.code));
+   * fpull's exit code fails the job with that code (ExitCode=5:0 for "not found"); an error
+   * return would fail it as exit 1, with Slurm's own lines around ours. */
+  fprintf(stderr, "fpull: %s (exit %d: %s)\n", failure.msg, failure.code,
+          fp_slurm_code_meaning(failure.code));
   fflush(stderr);
   _exit(failure.code);
 }
@@ -268,12 +266,5 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
     slurm_error("fpull: job %" PRIu32 ": epilog: %s", job_id, err.msg);
   fp_slurm_settings_free(&s);
   /* What is left is only disk space in run_dir; draining the node for it would cost more. */
-  return 0;
-}
-
-int slurm_spank_exit(spank_t sp, int ac, char **av)
-{
-  free(failed_image);
-  failed_image = NULL;
   return 0;
 }

@@ -142,10 +142,12 @@ class SlurmPlugin(SlurmCase):
         self.assertEqual(rec["JobState"], "FAILED", out)
         self.assertEqual(rec["ExitCode"], "5:0", out)
         self.assertNotIn("job-body-ran", out)
-        errs = [ln for ln in out.splitlines() if ln.startswith("fpull: ")]
-        self.assertEqual(len(errs), 1, out)
-        self.assertIn(bad, errs[0])
-        self.assertIn("exit 5: image not found", errs[0])
+        # One line, fpull's, naming the image, with the exit code's meaning.
+        lines = [ln for ln in out.splitlines() if ln.strip()]
+        self.assertEqual(len(lines), 1, out)
+        self.assertTrue(lines[0].startswith("fpull: "), out)
+        self.assertIn(bad, lines[0])
+        self.assertTrue(lines[0].endswith("(exit 5: image not found)"), out)
         # The node is not drained, and the next job runs on it.
         self.assertEqual(self.cluster.node_state(), "idle", self.cluster.node_reason())
         job, rec, out = self.submit(["--fpull-image=" + self.ref, "--fpull-features=x86-64-v3"],
@@ -161,7 +163,7 @@ class SlurmPlugin(SlurmCase):
                                      "--fpull-features=neoverse-n1"], "echo ran\n")
         self.assertEqual(rec["JobState"], "FAILED", out)
         self.assertEqual(rec["ExitCode"], "3:0", out)
-        self.assertRegex(out, r"(?m)^fpull: .*\(exit 3: no entry of the image fits this node\)$")
+        self.assertRegex(out, r"^fpull: [^\n]*\(exit 3: no entry of the image fits this node\)\n$")
         self.assertEqual(self.cluster.node_state(), "idle", self.cluster.node_reason())
 
     def test_typo_in_image_is_refused_at_submit(self):
