@@ -187,3 +187,59 @@ class SlurmFixture(SlurmCase):
         for name, pid in pids.items():
             with self.assertRaises(ProcessLookupError, msg=name):
                 os.kill(pid, 0)
+
+
+class SlurmProlog(SlurmCase):
+    """contrib/slurm/prolog.sh as Slurm's Prolog, for sites without the plugin."""
+
+    def setUp(self):
+        super().setUp()
+        # Slurm gives the Prolog no environment of ours: a site wrapper sets the settings.
+        self.wrapper = os.path.join(self.tmp, "prolog")
+        self.prolog_log = os.path.join(self.tmp, "prolog.log")
+        with open(self.wrapper, "w") as f:
+            f.write("#!/bin/sh\nFPULL=%s FPULL_PROLOG_CACHE=%s FPULL_DATA_DIR=%s "
+                    "FPULL_CONFIG=%s FPULL_PROLOG_LOG=%s exec %s\n" % (
+                        fpull.binary(), self.cache, DATA_DIR, self.config, self.prolog_log,
+                        PROLOG))
+        os.chmod(self.wrapper, 0o755)
+        self.cluster = self.start_cluster(prolog=self.wrapper)
+
+    def job_script(self, kind_features, image):
+        return ('d=$(mktemp -d)\n'
+                '%s pull -q --offline --cache-dir %s --features %s %s "$d/rootfs" || exit\n'
+                'cat "$d/rootfs/etc/kind"\n'
+                'rm -rf "$d"\n' % (fpull.binary(), self.cache, kind_features, image))
+
+    def test_prolog_prefetches_and_the_job_pulls_offline(self):
+        for kind in ("v2", "v3"):
+            feats = "x86-64-" + kind
+            cp, job = self.cluster.sbatch(
+                ["--comment", "fpull-image=%s fpull-features=%s" % (self.ref, feats)],
+                self.job_script(feats, self.ref))
+            self.assertEqual(cp.returncode, 0, cp.stderr)
+            rec = self.cluster.wait(job)
+            out = self.cluster.output(job)
+            self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
+            self.assertEqual(out.strip(), kind)
+        self.assertEqual(stat.S_IMODE(os.stat(self.cache).st_mode), 0o755)
+        gets = self.blob_gets()
+        for img in (self.v2, self.v3):
+            for l in img["layers"]:
+                self.assertEqual(gets.get(l["digest"]), 1, gets)
+
+    def test_bad_image_in_prolog_fails_the_job_not_the_node(self):
+        bad = "%s/hpc/app:nope" % self.reg.hostport
+        cp, job = self.cluster.sbatch(["--comment", "fpull-image=" + bad],
+                                      self.job_script("x86-64-v2", bad))
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        rec = self.cluster.wait(job)
+        out = self.cluster.output(job)
+        self.assertEqual(rec["JobState"], "FAILED", out)
+        self.assertEqual(rec["ExitCode"], "5:0", out)
+        self.assertIn("not in the cache", fpull.error_line(out))
+        self.assertEqual(self.cluster.node_state(), "idle", self.cluster.node_reason())
+        # The prolog said why in its log.
+        with open(self.prolog_log) as f:
+            self.assertRegex(f.read(), r"fpull-prolog: job %s: %s: exit 5: fpull: " % (
+                job, re.escape(bad)))
