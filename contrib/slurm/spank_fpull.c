@@ -16,6 +16,7 @@
  *                 [config=FILE] [data_dir=DIR] [jobs=N]
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -193,6 +194,16 @@ static int fail(const fpull_err *err)
   return 0;
 }
 
+/* Not the image's fault: its own code (5 for a missing directory) would send the user
+ * looking at the image. */
+static int no_prolog(fpull_err *err)
+{
+  fpull_err_prefix(err, "the job prolog did not prepare this node (is fpull_spank.so in the "
+                        "compute nodes' plugstack.conf?)");
+  err->code = FPULL_EFAIL;
+  return FPULL_EFAIL;
+}
+
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
   const char *image = option(sp, OPT_IMAGE);
@@ -209,16 +220,27 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   int rc = 0;
   if (job_ids(sp, &job_id, NULL, NULL) != 0)
     rc = fpull_err_set(&err, FPULL_EFAIL, "no job id");
-  if (rc == 0)
-    rc = fp_slurm_run_dir_open(&run_fd, s.run_dir, 0, &err);
+  if (rc == 0 && fp_slurm_run_dir_open(&run_fd, s.run_dir, 0, &err) != 0)
+    rc = no_prolog(&err);
   /* What the prolog could not do is the answer, said in the prolog's words. */
   if (rc == 0 && fp_slurm_error_lookup(run_fd, job_id, &err))
     rc = err.code;
+  char name[16];
+  struct stat st;
+  snprintf(name, sizeof name, "%" PRIu32, job_id);
+  if (rc == 0) {
+    int e = fstatat(run_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ? errno
+            : S_ISDIR(st.st_mode)                                ? 0
+                                                                 : ENOTDIR;
+    if (e) {
+      fpull_err_set(&err, FPULL_EFAIL, "%s/%s: %s", s.run_dir, name, strerror(e));
+      rc = no_prolog(&err);
+    }
+  }
   char dest[PATH_MAX];
   if (rc == 0 &&
       snprintf(dest, sizeof dest, "%s/%" PRIu32 "/rootfs", s.run_dir, job_id) >= (int)sizeof dest)
     rc = fpull_err_set(&err, FPULL_EFAIL, "run_dir %s: path too long", s.run_dir);
-  struct stat st;
   /* Each step of the job runs this; the first one on the node unpacks. */
   if (rc == 0 && lstat(dest, &st) != 0) {
     rc = fp_slurm_pull_offline(&s, image, option(sp, OPT_FEATURES), dest, &err);

@@ -114,7 +114,7 @@ class SlurmPlugin(SlurmCase):
         for img in (self.v2, self.v3):
             for l in img["layers"]:
                 self.assertEqual(gets.get(l["digest"]), 1, gets)
-        self.assertEqual(self.cluster.node_state(), "idle")
+        self.assertEqual(self.cluster.settled_node_state(), "idle")
 
     def test_detected_features_choose_the_nodes_entry(self):
         # Without --fpull-features, the node's own CPU decides, as `fpull inspect` says.
@@ -136,6 +136,20 @@ class SlurmPlugin(SlurmCase):
         batch = re.search(r"^batch=(.*)$", out, re.M).group(1)
         self.assertEqual(step, batch)
 
+    def test_srun_job(self):
+        # An interactive job: allocation, prolog, one step, epilog, all from srun.
+        cp = self.cluster._cmd(["srun", "--fpull-image=" + self.ref, "--fpull-features=x86-64-v3",
+                                "sh", "-c", 'cat "$FPULL_ROOTFS/etc/kind"'],
+                               check=False, user="nobody")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "v3\n"), cp.stderr)
+        bad = "%s/hpc/app:nope" % self.reg.hostport
+        cp = self.cluster._cmd(["srun", "--fpull-image=" + bad, "echo", "ran"], check=False,
+                               user="nobody")
+        self.assertEqual(cp.returncode, 5, cp.stdout + cp.stderr)
+        self.assertNotIn("ran", cp.stdout)
+        self.assertRegex(cp.stderr, r"(?m)^fpull: .*nope.*\(exit 5: image not found\)$")
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
+
     def test_bad_image_fails_the_job_not_the_node(self):
         bad = "%s/hpc/app:nope" % self.reg.hostport
         job, rec, out = self.submit(["--fpull-image=" + bad], "echo job-body-ran\n")
@@ -149,7 +163,7 @@ class SlurmPlugin(SlurmCase):
         self.assertIn(bad, lines[0])
         self.assertTrue(lines[0].endswith("(exit 5: image not found)"), out)
         # The node is not drained, and the next job runs on it.
-        self.assertEqual(self.cluster.node_state(), "idle", self.cluster.node_reason())
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
         job, rec, out = self.submit(["--fpull-image=" + self.ref, "--fpull-features=x86-64-v3"],
                                     'cat "$FPULL_ROOTFS/etc/kind"\n')
         self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
@@ -164,7 +178,7 @@ class SlurmPlugin(SlurmCase):
         self.assertEqual(rec["JobState"], "FAILED", out)
         self.assertEqual(rec["ExitCode"], "3:0", out)
         self.assertRegex(out, r"^fpull: [^\n]*\(exit 3: no entry of the image fits this node\)\n$")
-        self.assertEqual(self.cluster.node_state(), "idle", self.cluster.node_reason())
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
 
     def test_typo_in_image_is_refused_at_submit(self):
         cp, job = self.cluster.sbatch(["--fpull-image=%s/HPC/app:1.0" % self.reg.hostport],
@@ -238,7 +252,7 @@ class SlurmProlog(SlurmCase):
         self.assertEqual(rec["JobState"], "FAILED", out)
         self.assertEqual(rec["ExitCode"], "5:0", out)
         self.assertIn("not in the cache", fpull.error_line(out))
-        self.assertEqual(self.cluster.node_state(), "idle", self.cluster.node_reason())
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
         # The prolog said why in its log.
         with open(self.prolog_log) as f:
             self.assertRegex(f.read(), r"fpull-prolog: job %s: %s: exit 5: fpull: " % (
