@@ -180,6 +180,36 @@ class SlurmPlugin(SlurmCase):
         self.assertRegex(out, r"^fpull: [^\n]*\(exit 3: no entry of the image fits this node\)\n$")
         self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
 
+    def test_epilog_removes_only_the_jobs_own_files(self):
+        # A root-owned directory the job's user can read but not change.
+        victim = os.path.join(self.tmp, "victim")
+        os.mkdir(victim, 0o755)
+        with open(os.path.join(victim, "keep"), "w") as f:
+            f.write("root's\n")
+        # The user leaves a symlink to it, and a read-only tree, in the job directory.
+        job, rec, out = self.submit(
+            ["--fpull-image=" + self.ref, "--fpull-features=x86-64-v2"],
+            'd=$(dirname "$FPULL_ROOTFS")\n'
+            'ln -s %s "$d/link"\n'
+            'mkdir -p "$d/ro/sub" && touch "$d/ro/sub/f" && chmod 500 "$d/ro/sub" "$d/ro"\n'
+            'chmod 500 "$FPULL_ROOTFS/etc"\n'
+            'echo done\n' % victim)
+        self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
+        self.assertEqual(out.strip(), "done")
+        self.assertFalse(os.path.lexists(os.path.join(self.run_dir, job)))
+        self.assertEqual(os.listdir(victim), ["keep"])
+
+    def test_run_dir_others_can_write_fails_the_job(self):
+        # Someone who can write run_dir could plant a job's error record or directory.
+        os.mkdir(self.run_dir)
+        os.chmod(self.run_dir, 0o1777)
+        job, rec, out = self.submit(["--fpull-image=" + self.ref], "echo ran\n")
+        self.assertEqual(rec["JobState"], "FAILED", out)
+        self.assertRegex(out, r"^fpull: .*%s.*must be owned by root and writable by root "
+                              r"only.*\(exit 1: failure\)\n$" % re.escape(self.run_dir))
+        self.assertEqual(os.listdir(self.run_dir), [])
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
+
     def test_typo_in_image_is_refused_at_submit(self):
         cp, job = self.cluster.sbatch(["--fpull-image=%s/HPC/app:1.0" % self.reg.hostport],
                                       "echo ran\n")
