@@ -8,6 +8,7 @@
 #include <fpull/config.h>
 #include <fpull/features.h>
 #include <fpull/pull.h>
+#include <fpull/ref.h>
 
 #include "image.h"
 #include "util.h"
@@ -116,9 +117,10 @@ static void pull_opts(struct fpull_pull_opts *o, const struct env *e,
   o->jobs = s->jobs;
 }
 
-int fp_slurm_prefetch(const struct fp_slurm_settings *s, const char *image, const char *features,
-                      fpull_err *err)
+int fp_slurm_prefetch(char **digest, const struct fp_slurm_settings *s, const char *image,
+                      const char *features, fpull_err *err)
 {
+  *digest = NULL;
   struct env e;
   int rc = env_load(&e, s, features, err);
   if (rc == 0) {
@@ -132,6 +134,8 @@ int fp_slurm_prefetch(const struct fp_slurm_settings *s, const char *image, cons
     struct fpull_pull_result *r = NULL;
     if (rc == 0)
       rc = fpull_prefetch(&r, image, &o, err);
+    if (rc == 0)
+      *digest = fp_xstrdup(r->manifest_digest);
     fpull_pull_result_free(r);
     umask(old);
   }
@@ -154,4 +158,17 @@ int fp_slurm_pull_offline(const struct fp_slurm_settings *s, const char *image,
   }
   env_free(&e);
   return rc;
+}
+
+char *fp_slurm_pinned_ref(const char *image, const char *digest)
+{
+  struct fpull_ref *ref = NULL;
+  if (!fpull_digest_valid(digest) || fpull_ref_parse(&ref, image, NULL) != 0)
+    return NULL;
+  /* With a tag and a digest the digest wins (contract); the tag stays for messages. */
+  free(ref->digest);
+  ref->digest = fp_xstrdup(digest);
+  char *out = fpull_ref_format(ref);
+  fpull_ref_free(ref);
+  return out;
 }

@@ -20,9 +20,14 @@ void fp_slurm_settings_free(struct fp_slurm_settings *s);
 
 /* As root: downloads image's entry for this node (features NULL: this node's detected
  * features and the config's; else exactly these, as --features) into the cache, making
- * the cache root (0755) first so that users can read what the prolog fetched. */
-int fp_slurm_prefetch(const struct fp_slurm_settings *s, const char *image, const char *features,
-                      fpull_err *err);
+ * the cache root (0755) first so that users can read what the prolog fetched. *digest
+ * gets the chosen manifest's digest (the caller frees it). */
+int fp_slurm_prefetch(char **digest, const struct fp_slurm_settings *s, const char *image,
+                      const char *features, fpull_err *err);
+
+/* image pinned to digest (REGISTRY/REPO[:TAG]@DIGEST), or NULL when image does not parse.
+ * The caller frees it. */
+char *fp_slurm_pinned_ref(const char *image, const char *digest);
 
 /* As the job's user: unpacks the same entry from the cache only (--offline) into dest. */
 int fp_slurm_pull_offline(const struct fp_slurm_settings *s, const char *image,

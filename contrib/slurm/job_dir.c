@@ -43,11 +43,8 @@ static void job_name(char *buf, size_t len, uint32_t job_id, const char *suffix)
 
 int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, fpull_err *err)
 {
-  char name[32], ename[48];
+  char name[32];
   job_name(name, sizeof name, job_id, "");
-  job_name(ename, sizeof ename, job_id, ".error");
-  if (unlinkat(run_fd, ename, 0) < 0 && errno != ENOENT)
-    return fpull_err_set(err, FPULL_EFAIL, "%s: %s", ename, strerror(errno));
   int rc = fp_slurm_job_dir_remove(run_fd, job_id, err);
   if (rc)
     return rc;
@@ -91,11 +88,13 @@ static int remove_as_user(int run_fd, const char *name, uid_t uid, gid_t gid)
   return rc;
 }
 
+/* What the prolog records beside the job directory. */
+static const char *const records[] = {".error", ".manifest"};
+
 int fp_slurm_job_dir_remove(int run_fd, uint32_t job_id, fpull_err *err)
 {
-  char name[32], ename[48];
+  char name[32];
   job_name(name, sizeof name, job_id, "");
-  job_name(ename, sizeof ename, job_id, ".error");
   struct stat st;
   if (fstatat(run_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (!S_ISDIR(st.st_mode) || st.st_uid == 0) {
@@ -124,54 +123,86 @@ int fp_slurm_job_dir_remove(int run_fd, uint32_t job_id, fpull_err *err)
         return fpull_err_set(err, FPULL_EFAIL, "job directory %s: %s", name, strerror(errno));
     }
   }
-  if (unlinkat(run_fd, ename, 0) < 0 && errno != ENOENT)
-    return fpull_err_set(err, FPULL_EFAIL, "%s: %s", ename, strerror(errno));
+  for (size_t i = 0; i < sizeof records / sizeof records[0]; i++) {
+    char rname[48];
+    job_name(rname, sizeof rname, job_id, records[i]);
+    if (unlinkat(run_fd, rname, 0) < 0 && errno != ENOENT)
+      return fpull_err_set(err, FPULL_EFAIL, "%s: %s", rname, strerror(errno));
+  }
   return 0;
 }
 
-int fp_slurm_error_record(int run_fd, uint32_t job_id, int code, const char *msg, fpull_err *err)
+/* Writes RUN_DIR/JOBID.SUFFIX (root-owned, 0644) beside its place and renames it in. */
+static int record_write(int run_fd, uint32_t job_id, const char *suffix, const char *text,
+                        fpull_err *err)
 {
-  char ename[48], tname[64];
-  job_name(ename, sizeof ename, job_id, ".error");
-  job_name(tname, sizeof tname, job_id, ".error.tmp");
+  char name[48], tname[64];
+  snprintf(name, sizeof name, "%" PRIu32 ".%s", job_id, suffix);
+  snprintf(tname, sizeof tname, "%s.tmp", name);
   unlinkat(run_fd, tname, 0);
   cleanup_close int fd =
       openat(run_fd, tname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0)
     return fpull_err_set(err, FPULL_EFAIL, "%s: %s", tname, strerror(errno));
-  char line[FPULL_ERR_MSG_MAX + 16];
-  int n = snprintf(line, sizeof line, "%d %s\n", code, msg);
-  if (n < 0 || (size_t)n >= sizeof line)
-    n = (int)sizeof line - 1;
-  if (write(fd, line, (size_t)n) != n || fchmod(fd, 0644) < 0 ||
-      renameat(run_fd, tname, run_fd, ename) < 0) {
+  size_t n = strlen(text);
+  if (write(fd, text, n) != (ssize_t)n || fchmod(fd, 0644) < 0 ||
+      renameat(run_fd, tname, run_fd, name) < 0) {
     int e = errno;
     unlinkat(run_fd, tname, 0);
-    return fpull_err_set(err, FPULL_EFAIL, "%s: %s", ename, strerror(e));
+    return fpull_err_set(err, FPULL_EFAIL, "%s: %s", name, strerror(e));
   }
   return 0;
 }
 
-int fp_slurm_error_lookup(int run_fd, uint32_t job_id, fpull_err *out)
+/* Reads RUN_DIR/JOBID.SUFFIX into buf (first line); 0 when there is none. */
+static int record_read(int run_fd, uint32_t job_id, const char *suffix, char *buf, size_t len)
 {
-  char ename[48];
-  job_name(ename, sizeof ename, job_id, ".error");
-  cleanup_close int fd = openat(run_fd, ename, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  char name[48];
+  snprintf(name, sizeof name, "%" PRIu32 ".%s", job_id, suffix);
+  cleanup_close int fd = openat(run_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return 0;
-  char line[FPULL_ERR_MSG_MAX + 16];
-  ssize_t n = read(fd, line, sizeof line - 1);
+  ssize_t n = read(fd, buf, len - 1);
   if (n <= 0)
     return 0;
-  line[n] = '\0';
-  line[strcspn(line, "\n")] = '\0';
+  buf[n] = '\0';
+  buf[strcspn(buf, "\n")] = '\0';
+  return 1;
+}
+
+int fp_slurm_error_record(int run_fd, uint32_t job_id, int code, const char *msg, fpull_err *err)
+{
+  char line[FPULL_ERR_MSG_MAX + 16];
+  snprintf(line, sizeof line, "%d %s\n", code, msg);
+  return record_write(run_fd, job_id, "error", line, err);
+}
+
+int fp_slurm_chosen_record(int run_fd, uint32_t job_id, const char *digest, fpull_err *err)
+{
+  char line[128];
+  snprintf(line, sizeof line, "%s\n", digest);
+  return record_write(run_fd, job_id, "manifest", line, err);
+}
+
+int fp_slurm_chosen_lookup(int run_fd, uint32_t job_id, char *digest, size_t len)
+{
+  return record_read(run_fd, job_id, "manifest", digest, len);
+}
+
+int fp_slurm_error_lookup(int run_fd, uint32_t job_id, fpull_err *out)
+{
+  char line[FPULL_ERR_MSG_MAX + 16];
+  if (!record_read(run_fd, job_id, "error", line, sizeof line))
+    return 0;
   char *end = NULL;
   long code = strtol(line, &end, 10);
-  if (end == line || *end != ' ' || code <= 0 || code > 255)
+  if (end == line || *end != ' ' || code <= 0 || code > 255) {
     code = FPULL_EFAIL;
-  else
+    end = line;
+  } else {
     end++;
-  fpull_err_set(out, (int)code, "%s", end && end != line ? end : line);
+  }
+  fpull_err_set(out, (int)code, "%s", end);
   return 1;
 }
 

@@ -3,12 +3,14 @@
  * RUN_DIR (root-owned, 0755) holds, per job on this node:
  *   RUN_DIR/JOBID/       the job-private directory (the job's user, 0700); the rootfs is
  *                        RUN_DIR/JOBID/rootfs
- *   RUN_DIR/JOBID.error  what the prolog could not do ("CODE MESSAGE"), root-owned 0644,
- *                        so the user part can read it and the user cannot forge it.
+ *   RUN_DIR/JOBID.error  what the prolog could not do ("CODE MESSAGE"),
+ *   RUN_DIR/JOBID.manifest  the digest of the entry the prolog fetched,
+ * both root-owned 0644: the user part reads them and the user cannot forge them.
  */
 #ifndef FPULL_SLURM_JOB_DIR_H
 #define FPULL_SLURM_JOB_DIR_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -31,6 +33,13 @@ int fp_slurm_job_dir_remove(int run_fd, uint32_t job_id, fpull_err *err);
 
 /* As root: records code and message for the user part (written beside, renamed in). */
 int fp_slurm_error_record(int run_fd, uint32_t job_id, int code, const char *msg, fpull_err *err);
+
+/* As root: records the manifest digest the prolog chose, so that the user part unpacks
+ * exactly that entry whatever it would detect itself (a step may see fewer GPUs). */
+int fp_slurm_chosen_record(int run_fd, uint32_t job_id, const char *digest, fpull_err *err);
+
+/* 1 and the digest in digest[len] when the prolog recorded one; 0 when not. */
+int fp_slurm_chosen_lookup(int run_fd, uint32_t job_id, char *digest, size_t len);
 
 /* 1 and *out filled when the prolog recorded an error for job_id; 0 when not. */
 int fp_slurm_error_lookup(int run_fd, uint32_t job_id, fpull_err *out);

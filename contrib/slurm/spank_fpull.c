@@ -169,12 +169,12 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
   if (rc == 0)
     rc = fp_slurm_job_dir_create(run_fd, job_id, uid, gid, &err);
   if (rc == 0) {
-    rc = fp_slurm_prefetch(&s, image, option(sp, OPT_FEATURES), &err);
-    if (rc != 0) {
-      fpull_err rec = {0};
-      if (fp_slurm_error_record(run_fd, job_id, rc, err.msg, &rec) != 0)
-        slurm_error("fpull: job %" PRIu32 ": %s", job_id, rec.msg);
-    }
+    cleanup_free char *digest = NULL;
+    fpull_err rec = {0};
+    rc = fp_slurm_prefetch(&digest, &s, image, option(sp, OPT_FEATURES), &err);
+    if (rc == 0 ? fp_slurm_chosen_record(run_fd, job_id, digest, &rec) != 0
+                : fp_slurm_error_record(run_fd, job_id, rc, err.msg, &rec) != 0)
+      slurm_error("fpull: job %" PRIu32 ": %s", job_id, rec.msg);
   }
   if (rc != 0)
     slurm_error("fpull: job %" PRIu32 ": %s (exit %d: %s)", job_id, err.msg, rc,
@@ -241,9 +241,17 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   if (rc == 0 &&
       snprintf(dest, sizeof dest, "%s/%" PRIu32 "/rootfs", s.run_dir, job_id) >= (int)sizeof dest)
     rc = fpull_err_set(&err, FPULL_EFAIL, "run_dir %s: path too long", s.run_dir);
+  /* Exactly the entry the prolog fetched: this process may detect another target (a step
+   * that sees fewer GPUs), and --offline would then miss the cache. */
+  char digest[128];
+  cleanup_free char *pinned = NULL;
+  if (rc == 0 && fp_slurm_chosen_lookup(run_fd, job_id, digest, sizeof digest))
+    pinned = fp_slurm_pinned_ref(image, digest);
   /* Each step of the job runs this; the first one on the node unpacks. */
   if (rc == 0 && lstat(dest, &st) != 0) {
-    rc = fp_slurm_pull_offline(&s, image, option(sp, OPT_FEATURES), dest, &err);
+    slurm_info("fpull: job %" PRIu32 ": unpacking %s into %s", job_id, pinned ? pinned : image,
+               dest);
+    rc = fp_slurm_pull_offline(&s, pinned ? pinned : image, option(sp, OPT_FEATURES), dest, &err);
     /* Two steps starting at once: the other one published it first. */
     if (rc != 0 && lstat(dest, &st) == 0 && S_ISDIR(st.st_mode))
       rc = 0;

@@ -2,6 +2,7 @@
 32 concurrent `fpull prefetch` processes download each blob exactly once, counted at a
 proxy in front of the real registry that slows blobs down so that the processes overlap."""
 import concurrent.futures
+import json
 import os
 import re
 import time
@@ -41,7 +42,6 @@ class Fanout(cases.RegistryCase):
             results = list(ex.map(one, range(N)))
         wall = time.monotonic() - t0
         downloaded = 0
-        import json
         for cp in results:
             self.assertEqual(cp.returncode, 0, cp.stderr)
             downloaded += json.loads(cp.stdout)[0]["bytes_downloaded"]

@@ -101,6 +101,10 @@ class SlurmPlugin(SlurmCase):
             self.assertEqual(rootfs, os.path.join(self.run_dir, job, "rootfs"))
             # The epilog removed it.
             self.assertFalse(os.path.lexists(os.path.dirname(rootfs)), rootfs)
+            # The user part unpacked exactly the entry the prolog chose, by digest.
+            img = self.v2 if kind == "v2" else self.v3
+            self.assertIn("fpull: job %s: unpacking %s@%s into %s" % (
+                job, self.ref, img["digest"], rootfs), self.cluster.log("slurmd.log"))
             seen[kind] = job
         # The prolog filled the node's cache with each kind's own entry, readable by users.
         blobs = os.path.join(self.cache, "blobs", "sha256")
