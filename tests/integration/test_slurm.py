@@ -184,6 +184,17 @@ class SlurmPlugin(SlurmCase):
         self.assertRegex(out, r"^fpull: [^\n]*\(exit 3: no entry of the image fits this node\)\n$")
         self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
 
+    def test_feature_typo_never_runs_the_job(self):
+        # A misspelt feature never selects another entry: the job fails before its body.
+        # (Exit 2 naming the name once libfpull validates given names, contract v3; until
+        # then 3, as no entry has the misspelt feature.)
+        job, rec, out = self.submit(["--fpull-image=" + self.ref,
+                                     "--fpull-features=x86-64-v33"], "echo ran\n")
+        self.assertEqual(rec["JobState"], "FAILED", out)
+        self.assertIn(rec["ExitCode"], ("2:0", "3:0"), out)
+        self.assertRegex(out, r"^fpull: [^\n]*\(exit [23]: [^\n]*\)\n$")
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
+
     def test_epilog_removes_only_the_jobs_own_files(self):
         # A root-owned directory the job's user can read but not change.
         victim = os.path.join(self.tmp, "victim")
