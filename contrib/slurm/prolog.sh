@@ -56,7 +56,10 @@ done
 if [ -n "$IMAGES_FILE" ] && [ -r "$IMAGES_FILE" ]; then
   images="$images $(grep -v '^[[:space:]]*#' "$IMAGES_FILE")"
 fi
-[ -n "$(echo $images)" ] || exit 0
+case $images in
+*[![:space:]]*) ;;
+*) exit 0 ;;
+esac
 
 umask 022
 # fpull makes a new cache 0700 (private images); this one is for every job's user.
