@@ -3,6 +3,7 @@
  * manifest specs, so that a typo is refused the same way wherever it is typed. */
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -149,6 +150,26 @@ static int in_list(const char *const *v, const char *s)
     if (strcmp(v[i], s) == 0)
       return 1;
   return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+char **fpull_feature_known_names(const struct fpull_tagdb *db, const struct fpull_config *config)
+{
+  cleanup_strv char **site = NULL;
+  cleanup_free const char **known = known_features(db, config, &site);
+  size_t n = 0;
+  while (known[n])
+    n++;
+  qsort(known, n, sizeof *known, cmp_str);
+  char **out = fp_xcalloc(1, sizeof *out);
+  for (size_t i = 0; i < n; i++)
+    if (i == 0 || strcmp(known[i], known[i - 1]) != 0)
+      out = fp_strv_push(out, known[i]);
+  return out;
 }
 
 /* The NVIDIA/CUDA/AMD spelling a near miss was meant to be ("nvidia-396.44"). */

@@ -77,6 +77,12 @@ FPULL_API const char *fpull_suggest(const char *name, const char *const *known);
 FPULL_API int fpull_feature_name_check(const struct fpull_tagdb *db,
                                        const struct fpull_config *config, const char *name,
                                        fpull_err *err);
+/* Every feature name fpull_feature_name_check accepts from a list (the names of db's tags
+ * and aliases, the ISA extensions, config's site-features), lower case, sorted, each once;
+ * the nvidia-, nv-compute-, cuda- and amdgpu- grammars are not listed. Free with
+ * fpull_strv_free. Never NULL. */
+FPULL_API char **fpull_feature_known_names(const struct fpull_tagdb *db,
+                                           const struct fpull_config *config);
 /* 0 when os, architecture (as given: x86_64 counts as amd64) and variant (may be NULL)
  * are values the OCI image spec (Go's GOOS/GOARCH and their variants) lists; else
  * FPULL_EUSAGE naming the bad one, with "did you mean". */
