@@ -16,5 +16,6 @@
 #include "pull.h"
 #include "spec.h"
 #include "login.h"
+#include "components.h"
 
 #endif
