@@ -43,7 +43,9 @@ const char *fpull_tagdb_default_path(void)
               sizeof path &&
           readable(path))
         return path;
-      if (strcmp(exe, FPULL_BUILD_DIR) == 0 &&
+      /* The build directory as configured may be spelt through a symlink. */
+      cleanup_free char *build = realpath(FPULL_BUILD_DIR, NULL);
+      if (build && strcmp(exe, build) == 0 &&
           (size_t)snprintf(path, sizeof path, "%s/cputags.yaml", FPULL_SOURCE_DATADIR) <
               sizeof path &&
           readable(path))
