@@ -126,10 +126,20 @@ static int run_manifest(struct cli_settings *s, int argc, char **argv)
 {
   const char *sub = argv[0];
   if (strcmp(sub, "push") != 0 && strcmp(sub, "inspect") != 0) {
-    fprintf(stderr,
-            "fpull: manifest: unknown subcommand %s (push or inspect; see 'fpull "
-            "manifest --help')\n",
-            sub);
+    static const char *const subs[] = {"push", "inspect", NULL};
+    const char *near = fpull_suggest(sub, subs);
+    if (near)
+      fprintf(stderr, "fpull: manifest: unknown subcommand '%s' (did you mean '%s'?)\n", sub, near);
+    else
+      fprintf(stderr,
+              "fpull: manifest: unknown subcommand '%s' (push or inspect; see 'fpull manifest "
+              "--help')\n",
+              sub);
+    return FPULL_EUSAGE;
+  }
+  /* --type is what push writes; on inspect it would be silently ignored. */
+  if (strcmp(sub, "inspect") == 0 && s->type) {
+    fprintf(stderr, "fpull: manifest inspect: --type is for manifest push only\n");
     return FPULL_EUSAGE;
   }
   fpull_err err = {0};

@@ -27,7 +27,7 @@ static void usage(FILE *out)
                "Commands:\n");
   for (size_t i = 0; i < N_COMMANDS; i++)
     fprintf(out, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
-  fprintf(out, "\nRun 'fpull COMMAND --help' for a command's options; see fpull(1).\n");
+  fprintf(out, "\nRun 'fpull help COMMAND' for a command's options; see fpull(1).\n");
 }
 
 /* A first word that is no command but within two edits of one, and that has nothing of an

@@ -166,6 +166,10 @@ class NamesOffline(unittest.TestCase):
             self.assertIn("unknown command '%s' (did you mean '%s'?)" % (word, meant), line)
             self.assertIn("fpull pull %s" % word, line)
             self.assertEqual(cp.stdout, "")
+        cp = fpull.run(["manifest", "pshu", "spec.yaml"])
+        self.assertEqual(cp.returncode, 2)
+        self.assertIn("unknown subcommand 'pshu' (did you mean 'push'?)",
+                      fpull.error_line(cp.stderr))
         # Other single words stay the "fpull IMAGE" shorthand: offline, not in the cache.
         cp = fpull.run(["ubuntu", "--offline"])
         self.assertEqual(cp.returncode, 5, cp.stderr)
