@@ -67,7 +67,8 @@ FPULL_API const char *fpull_featureset_get(const struct fpull_featureset *fs, si
 /* ---- names a person gives (contract v3: a typo never selects another image) ---- */
 /* The name of known (a NULL-terminated list) closest to name within edit distance 2
  * (insertions, deletions, substitutions and swaps of neighbours, case-insensitive), or
- * NULL; ties go to the earlier in known. The result points into known. */
+ * NULL; ties go to the earlier in known. name itself is no suggestion, nor is a word
+ * every letter of which would change ("y" for "x"). The result points into known. */
 FPULL_API const char *fpull_suggest(const char *name, const char *const *known);
 /* 0 when name (any case) is a feature fpull knows: a CPU tag or alias of any architecture,
  * an ISA extension of a tag or of a detector, nvidia-N[-N[-N]], nv-compute-N-N, cuda-N-N,
