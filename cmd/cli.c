@@ -15,7 +15,8 @@ static const struct cli_opt all_opts[] = {
     {OPT_CACHE_DIR, "cache-dir", 0, "DIR", "blob cache directory"},
     {OPT_CERTS_DIR, "certs-dir", 0, "DIR", "certs.d-style directory searched first"},
     {OPT_CONFIG, "config", 0, "FILE",
-     "config file (default $FPULL_CONFIG, ~/.config/fpull/config.yaml)"},
+     "config file (default $FPULL_CONFIG, else ~/.config/fpull/config.yaml, else "
+     "/etc/fpull/config.yaml)"},
     {OPT_INSECURE, "insecure", 0, NULL, "allow plain HTTP and unverified TLS for the registry"},
     {OPT_OFFLINE, "offline", 0, NULL, "use only the blob cache; never touch the network"},
     {OPT_JSON, "json", 0, NULL, "print one JSON document on stdout"},
@@ -25,6 +26,7 @@ static const struct cli_opt all_opts[] = {
     {OPT_TYPE, "type", 0, "oci|docker", "index type to push (default oci)"},
     {OPT_USERNAME, "username", 'u', "USER", "user name"},
     {OPT_PASSWORD_STDIN, "password-stdin", 0, NULL, "read the password from standard input"},
+    {OPT_LIST_KNOWN, "list-known", 0, NULL, "list every feature name fpull accepts, and exit"},
 };
 
 const struct cli_opt *cli_opt_find(enum cli_opt_id id)
@@ -33,6 +35,38 @@ const struct cli_opt *cli_opt_find(enum cli_opt_id id)
     if (all_opts[i].id == id)
       return &all_opts[i];
   return NULL;
+}
+
+/* One option row of --help within 80 columns: an option wider than its column gets its
+ * text on the next line, and long text wraps under the text column, as GNU tools do. */
+#define HELP_LEFT 24
+#define HELP_WIDTH 79
+static void print_help_row(FILE *out, const char *left, const char *help)
+{
+  int col = fprintf(out, "  %s", left);
+  int indent = 2 + HELP_LEFT + 1;
+  if (col >= indent) {
+    fputc('\n', out);
+    col = 0;
+  }
+  for (const char *p = help; *p;) {
+    size_t w = strcspn(p, " ");
+    if (col > indent && col + 1 + (int)w > HELP_WIDTH) {
+      fputc('\n', out);
+      col = 0;
+    }
+    if (col < indent) {
+      col += fprintf(out, "%*s", indent - col, "");
+    } else {
+      fputc(' ', out);
+      col++;
+    }
+    col += fprintf(out, "%.*s", (int)w, p);
+    p += w;
+    while (*p == ' ')
+      p++;
+  }
+  fputc('\n', out);
 }
 
 void cli_print_help(const struct cli_cmd *cmd, FILE *out)
@@ -47,7 +81,7 @@ void cli_print_help(const struct cli_cmd *cmd, FILE *out)
     else
       snprintf(left, sizeof left, "    --%s%s%s", o->long_name, o->arg ? " " : "",
                o->arg ? o->arg : "");
-    fprintf(out, "  %-40s %s\n", left, o->help);
+    print_help_row(out, left, o->help);
   }
   fprintf(out, "\nSee fpull(1) for details.\n");
 }
@@ -155,6 +189,9 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
       break;
     case OPT_PASSWORD_STDIN:
       s->password_stdin = 1;
+      break;
+    case OPT_LIST_KNOWN:
+      s->list_known = 1;
       break;
     }
   }

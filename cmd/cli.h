@@ -25,6 +25,7 @@ enum cli_opt_id {
   OPT_TYPE,
   OPT_USERNAME,
   OPT_PASSWORD_STDIN,
+  OPT_LIST_KNOWN,
 };
 
 struct cli_opt {
@@ -53,6 +54,7 @@ struct cli_settings {
   const char *type;
   const char *username;
   int password_stdin;
+  int list_known;
 };
 
 struct cli_cmd {

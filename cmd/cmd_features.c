@@ -175,6 +175,23 @@ static void print_near_misses(const struct cli_env *env)
   fpull_cpu_info_free(ci);
 }
 
+/* --list-known: the names --features accepts, for shell completion and for people. */
+static int list_known(const struct cli_settings *s)
+{
+  fpull_err err = {0};
+  struct cli_env env = {0};
+  if (cli_env_load(&env, s, 0, &err) || fpull_tagdb_load(&env.tagdb, NULL, env.config, &err)) {
+    cli_env_free(&env);
+    return cli_fail(&err);
+  }
+  char **names = fpull_feature_known_names(env.tagdb, env.config);
+  for (size_t i = 0; names[i]; i++)
+    printf("%s\n", names[i]);
+  fpull_strv_free(names);
+  cli_env_free(&env);
+  return 0;
+}
+
 static const struct fpull_featureset *sort_set;
 
 static int by_version(const void *a, const void *b)
@@ -185,6 +202,8 @@ static int by_version(const void *a, const void *b)
 
 static int run_features(struct cli_settings *s, int argc, char **argv)
 {
+  if (s->list_known)
+    return list_known(s);
   fpull_err err = {0};
   struct cli_env env = {0};
   if (cli_env_load(&env, s, 1, &err))
@@ -234,8 +253,9 @@ static int run_features(struct cli_settings *s, int argc, char **argv)
   return 0;
 }
 
-static const enum cli_opt_id features_opts[] = {OPT_HELP, OPT_FEATURES, OPT_PLATFORM, OPT_CONFIG,
-                                                OPT_JSON, OPT_QUIET,    OPT_VERBOSE,  0};
+static const enum cli_opt_id features_opts[] = {OPT_HELP,    OPT_FEATURES,   OPT_PLATFORM,
+                                                OPT_CONFIG,  OPT_JSON,       OPT_QUIET,
+                                                OPT_VERBOSE, OPT_LIST_KNOWN, 0};
 
 const struct cli_cmd cmd_features = {
     .name = "features",

@@ -56,12 +56,11 @@ static int run_push(struct cli_settings *s, const struct fpull_config *config, c
   if (fpull_spec_load(&spec, path, &err))
     return cli_fail(&err);
 
-  /* Without the tag table, CPU names go unchecked; that is no reason to refuse a push. */
+  /* Every name in the spec is checked like one typed on the command line: a typo in an
+   * index would make its entry unreachable for the nodes it was built for. */
   __attribute__((cleanup(tagdb_freep))) struct fpull_tagdb *db = NULL;
-  fpull_err dberr = {0};
-  if (fpull_tagdb_load(&db, NULL, config, &dberr))
-    fprintf(stderr, "fpull: warning: CPU tag names not checked: %s\n", dberr.msg);
-  fpull_spec_check_features(spec, db);
+  if (fpull_tagdb_load(&db, NULL, config, &err) || fpull_spec_check_names(spec, db, config, &err))
+    return cli_fail(&err);
 
   struct fpull_push_opts opts = {
       .type = s->type && strcmp(s->type, "docker") == 0 ? FPULL_PUSH_DOCKER : FPULL_PUSH_OCI,
@@ -127,10 +126,20 @@ static int run_manifest(struct cli_settings *s, int argc, char **argv)
 {
   const char *sub = argv[0];
   if (strcmp(sub, "push") != 0 && strcmp(sub, "inspect") != 0) {
-    fprintf(stderr,
-            "fpull: manifest: unknown subcommand %s (push or inspect; see 'fpull "
-            "manifest --help')\n",
-            sub);
+    static const char *const subs[] = {"push", "inspect", NULL};
+    const char *near = fpull_suggest(sub, subs);
+    if (near)
+      fprintf(stderr, "fpull: manifest: unknown subcommand '%s' (did you mean '%s'?)\n", sub, near);
+    else
+      fprintf(stderr,
+              "fpull: manifest: unknown subcommand '%s' (push or inspect; see 'fpull manifest "
+              "--help')\n",
+              sub);
+    return FPULL_EUSAGE;
+  }
+  /* --type is what push writes; on inspect it would be silently ignored. */
+  if (strcmp(sub, "inspect") == 0 && s->type) {
+    fprintf(stderr, "fpull: manifest inspect: --type is for manifest push only\n");
     return FPULL_EUSAGE;
   }
   fpull_err err = {0};

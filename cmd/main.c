@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fpull/features.h"
 
 static const struct cli_cmd *const commands[] = {
     &cmd_pull,     &cmd_prefetch, &cmd_inspect, &cmd_features,
@@ -26,7 +27,29 @@ static void usage(FILE *out)
                "Commands:\n");
   for (size_t i = 0; i < N_COMMANDS; i++)
     fprintf(out, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
-  fprintf(out, "\nRun 'fpull COMMAND --help' for a command's options; see fpull(1).\n");
+  fprintf(out, "\nRun 'fpull help COMMAND' for a command's options; see fpull(1).\n");
+}
+
+/* A first word that is no command but within two edits of one, and that has nothing of an
+ * image reference about it (no / : @ .), is a mistyped command: pulling an image called
+ * "inpsect" from Docker Hub is never what was meant (contract v3). */
+static int mistyped_command(const char *word)
+{
+  if (word[0] == '-' || strpbrk(word, "/:@."))
+    return 0;
+  const char *names[N_COMMANDS + 2];
+  for (size_t i = 0; i < N_COMMANDS; i++)
+    names[i] = commands[i]->name;
+  names[N_COMMANDS] = "help";
+  names[N_COMMANDS + 1] = NULL;
+  const char *near = fpull_suggest(word, names);
+  if (!near)
+    return 0;
+  fprintf(stderr,
+          "fpull: unknown command '%s' (did you mean '%s'?); to pull an image of that name, "
+          "use 'fpull pull %s'\n",
+          word, near, word);
+  return 1;
 }
 
 int main(int argc, char **argv)
@@ -35,15 +58,39 @@ int main(int argc, char **argv)
     usage(stderr);
     return FPULL_EUSAGE;
   }
-  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-      strcmp(argv[1], "help") == 0) {
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     usage(stdout);
     return 0;
+  }
+  if (strcmp(argv[1], "help") == 0) {
+    if (argc == 2) {
+      usage(stdout);
+      return 0;
+    }
+    /* "help CMD" is "CMD --help". */
+    const struct cli_cmd *h = find(argv[2]);
+    if (!h) {
+      const char *names[N_COMMANDS + 1];
+      for (size_t i = 0; i < N_COMMANDS; i++)
+        names[i] = commands[i]->name;
+      names[N_COMMANDS] = NULL;
+      const char *near = fpull_suggest(argv[2], names);
+      fprintf(stderr, "fpull: help: unknown command '%s'%s%s%s\n", argv[2],
+              near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+      return FPULL_EUSAGE;
+    }
+    char *hargv[] = {argv[2], "--help", NULL};
+    struct cli_settings hs = {0};
+    int first = 0;
+    int rc = cli_parse(h, 2, hargv, &hs, &first);
+    return rc < 0 ? 0 : rc;
   }
   if (strcmp(argv[1], "--version") == 0)
     argv[1] = "version";
   const struct cli_cmd *cmd = find(argv[1]);
   int shift = 1;
+  if (!cmd && mistyped_command(argv[1]))
+    return FPULL_EUSAGE;
   if (!cmd) {
     /* "fpull IMAGE [DEST]" and "fpull --json IMAGE" are pull. */
     cmd = &cmd_pull;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "fpull/config.h"
+#include "fpull/features.h"
 #include "util.h"
 #include "yaml_doc.h"
 
@@ -16,6 +17,7 @@ void fpull_config_free(struct fpull_config *c)
   free(c->path);
   fpull_strv_free(c->platform_features);
   fpull_strv_free(c->insecure_registries);
+  fpull_strv_free(c->site_features);
   for (size_t i = 0; i < c->n_mirrors; i++) {
     free(c->mirrors[i].registry);
     fpull_strv_free(c->mirrors[i].urls);
@@ -194,6 +196,8 @@ static int parse_key(struct fpull_config *c, const struct fp_ynode *key, const s
   const char *k = key->value;
   if (strcmp(k, "platform-features") == 0)
     return fp_yaml_strv(&c->platform_features, val, name, k, err);
+  if (strcmp(k, "site-features") == 0)
+    return fp_yaml_strv(&c->site_features, val, name, k, err);
   if (strcmp(k, "detect") == 0)
     return fp_yaml_bool(&c->detect, val, name, k, err);
   if (strcmp(k, "insecure-registries") == 0)
@@ -212,7 +216,20 @@ static int parse_key(struct fpull_config *c, const struct fp_ynode *key, const s
     c->retries = (int)x;
     return r;
   }
-  fp_warn("%s:%u:%u: unknown key \"%s\" ignored", name, key->line, key->column, k);
+  static const char *const keys[] = {"site-features",
+                                     "platform-features",
+                                     "detect",
+                                     "insecure-registries",
+                                     "registry-mirrors",
+                                     "cache-dir",
+                                     "shared-caches",
+                                     "certs-dir",
+                                     "cpu-tags",
+                                     "retries",
+                                     NULL};
+  const char *near = fpull_suggest(k, keys);
+  fp_warn("%s:%u:%u: unknown key \"%s\" ignored%s%s%s", name, key->line, key->column, k,
+          near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
   return 0;
 }
 

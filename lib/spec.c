@@ -386,3 +386,19 @@ unsigned fpull_spec_check_features(const struct fpull_spec *s, const struct fpul
   }
   return n;
 }
+
+int fpull_spec_check_names(const struct fpull_spec *s, const struct fpull_tagdb *db,
+                           const struct fpull_config *config, fpull_err *err)
+{
+  for (size_t i = 0; s && i < s->n_entries; i++) {
+    const struct fpull_spec_entry *e = &s->entries[i];
+    if (fpull_platform_name_check(e->platform.os, e->platform.architecture, e->platform.variant,
+                                  err))
+      return fpull_err_prefix(err, "%s:%u:%u: %s", s->name, e->line, e->column, e->image);
+    for (size_t j = 0; e->platform.features && e->platform.features[j]; j++)
+      if (fpull_feature_name_check(db, config, e->platform.features[j], err))
+        return fpull_err_prefix(err, "%s:%u:%u: %s", s->name, e->feature_lines[j],
+                                e->feature_columns[j], e->image);
+  }
+  return 0;
+}

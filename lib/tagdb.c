@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "fpull/config.h"
@@ -15,11 +16,43 @@
 
 #define FP_DATA_FILE_MAX (4u * 1024 * 1024)
 
+static int readable(const char *p)
+{
+  return access(p, R_OK) == 0;
+}
+
+/* Where the data files are when FPULL_DATA_DIR does not say: beside the executable
+ * (PREFIX/bin/fpull -> PREFIX/share/fpull, wherever PREFIX was installed or unpacked), the
+ * source tree's data/ for a binary run from its build tree, then the configured prefix. */
 const char *fpull_tagdb_default_path(void)
 {
   static char path[PATH_MAX];
   const char *dir = getenv("FPULL_DATA_DIR");
-  snprintf(path, sizeof path, "%s/cputags.yaml", dir && *dir ? dir : FPULL_DATADIR);
+  if (dir && *dir) {
+    snprintf(path, sizeof path, "%s/cputags.yaml", dir);
+    return path;
+  }
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = '\0';
+      if ((size_t)snprintf(path, sizeof path, "%s/../share/fpull/cputags.yaml", exe) <
+              sizeof path &&
+          readable(path))
+        return path;
+      /* The build directory as configured may be spelt through a symlink. */
+      cleanup_free char *build = realpath(FPULL_BUILD_DIR, NULL);
+      if (build && strcmp(exe, build) == 0 &&
+          (size_t)snprintf(path, sizeof path, "%s/cputags.yaml", FPULL_SOURCE_DATADIR) <
+              sizeof path &&
+          readable(path))
+        return path;
+    }
+  }
+  snprintf(path, sizeof path, "%s/cputags.yaml", FPULL_DATADIR);
   return path;
 }
 
@@ -482,8 +515,15 @@ int fpull_tagdb_load(struct fpull_tagdb **out, const char *path, const struct fp
                      fpull_err *err)
 {
   *out = NULL;
-  if (!path)
+  if (!path) {
     path = fpull_tagdb_default_path();
+    /* Not a usage error: the installation is incomplete. Say what to set. */
+    if (!readable(path))
+      return fpull_err_set(err, FPULL_EFAIL,
+                           "cannot find fpull's data file %s (%s); set FPULL_DATA_DIR to the "
+                           "directory holding cputags.yaml and cuda.yaml (data/ in the sources)",
+                           path, strerror(errno));
+  }
   struct fpull_tagdb *db = fp_xcalloc(1, sizeof *db);
   cleanup_free char *cpath = cuda_path(path);
   int r = load_tags(db, path, err);

@@ -60,9 +60,42 @@ static void nvidia_info_freep(struct fpull_nvidia_info **n)
   fpull_nvidia_info_free(*n);
 }
 
+/* A feature a person gave: known or declared, else a usage error (contract v3). */
+static int add_given(struct fpull_target *t, const char *name, int src,
+                     const struct fpull_tagdb *db, const struct fpull_config *config,
+                     fpull_err *err)
+{
+  int r = fpull_feature_name_check(db, config, name, err);
+  return r ? r : fpull_featureset_add(t->features, name, src, db, err);
+}
+
+/* Each name of a comma-separated list (empty items are skipped, as before). */
+static int add_given_list(struct fpull_target *t, const char *list, int src,
+                          const struct fpull_tagdb *db, const struct fpull_config *config,
+                          fpull_err *err)
+{
+  for (const char *p = list; p && *p;) {
+    const char *end = strchr(p, ',');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    cleanup_free char *f = fp_xstrndup(p, n);
+    char *s = f, *e = f + strlen(f);
+    while (*s == ' ' || *s == '\t')
+      s++;
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+      *--e = '\0';
+    if (*s) {
+      int r = add_given(t, s, src, db, config, err);
+      if (r)
+        return r;
+    }
+    p = end ? end + 1 : p + n;
+  }
+  return 0;
+}
+
 /* --platform OS/ARCH[/VARIANT][:FEATURE...]. */
 static int parse_platform(struct fpull_target *t, const char *spec, const struct fpull_tagdb *db,
-                          fpull_err *err)
+                          const struct fpull_config *config, fpull_err *err)
 {
   const char *colon = strchr(spec, ':');
   cleanup_free char *head = fp_xstrndup(spec, colon ? (size_t)(colon - spec) : strlen(spec));
@@ -81,6 +114,8 @@ static int parse_platform(struct fpull_target *t, const char *spec, const struct
     if (!fp_feature_name_valid(parts[i]))
       return fpull_err_set(err, FPULL_EUSAGE, "--platform \"%s\": bad component \"%s\"", spec,
                            parts[i]);
+  if (fpull_platform_name_check(parts[0], parts[1], n == 3 ? parts[2] : NULL, err))
+    return fpull_err_prefix(err, "--platform \"%s\"", spec);
   t->os = fp_xstrdup_lower(parts[0]);
   t->architecture = fpull_arch_normalise(parts[1]);
   if (n == 3)
@@ -89,7 +124,7 @@ static int parse_platform(struct fpull_target *t, const char *spec, const struct
     p++;
     const char *end = strchr(p, ':');
     cleanup_free char *f = fp_xstrndup(p, end ? (size_t)(end - p) : strlen(p));
-    int r = fpull_featureset_add(t->features, f, FPULL_SRC_CLI, db, err);
+    int r = add_given(t, f, FPULL_SRC_CLI, db, config, err);
     if (r)
       return fpull_err_prefix(err, "--platform \"%s\"", spec);
   }
@@ -231,12 +266,11 @@ int fpull_target_build(struct fpull_target **out, const struct fpull_target_opts
 
   if (o->platform || o->features) {
     /* --features and --platform replace everything else; together, their union. */
-    if (o->platform && (r = parse_platform(t, o->platform, db, err)))
+    if (o->platform && (r = parse_platform(t, o->platform, db, o->config, err)))
       return r;
     if (!o->platform)
       host_os_arch(t);
-    if (o->features &&
-        (r = fpull_featureset_add_list(t->features, o->features, FPULL_SRC_CLI, db, err)))
+    if (o->features && (r = add_given_list(t, o->features, FPULL_SRC_CLI, db, o->config, err)))
       return fpull_err_prefix(err, "--features");
   } else {
     host_os_arch(t);
@@ -245,11 +279,10 @@ int fpull_target_build(struct fpull_target **out, const struct fpull_target_opts
       return r;
     for (size_t i = 0; o->config && o->config->platform_features && o->config->platform_features[i];
          i++)
-      if ((r = fpull_featureset_add(t->features, o->config->platform_features[i], FPULL_SRC_CONFIG,
-                                    db, err)))
+      if ((r = add_given(t, o->config->platform_features[i], FPULL_SRC_CONFIG, db, o->config, err)))
         return fpull_err_prefix(err, "%s: platform-features",
                                 o->config->path ? o->config->path : "config");
-    if ((r = fpull_featureset_add_list(t->features, o->env_features, FPULL_SRC_CONFIG, db, err)))
+    if ((r = add_given_list(t, o->env_features, FPULL_SRC_CONFIG, db, o->config, err)))
       return fpull_err_prefix(err, "FPULL_FEATURES");
   }
   fp_featureset_set_arch(t->features, t->architecture);

@@ -248,7 +248,8 @@ static void remove_leftovers(int pfd, const char *base)
 }
 
 /* Creates a new staging directory (0700, locked) in pfd; its name goes to name. */
-static int make_staging(int pfd, const char *base, char *name, size_t cap, fpull_err *err)
+static int make_staging(int pfd, const char *parent, const char *base, char *name, size_t cap,
+                        fpull_err *err)
 {
   static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
   char prefix[NAME_MAX + 1];
@@ -275,11 +276,15 @@ static int make_staging(int pfd, const char *base, char *name, size_t cap, fpull
       return fd;
     }
     if (errno != EEXIST)
-      return fpull_err_set(err, FPULL_EFAIL, "cannot create a staging directory beside %s: %s",
-                           base, strerror(errno)),
-             -1;
+      break;
   }
-  return fpull_err_set(err, FPULL_EFAIL, "cannot create a staging directory beside %s", base), -1;
+  /* Name the directory that refused (where a user must fix permissions or space), as an
+   * absolute path: "." says nothing in a batch job's log. */
+  int saved = errno;
+  cleanup_free char *abs = realpath(parent, NULL);
+  return fpull_err_set(err, FPULL_EFAIL, "cannot create a staging directory for %s in %s: %s", base,
+                       abs ? abs : parent, strerror(saved)),
+         -1;
 }
 
 /* DEST must be ours to replace: never a symlink, never another user's. */
@@ -381,7 +386,7 @@ int fpull_unpack_rootfs(const char *dest, const struct fpull_layer *layers, size
   if (rc)
     return rc;
   char sname[512];
-  cleanup_close int sfd = make_staging(pfd, base, sname, sizeof sname, err);
+  cleanup_close int sfd = make_staging(pfd, parent, base, sname, sizeof sname, err);
   if (sfd < 0)
     return err ? err->code : FPULL_EFAIL;
   rc = build(sfd, layers, n, &o, stats, err);

@@ -27,6 +27,8 @@ struct fpull_config {
   struct fpull_user_tag *cpu_tags; /* "cpu-tags:" */
   size_t n_cpu_tags;
   int retries; /* "retries:", 0 when not set */
+  /* Added in v3. */
+  char **site_features; /* "site-features:": names this site uses beyond fpull's own */
 };
 
 /* Reads path, or when path is NULL: $FPULL_CONFIG, ~/.config/fpull/config.yaml

@@ -64,6 +64,32 @@ FPULL_API size_t fpull_featureset_count(const struct fpull_featureset *fs);
 /* I-th feature in the stable printing order (sorted by name), with its source. */
 FPULL_API const char *fpull_featureset_get(const struct fpull_featureset *fs, size_t i, int *src);
 
+/* ---- names a person gives (contract v3: a typo never selects another image) ---- */
+/* The name of known (a NULL-terminated list) closest to name within edit distance 2
+ * (insertions, deletions, substitutions and swaps of neighbours, case-insensitive), or
+ * NULL; ties go to the earlier in known. name itself is no suggestion, nor is a word
+ * every letter of which would change ("y" for "x"). The result points into known. */
+FPULL_API const char *fpull_suggest(const char *name, const char *const *known);
+/* 0 when name (any case) is a feature fpull knows: a CPU tag or alias of any architecture,
+ * an ISA extension of a tag or of a detector, nvidia-N[-N[-N]], nv-compute-N-N, cuda-N-N,
+ * amdgpu-gfxX (X: the LLVM target's hex digits), or one of config's site-features (config
+ * may be NULL). Else FPULL_EUSAGE: 'unknown feature "brodwell" (did you mean
+ * "broadwell"?)'; the caller adds where the name came from. */
+FPULL_API int fpull_feature_name_check(const struct fpull_tagdb *db,
+                                       const struct fpull_config *config, const char *name,
+                                       fpull_err *err);
+/* Every feature name fpull_feature_name_check accepts from a list (the names of db's tags
+ * and aliases, the ISA extensions, config's site-features), lower case, sorted, each once;
+ * the nvidia-, nv-compute-, cuda- and amdgpu- grammars are not listed. Free with
+ * fpull_strv_free. Never NULL. */
+FPULL_API char **fpull_feature_known_names(const struct fpull_tagdb *db,
+                                           const struct fpull_config *config);
+/* 0 when os, architecture (as given: x86_64 counts as amd64) and variant (may be NULL)
+ * are values the OCI image spec (Go's GOOS/GOARCH and their variants) lists; else
+ * FPULL_EUSAGE naming the bad one, with "did you mean". */
+FPULL_API int fpull_platform_name_check(const char *os, const char *architecture,
+                                        const char *variant, fpull_err *err);
+
 /* ---- the target platform ---- */
 struct fpull_target {
   char *os;

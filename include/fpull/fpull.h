@@ -17,5 +17,6 @@
 #include "pull.h"
 #include "spec.h"
 #include "login.h"
+#include "components.h"
 
 #endif

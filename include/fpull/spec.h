@@ -29,12 +29,19 @@ FPULL_API int fpull_spec_parse(struct fpull_spec **out, const char *text, size_t
 FPULL_API void fpull_spec_free(struct fpull_spec *s);
 
 struct fpull_tagdb;
+struct fpull_config;
 /* Warns (fpull: warning: FILE:LINE:COLUMN: ...) about every feature name fpull does not
  * know: not a CPU tag or ISA extension of db (may be NULL: CPU names are then not
  * checked), not an NVIDIA driver, compute-capability or CUDA name, or not usable on the
  * command line. Never refuses a name. Returns the number of warnings. */
 FPULL_API unsigned fpull_spec_check_features(const struct fpull_spec *s,
                                              const struct fpull_tagdb *db);
+/* Added in v3: every feature, os, architecture and variant of the spec must be a name
+ * fpull knows or a site feature of config (may be NULL), as for the command line
+ * (fpull_feature_name_check). FPULL_EUSAGE for the first that is not, naming file, line
+ * and column, with "did you mean". */
+FPULL_API int fpull_spec_check_names(const struct fpull_spec *s, const struct fpull_tagdb *db,
+                                     const struct fpull_config *config, fpull_err *err);
 
 enum fpull_push_type {
   FPULL_PUSH_OCI = 0,    /* application/vnd.oci.image.index.v1+json */

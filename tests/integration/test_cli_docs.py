@@ -59,5 +59,5 @@ class CliDocs(unittest.TestCase):
             self.assertIn(cmd, r.stdout)
         r = fpull.run(["version"])
         self.assertEqual(r.returncode, 0)
-        self.assertRegex(r.stdout, r"^fpull \d+\.\d+\.\d+\n$")
+        self.assertRegex(r.stdout, r"^fpull \d+\.\d+\.\d+\n")
         self.assertEqual(fpull.run([]).returncode, 2)

@@ -50,7 +50,8 @@ class FeaturesCli(unittest.TestCase):
         self.assertFalse([f for f in doc["features"] if f.startswith("nvidia")])
 
     def test_config_and_env_add_with_source_config(self):
-        cfg = self.config("platform-features: [infiniband, nvidia-396-44]\n")
+        cfg = self.config("site-features: [infiniband, lustre]\n"
+                          "platform-features: [infiniband, nvidia-396-44]\n")
         doc = self.features("--config", cfg, env={"FPULL_FEATURES": "Lustre,skylake"})
         s = doc["sources"]
         self.assertEqual(s["infiniband"], "config")
@@ -61,7 +62,7 @@ class FeaturesCli(unittest.TestCase):
         self.assertEqual(s["broadwell"], "cpu")  # direct detection beats config implication
 
     def test_detect_false_keeps_configured_features(self):
-        cfg = self.config("detect: false\nplatform-features: [haswell]\n")
+        cfg = self.config("detect: false\nplatform-features: [haswell]\nsite-features: [gpu-x]\n")
         doc = self.features("--config", cfg, env={"FPULL_FEATURES": "gpu-x"})
         self.assertNotIn("broadwell", doc["sources"])
         self.assertEqual(doc["sources"]["haswell"], "config")
@@ -69,7 +70,8 @@ class FeaturesCli(unittest.TestCase):
         self.assertEqual(doc["variant"], "v3")
 
     def test_command_line_replaces_everything(self):
-        cfg = self.config("platform-features: [infiniband]\n")
+        cfg = self.config("site-features: [infiniband, lustre, foo, bar]\n"
+                          "platform-features: [infiniband]\n")
         env = {"FPULL_FEATURES": "lustre"}
         doc = self.features("--config", cfg, "--features", "skylake512,nvidia-580-159-04",
                             env=env)
@@ -85,7 +87,7 @@ class FeaturesCli(unittest.TestCase):
         doc = self.features("--platform", "linux/amd64", env=env)
         self.assertEqual(doc["features"], [])
         self.assertEqual(doc["variant"], "v1")
-        doc = self.features("--platform", "linux/arm64:foo", "--features", "bar")
+        doc = self.features("--config", cfg, "--platform", "linux/arm64:foo", "--features", "bar")
         self.assertEqual((doc["architecture"], doc["variant"]), ("arm64", "v8"))
         self.assertEqual(sorted(doc["features"]), ["bar", "foo"])
         doc = self.features("--platform", "linux/amd64/v2:haswell")
