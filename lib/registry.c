@@ -6,6 +6,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "opts.h"
 #include "fpull/config.h"
 #include "fpull/ref.h"
 #include "registry_internal.h"
@@ -126,6 +127,8 @@ int fpull_registry_open(fpull_registry **out, const char *registry,
   *out = NULL;
   if (!registry || !*registry || strpbrk(registry, "/?#@ \t\r\n"))
     return fpull_err_set(err, FPULL_EUSAGE, "bad registry name \"%s\"", registry ? registry : "");
+  if (opts && FP_OPTS_CHECK(opts, FPULL_REGISTRY_OPTS, "fpull_registry_opts", err))
+    return FPULL_EUSAGE;
   pthread_once(&curl_once, curl_init);
   fpull_registry *r = fp_xcalloc(1, sizeof *r);
   r->name = fp_xstrdup(registry);

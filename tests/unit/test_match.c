@@ -81,8 +81,11 @@ static struct fpull_match *match(const struct entry_spec *specs, size_t n, const
 {
   if (!db)
     load_db(NULL);
-  struct fpull_target_opts o = {
-      .platform = platform, .features = features, .tagdb = db, .no_detect = 1};
+  struct fpull_target_opts o = {.version = FPULL_TARGET_OPTS_VERSION,
+                                .platform = platform,
+                                .features = features,
+                                .tagdb = db,
+                                .no_detect = 1};
   struct fpull_target *t = NULL;
   fpull_err err = {0};
   if (fpull_target_build(&t, &o, &err))
