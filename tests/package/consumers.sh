@@ -24,7 +24,7 @@ check() { # NAME PROGRAM
 }
 
 # 1. pkg-config, shared library.
-# shellcheck disable=SC2046
+# shellcheck disable=SC2046,SC2086
 "$cc" $flags -o "$work/shared" "$here/consumer/main.c" $(pkg-config --cflags --libs fpull) \
   -Wl,-rpath,"$libdir"
 check "pkg-config" "$work/shared"
@@ -35,7 +35,7 @@ fi
 
 # 2. pkg-config --static against libfpull.a: every dependency must be named by fpull.pc.
 libs=$(pkg-config --static --libs fpull | sed 's/-lfpull\b/-l:libfpull.a/')
-# shellcheck disable=SC2086
+# shellcheck disable=SC2046,SC2086
 "$cc" $flags -o "$work/static" "$here/consumer/main.c" $(pkg-config --cflags fpull) $libs
 check "pkg-config --static" "$work/static"
 if ldd "$work/static" | grep -q "libfpull.so"; then
