@@ -27,6 +27,15 @@ int main(void)
     fprintf(stderr, "%s\n", err.msg);
     return 1;
   }
+  /* The installed headers and library agree on the options structs' versioning. */
+  struct fpull_pull_opts o = FPULL_PULL_OPTS_INIT;
+  o.version = FPULL_PULL_OPTS_VERSION + 1;
+  struct fpull_inspect_result *ir = NULL;
+  if (fpull_inspect(&ir, "ubuntu", &o, &err) != FPULL_EUSAGE) {
+    fprintf(stderr, "a newer fpull_pull_opts version was not refused\n");
+    fpull_ref_free(ref);
+    return 1;
+  }
   char *s = fpull_ref_format(ref);
   printf("fpull %s %s %zu\n", fpull_version(), s, sizeof linked / sizeof linked[0]);
   free(s);
