@@ -243,6 +243,7 @@ static int env_load(struct cli_env *env, const struct cli_settings *s, int need_
   if (rc)
     return rc;
   struct fpull_target_opts to = {
+      .version = FPULL_TARGET_OPTS_VERSION,
       .platform = s->platform,
       .features = s->features,
       .env_features = getenv("FPULL_FEATURES"),
@@ -273,7 +274,7 @@ void cli_env_free(struct cli_env *env)
 void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
                    const struct cli_settings *s)
 {
-  memset(o, 0, sizeof *o);
+  *o = (struct fpull_pull_opts)FPULL_PULL_OPTS_INIT;
   o->config = env->config;
   o->target = env->target;
   o->tagdb = env->tagdb;

@@ -63,6 +63,7 @@ static int run_push(struct cli_settings *s, const struct fpull_config *config, c
     return cli_fail(&err);
 
   struct fpull_push_opts opts = {
+      .version = FPULL_PUSH_OPTS_VERSION,
       .type = s->type && strcmp(s->type, "docker") == 0 ? FPULL_PUSH_DOCKER : FPULL_PUSH_OCI,
       .insecure = s->insecure,
       .certs_dir = s->certs_dir,

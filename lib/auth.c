@@ -215,8 +215,9 @@ static int fetch_token(fpull_registry *r, struct fp_endpoint *ep, const char *sc
     req.authorization = authz;
   }
   struct fp_http_resp resp;
-  int tries = r->max_tries;
+  int tries = r->max_tries, attempts = 0;
   for (int attempt = 1;; attempt++) {
+    attempts = attempt;
     rc = fp_http_perform(r, &req, &resp);
     if (rc == 0 && resp.status < 500)
       break;
@@ -230,10 +231,12 @@ static int fetch_token(fpull_registry *r, struct fp_endpoint *ep, const char *sc
   if (authz)
     explicit_bzero(authz, strlen(authz));
   fp_tls_free(&tls);
+  char note[32];
   if (rc) {
-    rc = fpull_err_set(err, resp.too_large ? FPULL_EAUTH : FPULL_ENET, "token server %s: %s",
+    rc = fpull_err_set(err, resp.too_large ? FPULL_EAUTH : FPULL_ENET, "token server %s: %s%s",
                        realm_host,
-                       resp.too_large ? "token response over 1 MiB" : fp_curl_describe(&resp));
+                       resp.too_large ? "token response over 1 MiB" : fp_curl_describe(&resp),
+                       fp_tries_note(note, attempts));
     fp_http_resp_free(&resp);
     return rc;
   }
@@ -246,7 +249,8 @@ static int fetch_token(fpull_registry *r, struct fp_endpoint *ep, const char *sc
     long st = resp.status;
     fp_http_resp_free(&resp);
     return fpull_err_set(err, st >= 500 ? FPULL_ENET : FPULL_EAUTH,
-                         "token server %s answered HTTP %ld", realm_host, st);
+                         "token server %s answered HTTP %ld%s", realm_host, st,
+                         fp_tries_note(note, st >= 500 ? attempts : 1));
   }
   cJSON *j = cJSON_ParseWithLength(resp.body.data ? resp.body.data : "", resp.body.len);
   fp_http_resp_free(&resp);

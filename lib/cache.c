@@ -149,7 +149,9 @@ int fpull_cache_open(fpull_cache **out, const char *dir, fpull_err *err)
 {
   *out = NULL;
   if (!dir || !*dir)
-    return fpull_err_set(err, FPULL_EFAIL, "cache: no cache directory (set --cache-dir or HOME)");
+    return fpull_err_set(err, FPULL_EFAIL,
+                         "no cache directory: none given, and no $FPULL_CACHE, "
+                         "$XDG_CACHE_HOME or home directory to put one in");
   struct stat st;
   /* Blobs may come from private images: a cache fpull creates is for its owner only. */
   if (stat(dir, &st) < 0 && errno == ENOENT && fp_mkdir_p(dir, 0700) < 0)

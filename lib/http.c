@@ -189,9 +189,10 @@ char *fp_url_resolve(const char *base, const char *ref)
 int fp_curl_transient(CURLcode c)
 {
   switch (c) {
+  /* Not CURLE_COULDNT_RESOLVE_HOST: a name that does not resolve (no network, a typo)
+   * does not start resolving within a few seconds of backoff, and five tries of it only
+   * kept a user without network waiting for one line (issue 12.4). */
   case CURLE_COULDNT_CONNECT:
-  case CURLE_COULDNT_RESOLVE_HOST:
-  case CURLE_COULDNT_RESOLVE_PROXY:
   case CURLE_OPERATION_TIMEDOUT:
   case CURLE_RECV_ERROR:
   case CURLE_SEND_ERROR:
@@ -209,6 +210,14 @@ int fp_curl_transient(CURLcode c)
 const char *fp_curl_describe(const struct fp_http_resp *resp)
 {
   return resp->errbuf[0] ? resp->errbuf : curl_easy_strerror(resp->curl);
+}
+
+const char *fp_tries_note(char buf[32], int tries)
+{
+  if (tries <= 1)
+    return "";
+  snprintf(buf, 32, " (%d tries)", tries);
+  return buf;
 }
 
 static CURL *pool_get(fpull_registry *r)
@@ -298,6 +307,19 @@ static void setup(CURL *h, const struct fp_http_req *req, const char *url,
   }
 }
 
+/* Names the host (of this hop: a redirect may lead to another) and the likely cause. */
+static void describe_unresolved(struct fp_http_resp *resp, const char *url)
+{
+  CURLU *u = curl_url();
+  char *host = NULL;
+  if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK)
+    curl_url_get(u, CURLUPART_HOST, &host, 0);
+  snprintf(resp->errbuf, sizeof resp->errbuf, "could not resolve %s (no network?)",
+           host ? host : url);
+  curl_free(host);
+  curl_url_cleanup(u);
+}
+
 static int redirect_check(const struct fp_http_req *req, const char *from, const char *to,
                           struct fp_http_resp *resp)
 {
@@ -368,6 +390,8 @@ int fp_http_perform(fpull_registry *r, const struct fp_http_req *req, struct fp_
     if (c != CURLE_OK) {
       if (resp->sink_rc || resp->too_large)
         resp->curl = CURLE_WRITE_ERROR;
+      if (c == CURLE_COULDNT_RESOLVE_HOST)
+        describe_unresolved(resp, url);
       fp_debug("%s %.*s: %s", hop.method, shown, url, fp_curl_describe(resp));
       break;
     }

@@ -173,7 +173,7 @@ int fpull_inspect(struct fpull_inspect_result **out, const char *image,
   *out = NULL;
   struct fp_session s;
   struct fp_resolved r = {0};
-  int rc = fp_session_open(&s, image, o, err);
+  int rc = fp_session_open_inspect(&s, image, o, err);
   if (rc == 0)
     rc = fp_resolve(&s, &r, 1, err);
   if (rc == FPULL_ENOMATCH && !r.index && r.platform) {

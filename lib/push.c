@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "opts.h"
 #include "digest.h"
 #include "fpull/config.h"
 #include "fpull/features.h"
@@ -407,9 +408,12 @@ int fpull_spec_push(struct fpull_push_result **out, const struct fpull_spec *spe
                     const struct fpull_push_opts *opts, fpull_err *err)
 {
   *out = NULL;
-  struct fpull_push_opts defaults = {0};
+  struct fpull_push_opts defaults = FPULL_PUSH_OPTS_INIT;
   if (!opts)
     opts = &defaults;
+  int vrc = FP_OPTS_CHECK(opts, FPULL_PUSH_OPTS, "fpull_push_opts", err);
+  if (vrc)
+    return vrc;
   __attribute__((cleanup(pusher_clearp))) struct pusher p = {.spec = spec, .opts = opts};
   int rc = fpull_ref_parse(&p.target, spec->image, err);
   if (rc)

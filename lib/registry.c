@@ -6,6 +6,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "opts.h"
 #include "fpull/config.h"
 #include "fpull/ref.h"
 #include "registry_internal.h"
@@ -126,6 +127,8 @@ int fpull_registry_open(fpull_registry **out, const char *registry,
   *out = NULL;
   if (!registry || !*registry || strpbrk(registry, "/?#@ \t\r\n"))
     return fpull_err_set(err, FPULL_EUSAGE, "bad registry name \"%s\"", registry ? registry : "");
+  if (opts && FP_OPTS_CHECK(opts, FPULL_REGISTRY_OPTS, "fpull_registry_opts", err))
+    return FPULL_EUSAGE;
   pthread_once(&curl_once, curl_init);
   fpull_registry *r = fp_xcalloc(1, sizeof *r);
   r->name = fp_xstrdup(registry);
@@ -235,9 +238,10 @@ static int ensure_ready(fpull_registry *r, struct fp_endpoint *ep, fpull_err *er
   struct fp_http_resp resp = {0};
   int rc = FPULL_ENET;
   char last[CURL_ERROR_SIZE + 128] = "";
-  int transient = 0;
+  int transient = 0, tries = 0, unresolved = 0;
   for (int attempt = 1; attempt <= r->max_tries; attempt++) {
     transient = 0;
+    tries = attempt;
     for (size_t i = 0; i < 2; i++) {
       if (!bases[i])
         continue;
@@ -261,8 +265,11 @@ static int ensure_ready(fpull_registry *r, struct fp_endpoint *ep, fpull_err *er
         pthread_mutex_unlock(&r->mu);
         return rc;
       }
+      unresolved = !resp.status && resp.curl == CURLE_COULDNT_RESOLVE_HOST;
       if (resp.status)
         snprintf(last, sizeof last, "%s answered HTTP %ld", url, resp.status), transient = 1;
+      else if (unresolved) /* the message names the host and is the whole story */
+        snprintf(last, sizeof last, "%s", fp_curl_describe(&resp));
       else
         snprintf(last, sizeof last, "%s: %s", url, fp_curl_describe(&resp)),
             transient = transient || fp_curl_transient(resp.curl);
@@ -273,7 +280,11 @@ static int ensure_ready(fpull_registry *r, struct fp_endpoint *ep, fpull_err *er
     sleep_ms(backoff_ms(attempt, NULL));
   }
   pthread_mutex_unlock(&r->mu);
-  return fpull_err_set(err, rc, "cannot reach registry %s: %s", ep->hostport, last);
+  if (unresolved)
+    return fpull_err_set(err, rc, "%s", last);
+  char note[32];
+  return fpull_err_set(err, rc, "cannot reach registry %s: %s%s", ep->hostport, last,
+                       fp_tries_note(note, tries));
 }
 
 /* ---- one request with auth and retries ---- */
@@ -291,7 +302,7 @@ int fp_reg_call(fpull_registry *r, struct fp_endpoint *ep, const struct fp_call 
                                ? fp_xstrdup(c->path)
                                : fp_xasprintf("%s%s", ep->base, c->path);
   cleanup_free char *origin = fp_url_origin(ep->base);
-  int refresh = 0, reauthed = 0, resumes = 0;
+  int refresh = 0, reauthed = 0, resumes = 0, tries = 0;
   for (int attempt = 1;; attempt++) {
     cleanup_free char *authz = NULL;
     pthread_mutex_lock(&r->mu);
@@ -321,6 +332,7 @@ int fp_reg_call(fpull_registry *r, struct fp_endpoint *ep, const struct fp_call 
       return rc;
     uint64_t kept = c->progress ? *c->progress : 0;
     int prc = fp_http_perform(r, &req, resp);
+    resp->tries = ++tries;
     if (authz)
       explicit_bzero(authz, strlen(authz));
     if (prc) {
@@ -347,8 +359,9 @@ int fp_reg_call(fpull_registry *r, struct fp_endpoint *ep, const struct fp_call 
         sleep_ms(backoff_ms(attempt ? attempt : 1, NULL));
         continue;
       }
+      char note[32];
       rc = fpull_err_set(err, FPULL_ENET, "%s: %s%s", ep->hostport, fp_curl_describe(resp),
-                         transient ? " (giving up after retries)" : "");
+                         fp_tries_note(note, tries));
       fp_http_resp_free(resp);
       return rc;
     }
@@ -412,9 +425,10 @@ int fp_reg_map_status(const struct fp_endpoint *ep, const struct fp_http_resp *r
   if (s == 404)
     return fpull_err_set(err, FPULL_ENOTFOUND, "%s not found in %s/%s%s%s%s", what, ep->hostport,
                          repo, code ? " (" : "", code ? code : "", code ? ")" : "");
+  char note[32];
   if (status_retryable(s))
-    return fpull_err_set(err, FPULL_ENET, "%s answered HTTP %ld for %s of %s (after retries)",
-                         ep->hostport, s, what, repo);
+    return fpull_err_set(err, FPULL_ENET, "%s answered HTTP %ld for %s of %s%s", ep->hostport, s,
+                         what, repo, fp_tries_note(note, resp->tries));
   return fpull_err_set(err, FPULL_EFAIL, "%s answered HTTP %ld for %s of %s%s%s%s", ep->hostport, s,
                        what, repo, code ? " (" : "", code ? code : "", code ? ")" : "");
 }

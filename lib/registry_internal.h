@@ -98,6 +98,7 @@ struct fp_http_resp {
   fpull_err sink_err;
   int too_large;
   int redirect_refused; /* message in errbuf */
+  int tries;            /* fp_reg_call: requests it made for this answer, retries included */
 };
 void fp_http_resp_free(struct fp_http_resp *resp);
 
@@ -113,6 +114,9 @@ char *fp_url_resolve(const char *base, const char *ref);
 int fp_curl_transient(CURLcode c);
 /* "TLS: certificate problem: ..." style text for a transport failure. */
 const char *fp_curl_describe(const struct fp_http_resp *resp);
+/* " (N tries)" when a failure came after retries (tries > 1), else "": the end of the
+ * message, so the user knows waiting happened and need not retry at once. */
+const char *fp_tries_note(char buf[32], int tries);
 
 /* Bearer: a token for scope ("repository:x/y:pull") from ep's realm, cached. Caller
  * holds r->mu. Errors FPULL_EAUTH, FPULL_ENET. */

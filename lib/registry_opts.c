@@ -9,6 +9,7 @@ void fpull_registry_opts_init(struct fpull_registry_opts *o, const char *registr
                               const struct fpull_config *c, int insecure, const char *certs_dir)
 {
   memset(o, 0, sizeof *o);
+  o->version = FPULL_REGISTRY_OPTS_VERSION;
   o->insecure = insecure || fpull_config_is_insecure(c, registry);
   o->certs_dir = certs_dir;
   o->config_certs_dir = c ? c->certs_dir : NULL;

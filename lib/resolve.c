@@ -2,6 +2,8 @@
  * the index entry for the target, the manifest and its config. */
 #include <string.h>
 
+#include "blob_memory.h"
+#include "opts.h"
 #include "preflight.h"
 #include "resolve.h"
 #include "util.h"
@@ -9,16 +11,20 @@
 #include "fpull/features.h"
 #include "fpull/manifest.h"
 
-int fp_session_open(struct fp_session *s, const char *image, const struct fpull_pull_opts *o,
-                    fpull_err *err)
+static int session_open(struct fp_session *s, const char *image, const struct fpull_pull_opts *o,
+                        int cache_optional, fpull_err *err)
 {
   memset(s, 0, sizeof *s);
   s->opts = o;
-  int rc = fpull_ref_parse(&s->ref, image, err);
+  int rc = FP_OPTS_CHECK(o, FPULL_PULL_OPTS, "fpull_pull_opts", err);
+  if (rc)
+    return rc;
+  rc = fpull_ref_parse(&s->ref, image, err);
   if (rc)
     return rc;
   s->reference = fpull_ref_format(s->ref);
-  rc = fpull_cache_open(&s->cache, o->cache_dir, err);
+  if (!cache_optional || o->offline || o->cache_dir)
+    rc = fpull_cache_open(&s->cache, o->cache_dir, err);
   if (rc)
     return rc;
   if (o->offline)
@@ -26,6 +32,18 @@ int fp_session_open(struct fp_session *s, const char *image, const struct fpull_
   struct fpull_registry_opts ro;
   fpull_registry_opts_init(&ro, s->ref->registry, o->config, o->insecure, o->certs_dir);
   return fpull_registry_open(&s->reg, s->ref->registry, &ro, err);
+}
+
+int fp_session_open(struct fp_session *s, const char *image, const struct fpull_pull_opts *o,
+                    fpull_err *err)
+{
+  return session_open(s, image, o, 0, err);
+}
+
+int fp_session_open_inspect(struct fp_session *s, const char *image,
+                            const struct fpull_pull_opts *o, fpull_err *err)
+{
+  return session_open(s, image, o, 1, err);
 }
 
 void fp_session_close(struct fp_session *s)
@@ -58,7 +76,7 @@ static int fetch_document(struct fp_session *s, const char *tag_or_digest,
   int by_digest = fpull_digest_valid(tag_or_digest);
   if (s->reg) {
     int rc = fpull_registry_get_manifest(out, s->reg, s->ref->repository, tag_or_digest, err);
-    if (rc)
+    if (rc || !s->cache)
       return rc;
     rc = fpull_cache_put_bytes(s->cache, (*out)->digest, (*out)->data, (*out)->len, err);
     if (rc == 0 && !by_digest) {
@@ -141,6 +159,9 @@ static int fetch_small_blob(struct fp_session *s, const struct fpull_descriptor 
 {
   if (d->size > (int64_t)FPULL_MANIFEST_MAX)
     return fpull_err_set(err, FPULL_EINTEGRITY, "config %s is larger than 4 MiB", d->digest);
+  if (!s->cache) /* inspect without a cache: verified in memory */
+    return fp_blob_fetch_memory(s->reg, s->ref->repository, d, data, len, &s->bytes_downloaded,
+                                err);
   int rc = fp_fetch_blob(s, d, NULL, NULL, err);
   if (rc)
     return rc;

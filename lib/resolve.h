@@ -12,8 +12,8 @@
 struct fp_session {
   const struct fpull_pull_opts *opts;
   struct fpull_ref *ref;
-  char *reference; /* normalised */
-  fpull_cache *cache;
+  char *reference;     /* normalised */
+  fpull_cache *cache;  /* NULL for inspect without a cache directory */
   fpull_registry *reg; /* NULL with --offline */
   uint64_t bytes_downloaded, bytes_from_cache;
 };
@@ -31,6 +31,10 @@ struct fp_resolved {
 
 int fp_session_open(struct fp_session *s, const char *image, const struct fpull_pull_opts *o,
                     fpull_err *err);
+/* The same for inspect, which needs no cache: with no opts->cache_dir (and not offline),
+ * s->cache stays NULL and manifests and configs are fetched and verified in memory. */
+int fp_session_open_inspect(struct fp_session *s, const char *image,
+                            const struct fpull_pull_opts *o, fpull_err *err);
 void fp_session_close(struct fp_session *s);
 
 /* Fetches the top document; for an index, ranks the entries (*r->match) and, unless

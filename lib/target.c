@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 
+#include "opts.h"
 #include "fpull/config.h"
 #include "fpull/detect.h"
 #include "tagdb.h"
@@ -259,6 +260,9 @@ static int arm_variant(char **out, int no_detect, fpull_err *err)
 int fpull_target_build(struct fpull_target **out, const struct fpull_target_opts *o, fpull_err *err)
 {
   *out = NULL;
+  int vrc = FP_OPTS_CHECK(o, FPULL_TARGET_OPTS, "fpull_target_opts", err);
+  if (vrc)
+    return vrc;
   __attribute__((cleanup(target_freep))) struct fpull_target *t = fp_xcalloc(1, sizeof *t);
   t->features = fpull_featureset_new();
   const struct fpull_tagdb *db = o->tagdb;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "opts.h"
 #include "entry_write.h"
 #include "fpull/manifest.h"
 #include "fpull/unpack.h"
@@ -353,10 +354,13 @@ int fpull_unpack_rootfs(const char *dest, const struct fpull_layer *layers, size
                         const struct fpull_unpack_opts *opts, struct fpull_unpack_stats *stats,
                         fpull_err *err)
 {
-  struct fpull_unpack_opts o = {0};
+  struct fpull_unpack_opts o = FPULL_UNPACK_OPTS_INIT;
   struct fpull_unpack_stats local;
   if (opts)
     o = *opts;
+  int vrc = FP_OPTS_CHECK(&o, FPULL_UNPACK_OPTS, "fpull_unpack_opts", err);
+  if (vrc)
+    return vrc;
   if (!stats)
     stats = &local;
   memset(stats, 0, sizeof *stats);

@@ -98,6 +98,7 @@ static int env_load(struct env *e, const struct fp_slurm_settings *s, const char
   /* Without --fpull-features both parts run on the same node and detect the same target,
    * so the user part picks the entry the prolog fetched. */
   struct fpull_target_opts to = {
+      .version = FPULL_TARGET_OPTS_VERSION,
       .features = features,
       .env_features = NULL,
       .config = e->config,
@@ -109,7 +110,7 @@ static int env_load(struct env *e, const struct fp_slurm_settings *s, const char
 static void pull_opts(struct fpull_pull_opts *o, const struct env *e,
                       const struct fp_slurm_settings *s)
 {
-  memset(o, 0, sizeof *o);
+  *o = (struct fpull_pull_opts)FPULL_PULL_OPTS_INIT;
   o->config = e->config;
   o->target = e->target;
   o->tagdb = e->tagdb;

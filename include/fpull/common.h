@@ -11,11 +11,12 @@
 #define FPULL_API
 #endif
 
-#define FPULL_VERSION "0.1.0"
-
 /* A NULL-terminated, heap-allocated array of heap-allocated strings. */
 FPULL_API void fpull_strv_free(char **v);
 /* Number of strings in v (0 for NULL). */
 FPULL_API size_t fpull_strv_len(char *const *v);
+
+/* FPULL_VERSION and fpull_version(): every header has them through this one. */
+#include "version.h"
 
 #endif

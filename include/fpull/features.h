@@ -102,7 +102,12 @@ struct fpull_target {
   char *gpu_brand;
 };
 
+/* Options structs grow at the end: version says which layout the caller was compiled
+ * with, and the library refuses versions it does not know (FPULL_EUSAGE). Start from
+ * FPULL_TARGET_OPTS_INIT, then set fields. */
+#define FPULL_TARGET_OPTS_VERSION 1
 struct fpull_target_opts {
+  unsigned int version;              /* FPULL_TARGET_OPTS_VERSION */
   const char *platform;              /* --platform OS/ARCH[/VARIANT][:FEATURE...] or NULL */
   const char *features;              /* --features LIST or NULL */
   const char *env_features;          /* $FPULL_FEATURES or NULL */
@@ -110,6 +115,10 @@ struct fpull_target_opts {
   const struct fpull_tagdb *tagdb;   /* required */
   int no_detect;                     /* tests: never run host detection */
 };
+#define FPULL_TARGET_OPTS_INIT                                                                     \
+  {                                                                                                \
+    .version = FPULL_TARGET_OPTS_VERSION                                                           \
+  }
 
 /* Builds the target: detection + config + env, or exactly what --features/--platform say,
  * then implications and the variant rule. Errors: FPULL_EUSAGE for bad syntax. */

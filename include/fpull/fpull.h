@@ -3,6 +3,7 @@
 #define FPULL_H
 
 #include "common.h"
+#include "version.h"
 #include "error.h"
 #include "log.h"
 #include "ref.h"

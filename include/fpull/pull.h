@@ -9,7 +9,12 @@
 
 struct fpull_config;
 
+/* Options structs grow at the end: version says which layout the caller was compiled
+ * with, and the library refuses versions it does not know (FPULL_EUSAGE). Start from
+ * FPULL_PULL_OPTS_INIT, then set fields. */
+#define FPULL_PULL_OPTS_VERSION 1
 struct fpull_pull_opts {
+  unsigned int version;              /* FPULL_PULL_OPTS_VERSION */
   const struct fpull_config *config; /* may be NULL */
   const struct fpull_target *target; /* required */
   const struct fpull_tagdb *tagdb;   /* required */
@@ -22,6 +27,10 @@ struct fpull_pull_opts {
   void *progress_ud;
   struct fpull_unpack_opts unpack;
 };
+#define FPULL_PULL_OPTS_INIT                                                                       \
+  {                                                                                                \
+    .version = FPULL_PULL_OPTS_VERSION, .unpack = FPULL_UNPACK_OPTS_INIT                           \
+  }
 
 struct fpull_pull_result {
   char *reference;    /* normalised */

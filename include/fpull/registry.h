@@ -6,7 +6,12 @@
 
 struct fpull_config;
 
+/* Options structs grow at the end: version says which layout the caller was compiled
+ * with, and the library refuses versions it does not know (FPULL_EUSAGE). Start from
+ * FPULL_REGISTRY_OPTS_INIT, then set fields. */
+#define FPULL_REGISTRY_OPTS_VERSION 1
 struct fpull_registry_opts {
+  unsigned int version;         /* FPULL_REGISTRY_OPTS_VERSION */
   int insecure;                 /* --insecure or insecure-registries: HTTP and unverified TLS */
   const char *certs_dir;        /* --certs-dir, searched first; may be NULL */
   const char *config_certs_dir; /* the config's certs-dir; may be NULL */
@@ -15,6 +20,10 @@ struct fpull_registry_opts {
   const struct fpull_config *config; /* may be NULL: its insecure-registries also cover
                                         mirror hosts (an http:// mirror needs that) */
 };
+#define FPULL_REGISTRY_OPTS_INIT                                                                   \
+  {                                                                                                \
+    .version = FPULL_REGISTRY_OPTS_VERSION                                                         \
+  }
 
 /* Fills opts for registry from the config (may be NULL): insecure-registries, certs-dir,
  * registry-mirrors and retries, plus the command line's --insecure and --certs-dir. */

@@ -50,12 +50,21 @@ enum fpull_push_type {
 
 struct fpull_config;
 
+/* Options structs grow at the end: version says which layout the caller was compiled
+ * with, and the library refuses versions it does not know (FPULL_EUSAGE). Start from
+ * FPULL_PUSH_OPTS_INIT, then set fields. */
+#define FPULL_PUSH_OPTS_VERSION 1
 struct fpull_push_opts {
+  unsigned int version;              /* FPULL_PUSH_OPTS_VERSION */
   int type;                          /* enum fpull_push_type */
   int insecure;                      /* --insecure: for every registry involved */
   const char *certs_dir;             /* --certs-dir or NULL */
   const struct fpull_config *config; /* insecure-registries, certs-dir, retries; may be NULL */
 };
+#define FPULL_PUSH_OPTS_INIT                                                                       \
+  {                                                                                                \
+    .version = FPULL_PUSH_OPTS_VERSION                                                             \
+  }
 
 struct fpull_push_result {
   char *reference;  /* the normalised target, REGISTRY/REPO:TAG */

@@ -14,7 +14,12 @@ struct fpull_layer {
   int fd;
 };
 
+/* Options structs grow at the end: version says which layout the caller was compiled
+ * with, and the library refuses versions it does not know (FPULL_EUSAGE). Start from
+ * FPULL_UNPACK_OPTS_INIT, then set fields. */
+#define FPULL_UNPACK_OPTS_VERSION 1
 struct fpull_unpack_opts {
+  unsigned int version; /* FPULL_UNPACK_OPTS_VERSION */
   int force;            /* DEST may exist; replaced only once the new rootfs is complete */
   int resolve_fallback; /* tests: never use openat2, always the O_NOFOLLOW walk */
   uint64_t max_entries; /* per layer; 0: default */
@@ -25,6 +30,10 @@ struct fpull_unpack_opts {
   int (*wait_layer)(void *ud, size_t i, fpull_err *err);
   void *wait_ud;
 };
+#define FPULL_UNPACK_OPTS_INIT                                                                     \
+  {                                                                                                \
+    .version = FPULL_UNPACK_OPTS_VERSION                                                           \
+  }
 
 /* Defaults of the limits above. */
 #define FPULL_UNPACK_MAX_ENTRIES 10000000ull

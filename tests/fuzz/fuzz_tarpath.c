@@ -175,7 +175,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   }
   char dest[320];
   snprintf(dest, sizeof dest, "%s/dest", base);
-  struct fpull_unpack_opts o = {.resolve_fallback = flags & 1,
+  struct fpull_unpack_opts o = {.version = FPULL_UNPACK_OPTS_VERSION,
+                                .resolve_fallback = flags & 1,
                                 .unprivileged = (flags >> 1) & 1,
                                 .max_entries = 1000,
                                 .max_bytes = 1 << 20};

@@ -156,7 +156,7 @@ static int fail(const fpull_err *err, int rc)
 int main(int argc, char **argv)
 {
   static int verbose = 0;
-  struct fpull_registry_opts opts = {0};
+  struct fpull_registry_opts opts = FPULL_REGISTRY_OPTS_INIT;
   char *mirrors[16] = {0};
   size_t nm = 0;
   static const struct option longopts[] = {

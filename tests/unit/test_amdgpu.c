@@ -136,7 +136,7 @@ TEST(target_feature)
   struct fpull_tagdb *db = NULL;
   fpull_err err = {0};
   CHECK_INT_EQ(fpull_tagdb_load(&db, NULL, NULL, &err), 0);
-  struct fpull_target_opts o = {.tagdb = db};
+  struct fpull_target_opts o = {.version = FPULL_TARGET_OPTS_VERSION, .tagdb = db};
   struct fpull_target *t = NULL;
   CHECK_INT_EQ(fpull_target_build(&t, &o, &err), 0);
   int found = 0;

@@ -494,7 +494,7 @@ TEST(turin_vm_tags)
   struct fpull_tagdb *db = NULL;
   if (fpull_tagdb_load(&db, NULL, NULL, &err))
     th_fail(__FILE__, __LINE__, "tag table: %s", err.msg);
-  struct fpull_target_opts o = {.tagdb = db};
+  struct fpull_target_opts o = {.version = FPULL_TARGET_OPTS_VERSION, .tagdb = db};
   struct fpull_target *t = NULL;
   if (fpull_target_build(&t, &o, &err))
     th_fail(__FILE__, __LINE__, "target: %s", err.msg);

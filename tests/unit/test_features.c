@@ -274,7 +274,8 @@ static struct fpull_target *target(const char *platform, const char *features, c
                                    const struct fpull_config *cfg)
 {
   load_db();
-  struct fpull_target_opts o = {.platform = platform,
+  struct fpull_target_opts o = {.version = FPULL_TARGET_OPTS_VERSION,
+                                .platform = platform,
                                 .features = features,
                                 .env_features = env,
                                 .config = cfg,
@@ -338,7 +339,8 @@ TEST(bad_platforms_are_usage_errors)
                                     NULL};
   load_db();
   for (size_t i = 0; bad[i]; i++) {
-    struct fpull_target_opts o = {.platform = bad[i], .tagdb = db, .no_detect = 1};
+    struct fpull_target_opts o = {
+        .version = FPULL_TARGET_OPTS_VERSION, .platform = bad[i], .tagdb = db, .no_detect = 1};
     struct fpull_target *t = NULL;
     fpull_err err = {0};
     if (fpull_target_build(&t, &o, &err) != FPULL_EUSAGE)
@@ -346,12 +348,16 @@ TEST(bad_platforms_are_usage_errors)
     CHECK_NULL(t);
     CHECK_CONTAINS(err.msg, "--platform");
   }
-  struct fpull_target_opts o = {.features = "broadwell,,x", .tagdb = db, .no_detect = 1};
+  struct fpull_target_opts o = {.version = FPULL_TARGET_OPTS_VERSION,
+                                .features = "broadwell,,x",
+                                .tagdb = db,
+                                .no_detect = 1};
   struct fpull_target *t = NULL;
   fpull_err err = {0};
   CHECK_INT_EQ(fpull_target_build(&t, &o, &err), FPULL_EUSAGE);
   CHECK_CONTAINS(err.msg, "--features");
-  o = (struct fpull_target_opts){.env_features = "a b", .tagdb = db, .no_detect = 1};
+  o = (struct fpull_target_opts){
+      .version = FPULL_TARGET_OPTS_VERSION, .env_features = "a b", .tagdb = db, .no_detect = 1};
   CHECK_INT_EQ(fpull_target_build(&t, &o, &err), FPULL_EUSAGE);
   CHECK_CONTAINS(err.msg, "FPULL_FEATURES");
 }
@@ -414,7 +420,8 @@ TEST(config_and_env_features)
   char *bad[] = {"ok", "not ok", NULL};
   cfg.platform_features = bad;
   load_db();
-  struct fpull_target_opts o = {.config = &cfg, .tagdb = db, .no_detect = 1};
+  struct fpull_target_opts o = {
+      .version = FPULL_TARGET_OPTS_VERSION, .config = &cfg, .tagdb = db, .no_detect = 1};
   fpull_err err = {0};
   CHECK_INT_EQ(fpull_target_build(&t, &o, &err), FPULL_EUSAGE);
   CHECK_CONTAINS(err.msg, "c.yaml: platform-features");
@@ -427,7 +434,8 @@ TEST(detect_false_keeps_config_and_env)
   char *pf[] = {"infiniband", NULL};
   struct fpull_config cfg = {.detect = 0, .platform_features = pf, .site_features = site};
   load_db();
-  struct fpull_target_opts o = {.env_features = "haswell", .config = &cfg, .tagdb = db};
+  struct fpull_target_opts o = {
+      .version = FPULL_TARGET_OPTS_VERSION, .env_features = "haswell", .config = &cfg, .tagdb = db};
   struct fpull_target *t = NULL;
   fpull_err err = {0};
   CHECK_INT_EQ(fpull_target_build(&t, &o, &err), 0);
@@ -494,7 +502,8 @@ static int fake_host(const char *cpu_dump, const char *gpus)
 static struct fpull_target *detected_target(const struct fpull_config *cfg, const char *env)
 {
   load_db();
-  struct fpull_target_opts o = {.env_features = env, .config = cfg, .tagdb = db};
+  struct fpull_target_opts o = {
+      .version = FPULL_TARGET_OPTS_VERSION, .env_features = env, .config = cfg, .tagdb = db};
   struct fpull_target *t = NULL;
   fpull_err err = {0};
   if (fpull_target_build(&t, &o, &err))
@@ -555,7 +564,8 @@ TEST(detection_replaced_or_off)
   if (!fake_host("tests/fixtures/cpuid/skylake-sp.txt", "8.6"))
     return;
   load_db();
-  struct fpull_target_opts o = {.features = "nehalem", .tagdb = db};
+  struct fpull_target_opts o = {
+      .version = FPULL_TARGET_OPTS_VERSION, .features = "nehalem", .tagdb = db};
   struct fpull_target *t = NULL;
   fpull_err err = {0};
   CHECK_INT_EQ(fpull_target_build(&t, &o, &err), 0);

@@ -66,7 +66,8 @@ static struct fpull_target *target_of(struct fpull_tagdb *db, const char *arch, 
     fp_buf_append(&b, names[i], strlen(names[i]));
   }
   fp_buf_append(&b, "", 1);
-  struct fpull_target_opts o = {.platform = b.data, .tagdb = db, .no_detect = 1};
+  struct fpull_target_opts o = {
+      .version = FPULL_TARGET_OPTS_VERSION, .platform = b.data, .tagdb = db, .no_detect = 1};
   struct fpull_target *t = NULL;
   fpull_err err = {0};
   if (fpull_target_build(&t, &o, &err))

@@ -84,8 +84,12 @@ static struct fpull_match *match(const struct entry_spec *specs, size_t n, const
   /* The non-CPU names these tables use are declared, as a site would (contract v3). */
   static char *site[] = {"infiniband", "x", "y", NULL};
   static const struct fpull_config cfg = {.detect = 1, .site_features = site};
-  struct fpull_target_opts o = {
-      .platform = platform, .features = features, .config = &cfg, .tagdb = db, .no_detect = 1};
+  struct fpull_target_opts o = {.version = FPULL_TARGET_OPTS_VERSION,
+                                .platform = platform,
+                                .features = features,
+                                .config = &cfg,
+                                .tagdb = db,
+                                .no_detect = 1};
   struct fpull_target *t = NULL;
   fpull_err err = {0};
   if (fpull_target_build(&t, &o, &err))
@@ -397,7 +401,10 @@ TEST(non_images_are_never_eligible)
   CHECK_INT_EQ(m->chosen, -1);
   fpull_match_free(m);
   /* "unknown" is no os of the OCI image spec: as a target it is a usage error. */
-  struct fpull_target_opts o = {.platform = "unknown/unknown", .tagdb = db, .no_detect = 1};
+  struct fpull_target_opts o = {.version = FPULL_TARGET_OPTS_VERSION,
+                                .platform = "unknown/unknown",
+                                .tagdb = db,
+                                .no_detect = 1};
   struct fpull_target *t = NULL;
   fpull_err err = {0};
   CHECK_INT_EQ(fpull_target_build(&t, &o, &err), FPULL_EUSAGE);

@@ -244,7 +244,7 @@ static struct fpull_target *target_with_gpus(const char *gpus, struct fpull_tagd
   fpull_err err = {0};
   if (fpull_tagdb_load(db, NULL, NULL, &err))
     th_fail(__FILE__, __LINE__, "tag table: %s", err.msg);
-  struct fpull_target_opts o = {.tagdb = *db};
+  struct fpull_target_opts o = {.version = FPULL_TARGET_OPTS_VERSION, .tagdb = *db};
   struct fpull_target *t = NULL;
   if (fpull_target_build(&t, &o, &err))
     th_fail(__FILE__, __LINE__, "target: %s", err.msg);
@@ -298,7 +298,7 @@ static int has_feature(const char *gpus, const char *name)
   if (fpull_tagdb_load(&db, NULL, NULL, &err))
     th_fail(__FILE__, __LINE__, "tag table: %s", err.msg);
   setenv("FAKE_NVML_GPUS", gpus, 1);
-  struct fpull_target_opts o = {.tagdb = db};
+  struct fpull_target_opts o = {.version = FPULL_TARGET_OPTS_VERSION, .tagdb = db};
   struct fpull_target *t = NULL;
   if (fpull_target_build(&t, &o, &err))
     th_fail(__FILE__, __LINE__, "target: %s", err.msg);

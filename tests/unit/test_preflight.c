@@ -17,7 +17,8 @@ static struct fpull_target *target(const char *features, const char *brand)
   fpull_err err = {0};
   if (!db && fpull_tagdb_load(&db, NULL, NULL, &err))
     th_fail(__FILE__, __LINE__, "tag table: %s", err.msg);
-  struct fpull_target_opts o = {.tagdb = db, .features = features, .no_detect = 1};
+  struct fpull_target_opts o = {
+      .version = FPULL_TARGET_OPTS_VERSION, .tagdb = db, .features = features, .no_detect = 1};
   struct fpull_target *t = NULL;
   if (fpull_target_build(&t, &o, &err))
     th_fail(__FILE__, __LINE__, "target %s: %s", features, err.msg);

@@ -126,8 +126,10 @@ TEST(why_follows_renumbered_ranks)
   struct fpull_tagdb *db = NULL;
   fpull_err err = {0};
   CHECK_INT_EQ(fpull_tagdb_load(&db, NULL, NULL, &err), 0);
-  struct fpull_target_opts o = {
-      .platform = "linux/amd64:skylake-avx512:nv-compute-5-2", .tagdb = db, .no_detect = 1};
+  struct fpull_target_opts o = {.version = FPULL_TARGET_OPTS_VERSION,
+                                .platform = "linux/amd64:skylake-avx512:nv-compute-5-2",
+                                .tagdb = db,
+                                .no_detect = 1};
   struct fpull_target *t = NULL;
   CHECK_INT_EQ(fpull_target_build(&t, &o, &err), 0);
   struct fpull_descriptor d[3] = {entry(NULL, "broadwell", "nv-compute-5-2"),

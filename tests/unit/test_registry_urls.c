@@ -95,7 +95,7 @@ TEST(loopback_and_insecure_allow_http_after_https)
   CHECK_STR_EQ(r->eps[0].http_base, "http://127.0.0.1:5000");
   CHECK_INT_EQ(r->eps[0].verify_tls, 0);
   fpull_registry_free(r);
-  struct fpull_registry_opts o = {.insecure = 1};
+  struct fpull_registry_opts o = {.version = FPULL_REGISTRY_OPTS_VERSION, .insecure = 1};
   CHECK_INT_EQ(fpull_registry_open(&r, "myreg.example:5000", &o, &err), 0);
   CHECK_STR_EQ(r->eps[0].http_base, "http://myreg.example:5000");
   fpull_registry_free(r);
@@ -110,7 +110,7 @@ TEST(mirrors_in_order_then_registry)
   setenv("HOME", th_tmpdir(), 1);
   char *mirrors[] = {"https://m1.example/prefix/", "http://127.0.0.1:7000", "http://plain.example",
                      "m3.example:444", NULL};
-  struct fpull_registry_opts o = {.mirrors = mirrors};
+  struct fpull_registry_opts o = {.version = FPULL_REGISTRY_OPTS_VERSION, .mirrors = mirrors};
   fpull_registry *r = NULL;
   fpull_err err = {0};
   CHECK_INT_EQ(fpull_registry_open(&r, "docker.io", &o, &err), 0);
@@ -133,7 +133,8 @@ TEST(http_mirror_allowed_when_its_host_is_insecure_in_the_config)
   char *insecure[] = {"plain.example", NULL};
   struct fpull_config cfg = {0};
   cfg.insecure_registries = insecure;
-  struct fpull_registry_opts o = {.mirrors = mirrors, .config = &cfg};
+  struct fpull_registry_opts o = {
+      .version = FPULL_REGISTRY_OPTS_VERSION, .mirrors = mirrors, .config = &cfg};
   fpull_registry *r = NULL;
   fpull_err err = {0};
   CHECK_INT_EQ(fpull_registry_open(&r, "docker.io", &o, &err), 0);

@@ -447,7 +447,7 @@ static void c_devices_simulated(void)
         "fifo fifo mode=4644\nfile owned data=o uid=1234 gid=5678\n"
         "file su data=x mode=4755\nfile sg data=x mode=2711\nfile t data=x mode=1755\n"
         "dir sgdir mode=2775\nhardlink su2 su\n");
-  struct fpull_unpack_opts o = {.unprivileged = 1};
+  struct fpull_unpack_opts o = {.version = FPULL_UNPACK_OPTS_VERSION, .unprivileged = 1};
   expect_ok(unpack(&b, 1, &o, &err, &st), &err);
   CHECK_INT_EQ(st.devices_skipped, 2);
   CHECK_INT_EQ(st.setid_dropped, 3);
@@ -507,7 +507,8 @@ static void c_nonroot(void)
     if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
       _exit(90);
     struct fpull_layer l = {b.path, b.mt, b.digest, b.diff_id, 0};
-    struct fpull_unpack_opts o = {.resolve_fallback = fallback};
+    struct fpull_unpack_opts o = {.version = FPULL_UNPACK_OPTS_VERSION,
+                                  .resolve_fallback = fallback};
     struct fpull_unpack_stats st;
     fpull_err err;
     int rc = fpull_unpack_rootfs(dest, &l, 1, &o, &st, &err);
@@ -633,10 +634,10 @@ static void c_limits(void)
   struct built b;
   fpull_err err;
   build(&b, "gzip", "file bomb zeros=8000000\n");
-  struct fpull_unpack_opts o = {.max_bytes = 1000000};
+  struct fpull_unpack_opts o = {.version = FPULL_UNPACK_OPTS_VERSION, .max_bytes = 1000000};
   expect_unsafe(unpack(&b, 1, &o, &err, NULL), &err, "limit");
   build(&b, "zstd", "repeat 200 file f{i} data=x\n");
-  struct fpull_unpack_opts o2 = {.max_entries = 100};
+  struct fpull_unpack_opts o2 = {.version = FPULL_UNPACK_OPTS_VERSION, .max_entries = 100};
   expect_unsafe(unpack(&b, 1, &o2, &err, NULL), &err, "more than 100 entries");
 }
 TEST(t31_limits_stop_bombs)
@@ -708,7 +709,7 @@ static void c_dest(void)
   CHECK_CONTAINS(err.msg, "already exists");
   CHECK(access(fmt("%s/old", dest), F_OK) == 0);
   /* A failed --force pull leaves the old DEST as it was. */
-  struct fpull_unpack_opts force = {.force = 1};
+  struct fpull_unpack_opts force = {.version = FPULL_UNPACK_OPTS_VERSION, .force = 1};
   CHECK_INT_EQ(unpack(&bad, 1, &force, &err, NULL), FPULL_EUNSAFE);
   CHECK(access(fmt("%s/old", dest), F_OK) == 0);
   check_base_clean(1);
@@ -780,7 +781,8 @@ static void c_sigkill(void)
   CHECK(pid >= 0);
   if (pid == 0) {
     struct fpull_layer l = {fifo, MT_TAR, b.digest, NULL, 0};
-    struct fpull_unpack_opts o = {.resolve_fallback = fallback};
+    struct fpull_unpack_opts o = {.version = FPULL_UNPACK_OPTS_VERSION,
+                                  .resolve_fallback = fallback};
     fpull_err err;
     _exit(fpull_unpack_rootfs(dest, &l, 1, &o, NULL, &err));
   }
@@ -1084,7 +1086,8 @@ static void c_spellings_rss(void)
   CHECK(pid >= 0);
   if (pid == 0) {
     struct fpull_layer l = {layer, MT_GZ, "sha256:spellings", NULL, 0};
-    struct fpull_unpack_opts o = {.resolve_fallback = fallback};
+    struct fpull_unpack_opts o = {.version = FPULL_UNPACK_OPTS_VERSION,
+                                  .resolve_fallback = fallback};
     struct fpull_unpack_stats st;
     fpull_err err;
     if (fpull_unpack_rootfs(dest, &l, 1, &o, &st, &err) != 0) {

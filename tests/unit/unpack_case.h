@@ -156,7 +156,7 @@ static FP_CASE_UNUSED int unpack(struct built *b, size_t n, struct fpull_unpack_
   struct fpull_layer layers[8];
   for (size_t i = 0; i < n; i++)
     layers[i] = (struct fpull_layer){b[i].path, b[i].mt, b[i].digest, b[i].diff_id, 0};
-  struct fpull_unpack_opts def = {0};
+  struct fpull_unpack_opts def = FPULL_UNPACK_OPTS_INIT;
   if (!o)
     o = &def;
   o->resolve_fallback = fallback;
