@@ -26,7 +26,37 @@ static const struct cli_opt all_opts[] = {
     {OPT_TYPE, "type", 0, "oci|docker", "index type to push (default oci)"},
     {OPT_USERNAME, "username", 'u', "USER", "user name"},
     {OPT_PASSWORD_STDIN, "password-stdin", 0, NULL, "read the password from standard input"},
+    {OPT_ALL, "all", 0, NULL, "every image entry of the index, for nodes of every kind"},
+    {OPT_FORMAT, "format", 0, "dir|bundle|squashfs",
+     "what DEST becomes: a rootfs, an OCI bundle, a SquashFS file"},
 };
+
+static const char *const format_names[] = {"dir", "bundle", "squashfs"};
+
+/* Levenshtein distance, enough for "did you mean" over a handful of short words. */
+static size_t edit_distance(const char *a, const char *b)
+{
+  size_t lb = strlen(b), row[64];
+  if (lb >= sizeof row / sizeof row[0])
+    return (size_t)-1;
+  for (size_t j = 0; j <= lb; j++)
+    row[j] = j;
+  for (size_t i = 1; a[i - 1]; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j];
+      size_t best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best)
+        best = up + 1;
+      if (row[j - 1] + 1 < best)
+        best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[lb];
+}
 
 const struct cli_opt *cli_opt_find(enum cli_opt_id id)
 {
@@ -157,6 +187,28 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
     case OPT_PASSWORD_STDIN:
       s->password_stdin = 1;
       break;
+    case OPT_ALL:
+      s->all = 1;
+      break;
+    case OPT_FORMAT: {
+      /* A typo must fail, never fall back to another format. */
+      const char *near = NULL;
+      for (size_t i = 0; i < sizeof format_names / sizeof format_names[0]; i++) {
+        if (strcmp(optarg, format_names[i]) == 0) {
+          s->format = (enum cli_format)i;
+          near = "";
+          break;
+        }
+        if (!near && edit_distance(optarg, format_names[i]) <= 2)
+          near = format_names[i];
+      }
+      if (near && !*near)
+        break;
+      fprintf(stderr, "fpull: %s: unknown --format '%s'%s%s%s (dir, bundle or squashfs)\n",
+              cmd->name, optarg, near ? " (did you mean '" : "", near ? near : "",
+              near ? "'?)" : "");
+      return FPULL_EUSAGE;
+    }
     }
   }
   int n = argc - optind;
