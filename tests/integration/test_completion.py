@@ -34,3 +34,9 @@ class Completion(unittest.TestCase):
 
     def test_type_values(self):
         self.assertEqual(complete(["fpull", "manifest", "push", "--type", ""]), {"oci", "docker"})
+
+    def test_format_values_and_config_command(self):
+        self.assertEqual(complete(["fpull", "pull", "--format", ""]),
+                         {"dir", "bundle", "squashfs"})
+        self.assertEqual(complete(["fpull", "con"]), {"config"})
+        self.assertIn("--all", complete(["fpull", "prefetch", "--"]))
