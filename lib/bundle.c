@@ -43,6 +43,12 @@ static int write_spec(int sfd, const char *json, size_t len, fpull_err *err)
   cleanup_close int rootfs = openat(sfd, "rootfs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (rootfs < 0)
     return fpull_err_set(err, FPULL_EFAIL, "bundle: no rootfs: %s", strerror(errno));
+  /* The unpacker keeps a rootfs without an entry for "/" at its staging mode, 0700: the
+   * container's own "/" must be searchable by the image's User (runc execs as that uid). */
+  struct stat st;
+  cleanup_close int rfd = openat(sfd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (rfd >= 0 && fstat(rfd, &st) == 0 && (st.st_mode & 07777) == 0700 && fchmod(rfd, 0755) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "bundle: rootfs: %s", strerror(errno));
   cleanup_free char *spec = NULL;
   int rc = fp_bundle_spec(&spec, json, len, rootfs, geteuid() != 0, err);
   if (rc)
