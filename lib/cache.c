@@ -250,6 +250,12 @@ int fp_cache_drop(const struct fpull_cache *c, int dirfd, const char *name, cons
   return fp_cache_remove_if_same(dirfd, name, seen);
 }
 
+/* What happened to a bad entry, for messages: a shared cache's entries stay. */
+static const char *dropped(const fpull_cache *c)
+{
+  return c->readonly ? "passed over" : "removed";
+}
+
 int fp_cache_remove_if_same(int dirfd, const char *name, const struct stat *seen)
 {
   /* Only the file that was judged: a fresh copy renamed in meanwhile stays. */
@@ -278,8 +284,8 @@ static int open_blob(int *out, struct stat *st, fpull_cache *c, const char *dige
   if (e != ELOOP && e != EINVAL)
     return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: %s", digest, strerror(e));
   fp_cache_drop(c, c->blobs_fd, hex, NULL);
-  return fpull_err_set(err, FPULL_EINTEGRITY,
-                       "cache: %s/blobs/sha256/%s is not a regular file; removed", c->dir, hex);
+  return fpull_err_set(err, FPULL_EINTEGRITY, "cache: %s/blobs/sha256/%s is not a regular file; %s",
+                       c->dir, hex, dropped(c));
 }
 
 static int open_blob_one(int *out, fpull_cache *c, const char *digest, int64_t size, fpull_err *err)
@@ -297,8 +303,8 @@ static int open_blob_one(int *out, fpull_cache *c, const char *digest, int64_t s
   if (r)
     return r;
   if (size >= 0 && st.st_size != size) {
-    fp_warn("cache: blob %s has %lld bytes, expected %lld; removed", digest, (long long)st.st_size,
-            (long long)size);
+    fp_warn("cache: blob %s has %lld bytes, expected %lld; %s", digest, (long long)st.st_size,
+            (long long)size, dropped(c));
     fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
     return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s not in %s", digest, c->dir);
   }
@@ -318,9 +324,8 @@ static int verify_blob_one(fpull_cache *c, const char *digest, int64_t size, fpu
     return r;
   if (size >= 0 && st.st_size != size) {
     fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
-    return fpull_err_set(err, FPULL_EINTEGRITY,
-                         "cache: blob %s has %lld bytes, expected %lld; removed", digest,
-                         (long long)st.st_size, (long long)size);
+    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s has %lld bytes, expected %lld; %s",
+                         digest, (long long)st.st_size, (long long)size, dropped(c));
   }
   cleanup_sha256 struct fp_sha256 h = {0};
   char got[72];
@@ -329,8 +334,8 @@ static int verify_blob_one(fpull_cache *c, const char *digest, int64_t size, fpu
                          strerror(errno));
   if (strcmp(got, digest) != 0) {
     fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
-    return fpull_err_set(err, FPULL_EINTEGRITY,
-                         "cache: blob %s is corrupt (its sha256 is %s); removed", digest, got);
+    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s is corrupt (its sha256 is %s); %s",
+                         digest, got, dropped(c));
   }
   return 0;
 }
@@ -366,9 +371,10 @@ static int get_bytes_one(fpull_cache *c, const char *digest, size_t max, char **
    * the caller fetches it again. */
   cleanup_free char *actual = fpull_digest_of(buf, got);
   if (!actual || strcmp(actual, digest) != 0) {
-    fp_warn("cache: blob %s is corrupt; removed", digest);
+    fp_warn("cache: blob %s is corrupt; %s", digest, dropped(c));
     fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
-    return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s was corrupt and is removed", digest);
+    return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s was corrupt and is %s", digest,
+                         dropped(c));
   }
   *len = got;
   *data = steal_pointer(&buf);
@@ -444,9 +450,8 @@ static int open_verified_one(int *out, fpull_cache *c, const char *digest, int64
     return r;
   if (size >= 0 && st.st_size != size) {
     fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
-    return fpull_err_set(err, FPULL_EINTEGRITY,
-                         "cache: blob %s has %lld bytes, expected %lld; removed", digest,
-                         (long long)st.st_size, (long long)size);
+    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s has %lld bytes, expected %lld; %s",
+                         digest, (long long)st.st_size, (long long)size, dropped(c));
   }
   cleanup_sha256 struct fp_sha256 h = {0};
   if (fp_sha256_init(&h) < 0)
@@ -472,8 +477,8 @@ static int open_verified_one(int *out, fpull_cache *c, const char *digest, int64
     return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 failed");
   if (strcmp(got, digest) != 0) {
     fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
-    return fpull_err_set(err, FPULL_EINTEGRITY,
-                         "cache: blob %s is corrupt (its sha256 is %s); removed", digest, got);
+    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s is corrupt (its sha256 is %s); %s",
+                         digest, got, dropped(c));
   }
   if (lseek(use, 0, SEEK_SET) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: %s", digest, strerror(errno));

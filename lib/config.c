@@ -159,7 +159,8 @@ static int parse_path_list(char ***out, const struct fp_ynode *n, const char *na
     free((*out)[i]);
     (*out)[i] = full;
     if (full[0] != '/')
-      return fp_yaml_err(err, name, n, "%s: \"%s\" is not an absolute directory", key, full);
+      return fp_yaml_err(err, name, n->kind == FP_Y_SEQ ? n->items[i] : n,
+                         "%s: \"%s\" is not an absolute directory", key, full);
   }
   return r;
 }
