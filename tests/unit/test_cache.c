@@ -152,12 +152,27 @@ TEST(write_and_commit)
   fpull_cache_free(NULL);
 }
 
-TEST(cache_root_private_and_checked)
+TEST(cache_root_modes_and_checks)
 {
-  fpull_cache *c = open_cache("new/deeper/cache");
+  /* The default cache is the user's own: private. */
+  char *xdg = path_in(th_tmpdir(), "xdg");
+  setenv("XDG_CACHE_HOME", xdg, 1);
+  char *def = fpull_cache_resolve_dir(NULL, NULL);
+  fpull_cache *c = NULL;
+  fpull_err e0 = {0};
+  CHECK_INT_EQ(fpull_cache_open(&c, def, &e0), 0);
   struct stat st;
   CHECK_INT_EQ(stat(fpull_cache_dir(c), &st), 0);
   CHECK_INT_EQ(st.st_mode & 0777, 0700);
+  fpull_cache_free(c);
+  free(def);
+  free(xdg);
+  /* One named for others (a prolog's, an admin's) gets what the umask allows. */
+  mode_t um = umask(022);
+  c = open_cache("new/deeper/cache");
+  umask(um);
+  CHECK_INT_EQ(stat(fpull_cache_dir(c), &st), 0);
+  CHECK_INT_EQ(st.st_mode & 0777, 0755);
   fpull_cache_free(c);
   /* A directory anyone can write to is refused. */
   char *dir = path_in(th_tmpdir(), "open");
