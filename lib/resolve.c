@@ -220,15 +220,21 @@ static int offline_hint(struct fp_session *s, const struct fpull_descriptor *d, 
     size_t l = strlen(feats);
     snprintf(feats + l, sizeof feats - l, "%s%s", l ? "," : "", p->features[i]);
   }
-  cleanup_free char *was = fp_xstrdup(err ? err->msg : "missing");
-  cleanup_free char *how = feats[0] ? fp_xasprintf("--features %s", feats)
-                                    : fp_xasprintf("--platform %s", p ? plat : s->opts->target->os);
+  /* What is missing, when it is not the entry's manifest itself (its config, say). */
+  cleanup_free char *was = NULL;
+  if (err && !strstr(err->msg, d->digest))
+    was = fp_xasprintf(" (%s)", err->msg);
+  const struct fpull_target *t = s->opts->target;
+  cleanup_free char *how = feats[0]
+                               ? fp_xasprintf("--features %s", feats)
+                               : (p ? fp_xasprintf("--platform %s", plat)
+                                    : fp_xasprintf("--platform %s/%s", t->os, t->architecture));
   return fpull_err_set(err, FPULL_ENOTFOUND,
                        "the entry for this target, %s (%s, features: %s), is not in the cache "
-                       "(--offline; %s); fetch it with 'fpull prefetch --all %s' or "
+                       "(--offline)%s; fetch it with 'fpull prefetch --all %s' or "
                        "'fpull prefetch %s %s'",
-                       d->digest, plat, feats[0] ? feats : "none", was, s->reference, how,
-                       s->reference);
+                       d->digest, plat, feats[0] ? feats : "none", was ? was : "", s->reference,
+                       how, s->reference);
 }
 
 /* Fetches the manifest and config of the chosen entry; with gpu, while its config fails the
