@@ -155,6 +155,27 @@ class Bundle(cases.RegistryCase):
         self.assertIn("user", types)
         self.assertNotIn("network", types)
 
+    def test_user_database_is_read_inside_the_rootfs(self):
+        # /etc/passwd is an absolute symlink: it means the rootfs's file, never the host's.
+        self.layers = [[{"path": "etc/passwd", "type": "symlink", "target": "/etc/site/passwd"},
+                        {"path": "etc/site/passwd", "type": "file",
+                         "data": "svc:x:77:88:Svc:/srv/svc:/bin/sh\n"},
+                        {"path": "etc/group", "type": "symlink",
+                         "target": "../../../../../../etc/group"},
+                        {"path": "hello", "type": "file", "data": "x", "mode": 0o755}]]
+        ref = self.push("svc")
+        dest = os.path.join(self.tmp, "bundle")
+        self.fpull_bundle(ref, dest)
+        proc = self.read_config(dest)["process"]
+        # The group link climbs to the rootfs's own /etc/group (itself: a loop), so no
+        # host group lists svc.
+        self.assertEqual(proc["user"], {"uid": 77, "gid": 88})
+        self.assertIn("HOME=/srv/svc", proc["env"])
+        # A name only the host knows is not found.
+        ref = self.push("root:daemon", "hostonly")
+        cp = self.fpull_bundle(ref, os.path.join(self.tmp, "b2"), check=1)
+        self.assertIn("daemon", fpull.error_line(cp.stderr))
+
     def test_unknown_format_is_usage_error_with_suggestion(self):
         dest = os.path.join(self.tmp, "x")
         cp = fpull.run(["pull", "--format", "bundel", "%s/hpc/run:v1" % self.reg.hostport,
