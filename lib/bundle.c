@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bundle.h"
@@ -104,6 +107,36 @@ static int publish(int pfd, const char *sname, const char *base, const char *des
   return 0;
 }
 
+/* A killed run leaves its staging directory beside DEST. Each run holds a lock on its own
+ * while it works, so one of ours that nobody holds (and that is not brand new: a run
+ * takes its lock right after creating it) is debris, and goes. */
+static void remove_leftovers(int pfd, const char *base)
+{
+  cleanup_free char *prefix = fp_xasprintf(".%s.fpull-bundle-", base);
+  int fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d) {
+    if (fd >= 0)
+      close(fd);
+    return;
+  }
+  time_t now = time(NULL);
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+      continue;
+    cleanup_close int sfd = openat(pfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (sfd < 0 || fstat(sfd, &st) < 0 || st.st_uid != geteuid() || st.st_mtime > now - 10 ||
+        flock(sfd, LOCK_EX | LOCK_NB) < 0)
+      continue;
+    fp_debug("removing %s, left by a run that did not finish", e->d_name);
+    if (fp_rm_rf_at(pfd, e->d_name) < 0)
+      fp_warn("cannot remove %s: %s", e->d_name, fp_rm_strerror(errno));
+  }
+  closedir(d);
+}
+
 static int build(struct fpull_pull_result **out, const char *image, const char *parent,
                  const char *base, const char *dest, const struct fpull_pull_opts *o,
                  fpull_err *err)
@@ -111,6 +144,7 @@ static int build(struct fpull_pull_result **out, const char *image, const char *
   cleanup_close int pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (pfd < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cannot open %s: %s", parent, strerror(errno));
+  remove_leftovers(pfd, base);
   int exists, rc = check_dest(pfd, base, dest, o->unpack.force, &exists, err);
   if (rc)
     return rc;
@@ -119,6 +153,13 @@ static int build(struct fpull_pull_result **out, const char *image, const char *
     return fpull_err_set(err, FPULL_EFAIL, "cannot create a staging directory beside %s: %s", dest,
                          strerror(errno));
   const char *sname = strrchr(staging, '/') + 1;
+  /* Held until the end: the mark of a staging directory still in use. */
+  cleanup_close int sfd = openat(pfd, sname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (sfd < 0 || flock(sfd, LOCK_EX) < 0) {
+    rc = fpull_err_set(err, FPULL_EFAIL, "%s: %s", staging, strerror(errno));
+    fp_rm_rf_at(pfd, sname);
+    return rc;
+  }
   cleanup_free char *rootfs = fp_xasprintf("%s/rootfs", staging);
   struct fpull_pull_opts po = *o;
   po.unpack.force = 0;
@@ -127,9 +168,6 @@ static int build(struct fpull_pull_result **out, const char *image, const char *
   size_t len = 0;
   if (rc == 0)
     rc = image_config(&json, &len, *out, o, err);
-  cleanup_close int sfd = rc ? -1 : openat(pfd, sname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-  if (rc == 0 && sfd < 0)
-    rc = fpull_err_set(err, FPULL_EFAIL, "%s: %s", staging, strerror(errno));
   if (rc == 0)
     rc = write_spec(sfd, json, len, err);
   /* mkdtemp made it 0700; a bundle is a directory like any other (runtimes as other users

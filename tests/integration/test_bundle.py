@@ -206,3 +206,14 @@ class Bundle(cases.RegistryCase):
         self.assertIn("ghost", fpull.error_line(cp.stderr))
         self.assertFalse(os.path.exists(dest2))
         self.assertEqual([n for n in os.listdir(self.tmp) if "fpull-bundle" in n], [])
+        # What a killed run left beside DEST goes with the next run; a young one (a run
+        # that has just created it) stays.
+        old = os.path.join(self.tmp, ".bundle.fpull-bundle-Ab12Cd")
+        os.makedirs(os.path.join(old, "rootfs", "etc"))
+        os.utime(old, (1700000000, 1700000000))
+        young = os.path.join(self.tmp, ".bundle.fpull-bundle-Yo0ung")
+        os.mkdir(young)
+        fpull.run(["pull", "-q", "--force", "--format", "bundle", "--cache-dir", self.cache,
+                   ref, dest], check=0)
+        self.assertFalse(os.path.exists(old))
+        self.assertTrue(os.path.isdir(young))
