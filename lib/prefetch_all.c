@@ -44,6 +44,16 @@ static void add_entry(struct fpull_pull_result *res, const struct fp_resolved *r
   res->layers += e->layers;
 }
 
+/* A layer fpull cannot unpack (Windows' foreign layers, encrypted ones, ...): no node will
+ * ever pull that entry with fpull, so --all passes it over instead of failing on it. */
+static const char *unusable_layer(const struct fpull_manifest *m)
+{
+  for (size_t i = 0; i < m->n_layers; i++)
+    if (fpull_layer_compression(m->layers[i].media_type) < 0)
+      return m->layers[i].media_type;
+  return NULL;
+}
+
 static int each_entry(struct fp_session *s, const struct fpull_index *idx, const char *os,
                       const char *arch, struct fpull_pull_result *res, fpull_err *err)
 {
@@ -53,17 +63,23 @@ static int each_entry(struct fp_session *s, const struct fpull_index *idx, const
       continue;
     struct fp_resolved r;
     int rc = fp_resolve_entry(s, d, &r, err);
-    if (rc == 0)
+    const char *bad = rc == 0 ? unusable_layer(r.manifest) : NULL;
+    if (bad)
+      fp_warn("%s: entry %s passed over: it has a layer of type %s, which fpull cannot unpack",
+              s->reference, d->digest, bad);
+    else if (rc == 0)
       rc = fetch_layers(s, &r, err);
-    if (rc == 0)
+    if (rc == 0 && !bad)
       add_entry(res, &r);
     fp_resolved_free(&r);
     if (rc)
       return fpull_err_prefix(err, "entry %s", d->digest);
   }
+  if (res->n_entries == 0 && os)
+    return fpull_err_set(err, FPULL_ENOMATCH, "no image entry of the index is for %s/%s", os,
+                         arch ? arch : "any architecture");
   if (res->n_entries == 0)
-    return fpull_err_set(err, FPULL_ENOMATCH, "no image entry of the index is for %s/%s",
-                         os ? os : "any os", arch ? arch : "any architecture");
+    return fpull_err_set(err, FPULL_ENOMATCH, "no entry of the index is an image fpull can unpack");
   return 0;
 }
 

@@ -109,6 +109,21 @@ class PrefetchAll(cases.RegistryCase):
         self.assertIn("--features nvidia-396-44 " + self.ref, line)
         self.assertFalse(os.path.exists(dest))
 
+    def test_entry_fpull_cannot_unpack_is_passed_over(self):
+        foreign = images.push_image(self.client, "hpc/win", None, [
+            {"blob": b"not a layer fpull unpacks",
+             "media_type": "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip",
+             "diff_id": "sha256:" + "b" * 64}], os="windows")
+        linux = images.push_image(self.client, "hpc/win", None, [marker("linux")])
+        images.push_index(self.client, "hpc/win", "v1", [
+            (foreign, {"os": "windows", "architecture": "amd64"}), (linux, dict(AMD64))])
+        ref = "%s/hpc/win:v1" % self.reg.hostport
+        cp, doc = fpull.run_json(["prefetch", "--all", "--cache-dir", self.cache, ref])
+        self.assertEqual([e["manifest_digest"] for e in doc[0]["entries"]], [linux["digest"]])
+        self.assertIn("passed over", cp.stderr)
+        self.assertIn(foreign["digest"], cp.stderr)
+        self.assertFalse(self.blob_cached(foreign["layers"][0]["digest"]))
+
     def test_all_with_platform_of_no_entry_is_no_match(self):
         cp = fpull.run(["prefetch", "--all", "--cache-dir", self.cache,
                         "--platform", "linux/ppc64le", self.ref])
