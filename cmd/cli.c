@@ -27,7 +27,12 @@ static const struct cli_opt all_opts[] = {
     {OPT_USERNAME, "username", 'u', "USER", "user name"},
     {OPT_PASSWORD_STDIN, "password-stdin", 0, NULL, "read the password from standard input"},
     {OPT_LIST_KNOWN, "list-known", 0, NULL, "list every feature name fpull accepts, and exit"},
+    {OPT_ALL, "all", 0, NULL, "every image entry of the index, for nodes of every kind"},
+    {OPT_FORMAT, "format", 0, "dir|bundle|squashfs",
+     "what DEST becomes: a rootfs, an OCI bundle, a SquashFS file"},
 };
+
+static const char *const format_names[] = {"dir", "bundle", "squashfs", NULL};
 
 const struct cli_opt *cli_opt_find(enum cli_opt_id id)
 {
@@ -193,6 +198,24 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
     case OPT_LIST_KNOWN:
       s->list_known = 1;
       break;
+    case OPT_ALL:
+      s->all = 1;
+      break;
+    case OPT_FORMAT: {
+      /* A typo must fail, never fall back to another format. */
+      size_t i = 0;
+      while (format_names[i] && strcmp(optarg, format_names[i]) != 0)
+        i++;
+      if (format_names[i]) {
+        s->format = (enum cli_format)i;
+        break;
+      }
+      const char *near = fpull_suggest(optarg, format_names);
+      fprintf(stderr, "fpull: %s: unknown --format '%s'%s%s%s (dir, bundle or squashfs)\n",
+              cmd->name, optarg, near ? " (did you mean '" : "", near ? near : "",
+              near ? "'?)" : "");
+      return FPULL_EUSAGE;
+    }
     }
   }
   int n = argc - optind;

@@ -26,6 +26,15 @@ enum cli_opt_id {
   OPT_USERNAME,
   OPT_PASSWORD_STDIN,
   OPT_LIST_KNOWN,
+  OPT_ALL,
+  OPT_FORMAT,
+};
+
+/* pull --format: what DEST becomes. */
+enum cli_format {
+  CLI_FORMAT_DIR = 0, /* DEST is the rootfs (the default) */
+  CLI_FORMAT_BUNDLE,  /* DEST/rootfs + DEST/config.json (OCI runtime bundle) */
+  CLI_FORMAT_SQUASHFS /* one SquashFS file (the sqfs part hooks in here) */
 };
 
 struct cli_opt {
@@ -55,6 +64,8 @@ struct cli_settings {
   const char *username;
   int password_stdin;
   int list_known;
+  int all;                /* prefetch --all */
+  enum cli_format format; /* pull --format */
 };
 
 struct cli_cmd {
@@ -108,7 +119,11 @@ void *cli_json_strv(char *const *v);
 /* {"reference", "error": {"code", "message"}}: a failed IMAGE in prefetch's JSON array. */
 void *cli_pull_error_json(const char *image, const fpull_err *e);
 
+/* A pull or prefetch result: its JSON object (a cJSON *), and its line on stderr. */
+void *cli_pull_json(const struct fpull_pull_result *r);
+void cli_pull_say_done(const struct cli_settings *s, const struct fpull_pull_result *r);
+
 extern const struct cli_cmd cmd_pull, cmd_prefetch, cmd_inspect, cmd_features, cmd_version,
-    cmd_manifest, cmd_login, cmd_logout;
+    cmd_manifest, cmd_login, cmd_logout, cmd_config;
 
 #endif

@@ -1,10 +1,10 @@
-/* fpull pull and fpull prefetch. */
+/* fpull pull, and the result output that prefetch shares. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 
 #include "cli.h"
 
-static cJSON *result_json(const struct fpull_pull_result *r)
+void *cli_pull_json(const struct fpull_pull_result *r)
 {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "reference", r->reference);
@@ -39,7 +39,7 @@ void *cli_pull_error_json(const char *image, const fpull_err *e)
   return o;
 }
 
-static void say_done(const struct cli_settings *s, const struct fpull_pull_result *r)
+void cli_pull_say_done(const struct cli_settings *s, const struct fpull_pull_result *r)
 {
   if (s->json || s->quiet)
     return;
@@ -58,6 +58,21 @@ static void say_done(const struct cli_settings *s, const struct fpull_pull_resul
           r->rootfs ? r->rootfs : "");
 }
 
+/* --format: what DEST becomes. */
+static int pull_as(enum cli_format format, struct fpull_pull_result **r, const char *image,
+                   const char *dest, const struct fpull_pull_opts *o, fpull_err *err)
+{
+  switch (format) {
+  case CLI_FORMAT_BUNDLE:
+    return fpull_pull_bundle(r, image, dest, o, err);
+  case CLI_FORMAT_SQUASHFS:
+    return fpull_err_set(err, FPULL_EUSAGE, "--format squashfs: not built into this fpull");
+  case CLI_FORMAT_DIR:
+    break;
+  }
+  return fpull_pull(r, image, dest, o, err);
+}
+
 static int run_pull(struct cli_settings *s, int argc, char **argv)
 {
   fpull_err err = {0};
@@ -72,11 +87,11 @@ static int run_pull(struct cli_settings *s, int argc, char **argv)
     struct fpull_pull_opts o;
     cli_pull_opts(&o, &env, s);
     struct fpull_pull_result *r = NULL;
-    rc = fpull_pull(&r, argv[0], dest, &o, &err);
+    rc = pull_as(s->format, &r, argv[0], dest, &o, &err);
     if (rc == 0) {
-      say_done(s, r);
+      cli_pull_say_done(s, r);
       if (s->json)
-        cli_print_json(result_json(r));
+        cli_print_json(cli_pull_json(r));
     }
     fpull_pull_result_free(r);
   }
@@ -84,51 +99,11 @@ static int run_pull(struct cli_settings *s, int argc, char **argv)
   return rc ? cli_fail(&err) : 0;
 }
 
-static int run_prefetch(struct cli_settings *s, int argc, char **argv)
-{
-  fpull_err err = {0};
-  struct cli_env env = {0};
-  if (cli_env_load(&env, s, 1, &err))
-    return cli_fail(&err);
-  struct fpull_pull_opts o;
-  cli_pull_opts(&o, &env, s);
-  cJSON *all = cJSON_CreateArray();
-  /* Every image is tried; the first failure decides the exit code. */
-  int first_rc = 0;
-  for (int i = 0; i < argc; i++) {
-    struct fpull_pull_result *r = NULL;
-    fpull_err e = {0};
-    int rc = fpull_prefetch(&r, argv[i], &o, &e);
-    if (rc == 0) {
-      say_done(s, r);
-      cJSON_AddItemToArray(all, result_json(r));
-    } else {
-      cJSON_AddItemToArray(all, cli_pull_error_json(argv[i], &e));
-      if (!first_rc) {
-        first_rc = rc;
-        err = e;
-      } else {
-        fprintf(stderr, "fpull: warning: %s\n", e.msg);
-      }
-    }
-    fpull_pull_result_free(r);
-  }
-  cli_env_free(&env);
-  if (s->json)
-    cli_print_json(all);
-  else
-    cJSON_Delete(all);
-  return first_rc ? cli_fail(&err) : 0;
-}
-
 static const enum cli_opt_id pull_opts[] = {
-    OPT_HELP,      OPT_OUTPUT,    OPT_FORCE,   OPT_FEATURES, OPT_PLATFORM,
-    OPT_CACHE_DIR, OPT_CERTS_DIR, OPT_CONFIG,  OPT_INSECURE, OPT_OFFLINE,
-    OPT_JSON,      OPT_QUIET,     OPT_VERBOSE, OPT_JOBS,     0};
-
-static const enum cli_opt_id prefetch_opts[] = {
-    OPT_HELP,    OPT_FEATURES, OPT_PLATFORM, OPT_CACHE_DIR, OPT_CERTS_DIR, OPT_CONFIG, OPT_INSECURE,
-    OPT_OFFLINE, OPT_JSON,     OPT_QUIET,    OPT_VERBOSE,   OPT_JOBS,      0};
+    OPT_HELP,     OPT_OUTPUT,    OPT_FORCE,     OPT_FEATURES,
+    OPT_PLATFORM, OPT_CACHE_DIR, OPT_CERTS_DIR, OPT_CONFIG,
+    OPT_INSECURE, OPT_OFFLINE,   OPT_JSON,      OPT_QUIET,
+    OPT_VERBOSE,  OPT_JOBS,      OPT_FORMAT,    0};
 
 const struct cli_cmd cmd_pull = {
     .name = "pull",
@@ -138,14 +113,4 @@ const struct cli_cmd cmd_pull = {
     .min_args = 1,
     .max_args = 2,
     .run = run_pull,
-};
-
-const struct cli_cmd cmd_prefetch = {
-    .name = "prefetch",
-    .args = "[OPTIONS] IMAGE...",
-    .summary = "download the chosen entry's blobs into the cache only (job prologues)",
-    .opts = prefetch_opts,
-    .min_args = 1,
-    .max_args = -1,
-    .run = run_prefetch,
 };

@@ -23,6 +23,23 @@
 /* A partial download untouched for this long belongs to nobody any more. */
 #define FP_STALE_SECONDS (24 * 3600)
 
+/* $XDG_CACHE_HOME/fpull, else ~/.cache/fpull; NULL without a home directory. */
+static char *default_dir(void)
+{
+  /* The XDG base directory spec says relative values are to be ignored. */
+  const char *xdg = getenv("XDG_CACHE_HOME");
+  if (xdg && xdg[0] == '/')
+    return fp_xasprintf("%s/fpull", xdg);
+  const char *home = getenv("HOME");
+  if (!home || !*home) {
+    struct passwd *pw = getpwuid(getuid());
+    home = pw ? pw->pw_dir : NULL;
+  }
+  if (!home || !*home)
+    return NULL;
+  return fp_xasprintf("%s/.cache/fpull", home);
+}
+
 char *fpull_cache_resolve_dir(const char *cli_dir, const struct fpull_config *config)
 {
   if (cli_dir && *cli_dir)
@@ -36,22 +53,23 @@ char *fpull_cache_resolve_dir(const char *cli_dir, const struct fpull_config *co
       return fp_xasprintf("%s/%s", home, config->cache_dir + 2);
     return fp_xstrdup(config->cache_dir);
   }
-  /* The XDG base directory spec says relative values are to be ignored. */
-  const char *xdg = getenv("XDG_CACHE_HOME");
-  if (xdg && xdg[0] == '/')
-    return fp_xasprintf("%s/fpull", xdg);
-  if (!home || !*home) {
-    struct passwd *pw = getpwuid(getuid());
-    home = pw ? pw->pw_dir : NULL;
-  }
-  if (!home || !*home)
-    return NULL;
-  return fp_xasprintf("%s/.cache/fpull", home);
+  return default_dir();
 }
 
-static int open_subdir(int *out, int parent, const char *name, const char *dir, fpull_err *err)
+/* The default cache is the user's own: created private. A cache someone named is meant
+ * for whoever they made it for (a prolog's, an admin's): created as the umask says. */
+static int is_default_dir(const char *dir)
 {
-  if (mkdirat(parent, name, 0755) < 0 && errno != EEXIST)
+  cleanup_free char *d = default_dir();
+  return d && strcmp(d, dir) == 0;
+}
+
+/* mode: the cache root's permissions (sticky bit included), so that the layout is as
+ * shared as the root; the umask still applies and the kernel passes a setgid bit on. */
+static int open_subdir(int *out, int parent, const char *name, mode_t mode, const char *dir,
+                       fpull_err *err)
+{
+  if (mkdirat(parent, name, mode) < 0 && errno != EEXIST)
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: cannot create %s: %s", dir, name,
                          strerror(errno));
   *out = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -136,6 +154,9 @@ void fpull_cache_free(fpull_cache *c)
   for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
     if (*fds[i] >= 0)
       close(*fds[i]);
+  for (size_t i = 0; i < c->n_shared; i++)
+    fpull_cache_free(c->shared[i]);
+  free(c->shared);
   free(c->dir);
   free(c);
 }
@@ -153,8 +174,9 @@ int fpull_cache_open(fpull_cache **out, const char *dir, fpull_err *err)
                          "no cache directory: none given, and no $FPULL_CACHE, "
                          "$XDG_CACHE_HOME or home directory to put one in");
   struct stat st;
-  /* Blobs may come from private images: a cache fpull creates is for its owner only. */
-  if (stat(dir, &st) < 0 && errno == ENOENT && fp_mkdir_p(dir, 0700) < 0)
+  /* Blobs may come from private images: the default cache is for its owner only. */
+  if (stat(dir, &st) < 0 && errno == ENOENT &&
+      fp_mkdir_p(dir, is_default_dir(dir) ? 0700 : 0777) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: cannot create: %s", dir, strerror(errno));
   __attribute__((cleanup(cache_freep))) fpull_cache *c = fp_xcalloc(1, sizeof *c);
   c->blobs_fd = c->tmp_fd = c->priv_fd = c->locks_fd = c->tags_fd = -1;
@@ -168,14 +190,15 @@ int fpull_cache_open(fpull_cache **out, const char *dir, fpull_err *err)
   if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: writable by every user; refusing to use it",
                          dir);
+  mode_t m = st.st_mode & (S_IRWXU | S_IRWXG | S_IRWXO | S_ISVTX);
   int blobs = -1, r;
-  if ((r = open_subdir(&blobs, c->root_fd, "blobs", dir, err)))
+  if ((r = open_subdir(&blobs, c->root_fd, "blobs", m, dir, err)))
     return r;
-  r = open_subdir(&c->blobs_fd, blobs, "sha256", dir, err);
+  r = open_subdir(&c->blobs_fd, blobs, "sha256", m, dir, err);
   close(blobs);
-  if (r || (r = open_subdir(&c->tmp_fd, c->root_fd, "tmp", dir, err)) ||
-      (r = open_subdir(&c->locks_fd, c->root_fd, "locks", dir, err)) ||
-      (r = open_subdir(&c->tags_fd, c->root_fd, "tags", dir, err)))
+  if (r || (r = open_subdir(&c->tmp_fd, c->root_fd, "tmp", m, dir, err)) ||
+      (r = open_subdir(&c->locks_fd, c->root_fd, "locks", m, dir, err)) ||
+      (r = open_subdir(&c->tags_fd, c->root_fd, "tags", m, dir, err)))
     return r;
   /* Our work files go where nobody else can swap, link or plant anything (tmp/ may be
    * shared): a directory of ours alone. */
@@ -199,16 +222,40 @@ char *fpull_cache_blob_path(const fpull_cache *c, const char *digest)
   return fp_xasprintf("%s/blobs/sha256/%s", c->dir, digest + 7);
 }
 
-int fpull_cache_has_blob(const fpull_cache *c, const char *digest, int64_t size)
+static int has_blob_one(const fpull_cache *c, const char *digest, int64_t size)
 {
-  if (!c || !fpull_digest_valid(digest))
-    return 0;
   struct stat st;
-  if (fstatat(c->blobs_fd, digest + 7, &st, AT_SYMLINK_NOFOLLOW) < 0)
+  if (c->blobs_fd < 0 || fstatat(c->blobs_fd, digest + 7, &st, AT_SYMLINK_NOFOLLOW) < 0)
     return 0;
   if (!S_ISREG(st.st_mode))
     return 0;
   return size < 0 || st.st_size == size;
+}
+
+int fpull_cache_has_blob(const fpull_cache *c, const char *digest, int64_t size)
+{
+  if (!c || !fpull_digest_valid(digest))
+    return 0;
+  if (has_blob_one(c, digest, size))
+    return 1;
+  for (size_t i = 0; i < c->n_shared; i++)
+    if (has_blob_one(c->shared[i], digest, size))
+      return 1;
+  return 0;
+}
+
+int fp_cache_drop(const struct fpull_cache *c, int dirfd, const char *name, const struct stat *seen)
+{
+  /* A shared cache is someone else's to repair: we only stop using what is wrong there. */
+  if (c->readonly)
+    return -1;
+  return fp_cache_remove_if_same(dirfd, name, seen);
+}
+
+/* What happened to a bad entry, for messages: a shared cache's entries stay. */
+static const char *dropped(const fpull_cache *c)
+{
+  return c->readonly ? "passed over" : "removed";
 }
 
 int fp_cache_remove_if_same(int dirfd, const char *name, const struct stat *seen)
@@ -228,8 +275,8 @@ static int open_blob(int *out, struct stat *st, fpull_cache *c, const char *dige
 {
   *out = -1;
   const char *hex = digest + 7;
-  int fd = fp_trust_open_file(c->blobs_fd, hex, O_RDONLY, 0, st);
-  if (fd < 0 && errno == ENOENT)
+  int fd = c->blobs_fd < 0 ? -1 : fp_trust_open_file(c->blobs_fd, hex, O_RDONLY, 0, st);
+  if (fd < 0 && (c->blobs_fd < 0 || errno == ENOENT))
     return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s not in %s", digest, c->dir);
   if (fd >= 0) {
     *out = fd;
@@ -238,13 +285,12 @@ static int open_blob(int *out, struct stat *st, fpull_cache *c, const char *dige
   int e = errno;
   if (e != ELOOP && e != EINVAL)
     return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: %s", digest, strerror(e));
-  fp_cache_remove_if_same(c->blobs_fd, hex, NULL);
-  return fpull_err_set(err, FPULL_EINTEGRITY,
-                       "cache: %s/blobs/sha256/%s is not a regular file; removed", c->dir, hex);
+  fp_cache_drop(c, c->blobs_fd, hex, NULL);
+  return fpull_err_set(err, FPULL_EINTEGRITY, "cache: %s/blobs/sha256/%s is not a regular file; %s",
+                       c->dir, hex, dropped(c));
 }
 
-int fpull_cache_open_blob(int *out, fpull_cache *c, const char *digest, int64_t size,
-                          fpull_err *err)
+static int open_blob_one(int *out, fpull_cache *c, const char *digest, int64_t size, fpull_err *err)
 {
   *out = -1;
   if (!fpull_digest_valid(digest))
@@ -259,9 +305,9 @@ int fpull_cache_open_blob(int *out, fpull_cache *c, const char *digest, int64_t 
   if (r)
     return r;
   if (size >= 0 && st.st_size != size) {
-    fp_warn("cache: blob %s has %lld bytes, expected %lld; removed", digest, (long long)st.st_size,
-            (long long)size);
-    fp_cache_remove_if_same(c->blobs_fd, digest + 7, &st);
+    fp_warn("cache: blob %s has %lld bytes, expected %lld; %s", digest, (long long)st.st_size,
+            (long long)size, dropped(c));
+    fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
     return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s not in %s", digest, c->dir);
   }
   *out = fd;
@@ -269,7 +315,7 @@ int fpull_cache_open_blob(int *out, fpull_cache *c, const char *digest, int64_t 
   return 0;
 }
 
-int fpull_cache_verify_blob(fpull_cache *c, const char *digest, int64_t size, fpull_err *err)
+static int verify_blob_one(fpull_cache *c, const char *digest, int64_t size, fpull_err *err)
 {
   if (!fpull_digest_valid(digest))
     return fpull_err_set(err, FPULL_EINTEGRITY, "cache: invalid digest");
@@ -279,10 +325,9 @@ int fpull_cache_verify_blob(fpull_cache *c, const char *digest, int64_t size, fp
   if (r)
     return r;
   if (size >= 0 && st.st_size != size) {
-    fp_cache_remove_if_same(c->blobs_fd, digest + 7, &st);
-    return fpull_err_set(err, FPULL_EINTEGRITY,
-                         "cache: blob %s has %lld bytes, expected %lld; removed", digest,
-                         (long long)st.st_size, (long long)size);
+    fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
+    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s has %lld bytes, expected %lld; %s",
+                         digest, (long long)st.st_size, (long long)size, dropped(c));
   }
   cleanup_sha256 struct fp_sha256 h = {0};
   char got[72];
@@ -290,21 +335,21 @@ int fpull_cache_verify_blob(fpull_cache *c, const char *digest, int64_t size, fp
     return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: cannot read: %s", digest,
                          strerror(errno));
   if (strcmp(got, digest) != 0) {
-    fp_cache_remove_if_same(c->blobs_fd, digest + 7, &st);
-    return fpull_err_set(err, FPULL_EINTEGRITY,
-                         "cache: blob %s is corrupt (its sha256 is %s); removed", digest, got);
+    fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
+    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s is corrupt (its sha256 is %s); %s",
+                         digest, got, dropped(c));
   }
   return 0;
 }
 
-int fpull_cache_get_bytes(fpull_cache *c, const char *digest, size_t max, char **data, size_t *len,
-                          fpull_err *err)
+static int get_bytes_one(fpull_cache *c, const char *digest, size_t max, char **data, size_t *len,
+                         fpull_err *err)
 {
   *data = NULL;
   *len = 0;
   /* A tampered entry is removed there and reported absent, so the caller fetches again. */
   cleanup_close int fd = -1;
-  int r = fpull_cache_open_blob(&fd, c, digest, -1, err);
+  int r = open_blob_one(&fd, c, digest, -1, err);
   if (r)
     return r;
   struct stat st;
@@ -328,9 +373,10 @@ int fpull_cache_get_bytes(fpull_cache *c, const char *digest, size_t max, char *
    * the caller fetches it again. */
   cleanup_free char *actual = fpull_digest_of(buf, got);
   if (!actual || strcmp(actual, digest) != 0) {
-    fp_warn("cache: blob %s is corrupt; removed", digest);
-    fp_cache_remove_if_same(c->blobs_fd, digest + 7, &st);
-    return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s was corrupt and is removed", digest);
+    fp_warn("cache: blob %s is corrupt; %s", digest, dropped(c));
+    fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
+    return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s was corrupt and is %s", digest,
+                         dropped(c));
   }
   *len = got;
   *data = steal_pointer(&buf);
@@ -393,8 +439,8 @@ static int private_copy(fpull_cache *c, int fd, uint64_t len, struct fp_sha256 *
   return 0;
 }
 
-int fpull_cache_open_verified(int *out, fpull_cache *c, const char *digest, int64_t size,
-                              fpull_err *err)
+static int open_verified_one(int *out, fpull_cache *c, const char *digest, int64_t size,
+                             fpull_err *err)
 {
   *out = -1;
   if (!fpull_digest_valid(digest))
@@ -405,10 +451,9 @@ int fpull_cache_open_verified(int *out, fpull_cache *c, const char *digest, int6
   if (r)
     return r;
   if (size >= 0 && st.st_size != size) {
-    fp_cache_remove_if_same(c->blobs_fd, digest + 7, &st);
-    return fpull_err_set(err, FPULL_EINTEGRITY,
-                         "cache: blob %s has %lld bytes, expected %lld; removed", digest,
-                         (long long)st.st_size, (long long)size);
+    fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
+    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s has %lld bytes, expected %lld; %s",
+                         digest, (long long)st.st_size, (long long)size, dropped(c));
   }
   cleanup_sha256 struct fp_sha256 h = {0};
   if (fp_sha256_init(&h) < 0)
@@ -433,9 +478,9 @@ int fpull_cache_open_verified(int *out, fpull_cache *c, const char *digest, int6
   if (fp_sha256_final(&h, got) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 failed");
   if (strcmp(got, digest) != 0) {
-    fp_cache_remove_if_same(c->blobs_fd, digest + 7, &st);
-    return fpull_err_set(err, FPULL_EINTEGRITY,
-                         "cache: blob %s is corrupt (its sha256 is %s); removed", digest, got);
+    fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
+    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s is corrupt (its sha256 is %s); %s",
+                         digest, got, dropped(c));
   }
   if (lseek(use, 0, SEEK_SET) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: %s", digest, strerror(errno));
@@ -445,4 +490,71 @@ int fpull_cache_open_verified(int *out, fpull_cache *c, const char *digest, int6
     fd = -1;
   *out = use;
   return 0;
+}
+
+/* Each lookup tries the own cache, then the shared ones in order: the first copy that is
+ * there and verifies is used. A corrupt copy in a shared cache is passed over (and left
+ * alone, it is not ours); with no good copy anywhere the own cache's answer stands. */
+static int try_shared(int own_rc, int shared_rc, const fpull_err *shared_err, fpull_err *err)
+{
+  if (shared_rc == 0) {
+    fpull_err_clear(err);
+    return 1;
+  }
+  /* Absent is normal; a bad copy is worth a line, since someone should repair it. */
+  if (shared_rc != FPULL_ENOTFOUND && own_rc != 0)
+    fp_warn("shared %s", shared_err->msg);
+  return 0;
+}
+
+static int own_final(int rc)
+{
+  return rc != FPULL_ENOTFOUND && rc != FPULL_EINTEGRITY;
+}
+
+int fpull_cache_open_blob(int *out, fpull_cache *c, const char *digest, int64_t size,
+                          fpull_err *err)
+{
+  int rc = open_blob_one(out, c, digest, size, err);
+  for (size_t i = 0; !own_final(rc) && i < c->n_shared; i++) {
+    fpull_err e = {0};
+    if (try_shared(rc, open_blob_one(out, c->shared[i], digest, size, &e), &e, err))
+      return 0;
+  }
+  return rc;
+}
+
+int fpull_cache_verify_blob(fpull_cache *c, const char *digest, int64_t size, fpull_err *err)
+{
+  int rc = verify_blob_one(c, digest, size, err);
+  for (size_t i = 0; !own_final(rc) && i < c->n_shared; i++) {
+    fpull_err e = {0};
+    if (try_shared(rc, verify_blob_one(c->shared[i], digest, size, &e), &e, err))
+      return 0;
+  }
+  return rc;
+}
+
+int fpull_cache_get_bytes(fpull_cache *c, const char *digest, size_t max, char **data, size_t *len,
+                          fpull_err *err)
+{
+  int rc = get_bytes_one(c, digest, max, data, len, err);
+  for (size_t i = 0; !own_final(rc) && i < c->n_shared; i++) {
+    fpull_err e = {0};
+    if (try_shared(rc, get_bytes_one(c->shared[i], digest, max, data, len, &e), &e, err))
+      return 0;
+  }
+  return rc;
+}
+
+int fpull_cache_open_verified(int *out, fpull_cache *c, const char *digest, int64_t size,
+                              fpull_err *err)
+{
+  int rc = open_verified_one(out, c, digest, size, err);
+  for (size_t i = 0; !own_final(rc) && i < c->n_shared; i++) {
+    fpull_err e = {0};
+    if (try_shared(rc, open_verified_one(out, c->shared[i], digest, size, &e), &e, err))
+      return 0;
+  }
+  return rc;
 }

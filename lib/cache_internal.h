@@ -13,7 +13,14 @@ struct fpull_cache {
                    -1 when it cannot be had (a cache we may only read) */
   int locks_fd; /* CACHE/locks: HEX.lock */
   int tags_fd;  /* CACHE/tags: tag -> digest records */
+  int readonly; /* a shared cache: read, never written, nothing removed (-1 fds above) */
+  struct fpull_cache **shared; /* read-only caches searched after this one, in order */
+  size_t n_shared;
 };
+
+/* Removes dirfd/name like fp_cache_remove_if_same, except in a read-only shared cache. */
+int fp_cache_drop(const struct fpull_cache *c, int dirfd, const char *name,
+                  const struct stat *seen);
 
 /* Unlinks dirfd/name when it is still the file seen (same inode); seen NULL: whatever is
  * there. 0 or -1. */

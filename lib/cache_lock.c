@@ -30,7 +30,9 @@ int fp_lock_take(int dirfd, const char *name, int wait, int *out)
 {
   *out = -1;
   for (;;) {
-    int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    /* Another user of a group-shared cache must be able to lock it too (the umask decides:
+     * 022 keeps it 0644). A lock guards no content, so its mode cannot hurt integrity. */
+    int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0664);
     if (fd < 0)
       return -1;
     if (lock_fd(fd, wait) < 0) {

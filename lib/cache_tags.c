@@ -85,7 +85,7 @@ int fpull_cache_tag_record(fpull_cache *c, const char *reference, const char *di
   return 0;
 }
 
-int fpull_cache_tag_lookup(fpull_cache *c, const char *reference, char **digest, fpull_err *err)
+static int tag_lookup_one(fpull_cache *c, const char *reference, char **digest, fpull_err *err)
 {
   *digest = NULL;
   if (!reference || !*reference)
@@ -94,8 +94,9 @@ int fpull_cache_tag_lookup(fpull_cache *c, const char *reference, char **digest,
   if (!name)
     return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 unavailable");
   struct stat st;
-  cleanup_close int fd = fp_trust_open_file(c->tags_fd, name, O_RDONLY, 0, &st);
-  if (fd < 0 && errno == ENOENT)
+  cleanup_close int fd =
+      c->tags_fd < 0 ? -1 : fp_trust_open_file(c->tags_fd, name, O_RDONLY, 0, &st);
+  if (fd < 0 && (c->tags_fd < 0 || errno == ENOENT))
     return fpull_err_set(err, FPULL_ENOTFOUND,
                          "%s: not in the cache %s (no earlier pull recorded it)", reference,
                          c->dir);
@@ -142,4 +143,19 @@ int fpull_cache_tag_lookup(fpull_cache *c, const char *reference, char **digest,
                          reference);
   *digest = fp_xstrdup(d->valuestring);
   return 0;
+}
+
+int fpull_cache_tag_lookup(fpull_cache *c, const char *reference, char **digest, fpull_err *err)
+{
+  /* The own cache's record first (the user's latest resolution), then the shared caches'
+   * in order, each under the same trust rule. */
+  int rc = tag_lookup_one(c, reference, digest, err);
+  for (size_t i = 0; rc != 0 && i < c->n_shared; i++) {
+    fpull_err e = {0};
+    if (tag_lookup_one(c->shared[i], reference, digest, &e) == 0) {
+      fpull_err_clear(err);
+      return 0;
+    }
+  }
+  return rc;
 }

@@ -24,6 +24,7 @@ void fpull_config_free(struct fpull_config *c)
   }
   free(c->mirrors);
   free(c->cache_dir);
+  fpull_strv_free(c->shared_caches);
   free(c->certs_dir);
   for (size_t i = 0; i < c->n_cpu_tags; i++) {
     free(c->cpu_tags[i].name);
@@ -149,6 +150,23 @@ static int parse_cpu_tag(struct fpull_user_tag *t, const struct fp_ynode *key,
 
 /* ISA names are compared with what CPUID decoding reports: a name with a separator in it
  * can never match, so it is a mistake worth pointing at. */
+/* A list of directories ("~/" is $HOME), each absolute: a relative one would mean another
+ * cache in every job's working directory. */
+static int parse_path_list(char ***out, const struct fp_ynode *n, const char *name, const char *key,
+                           fpull_err *err)
+{
+  int r = fp_yaml_strv(out, n, name, key, err);
+  for (size_t i = 0; r == 0 && *out && (*out)[i]; i++) {
+    char *full = expand_home((*out)[i]);
+    free((*out)[i]);
+    (*out)[i] = full;
+    if (full[0] != '/')
+      return fp_yaml_err(err, name, n->kind == FP_Y_SEQ ? n->items[i] : n,
+                         "%s: \"%s\" is not an absolute directory", key, full);
+  }
+  return r;
+}
+
 static int check_isa_names(const struct fpull_user_tag *t, const struct fp_ynode *val,
                            const char *name, fpull_err *err)
 {
@@ -208,6 +226,8 @@ static int parse_key(struct fpull_config *c, const struct fp_ynode *key, const s
     return parse_path(&c->cache_dir, val, name, k, err);
   if (strcmp(k, "certs-dir") == 0)
     return parse_path(&c->certs_dir, val, name, k, err);
+  if (strcmp(k, "shared-caches") == 0)
+    return parse_path_list(&c->shared_caches, val, name, k, err);
   if (strcmp(k, "cpu-tags") == 0)
     return parse_cpu_tags(c, val, name, err);
   if (strcmp(k, "retries") == 0) {

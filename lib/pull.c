@@ -18,6 +18,11 @@ void fpull_pull_result_free(struct fpull_pull_result *r)
   free(r->manifest_digest);
   fpull_platform_free(r->platform);
   free(r->rootfs);
+  for (size_t i = 0; i < r->n_entries; i++) {
+    free(r->entries[i].manifest_digest);
+    fpull_platform_free(r->entries[i].platform);
+  }
+  free(r->entries);
   free(r);
 }
 

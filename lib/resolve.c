@@ -24,7 +24,7 @@ static int session_open(struct fp_session *s, const char *image, const struct fp
     return rc;
   s->reference = fpull_ref_format(s->ref);
   if (!cache_optional || o->offline || o->cache_dir)
-    rc = fpull_cache_open(&s->cache, o->cache_dir, err);
+    rc = fpull_cache_open_with_shared(&s->cache, o->cache_dir, o->config, err);
   if (rc)
     return rc;
   if (o->offline)
@@ -228,6 +228,36 @@ static void reject_entry(struct fpull_match *m, size_t i, char *why)
   }
 }
 
+/* --offline and the chosen entry is missing: name the entry (digest, platform, features),
+ * since the cache may well hold the entries of other node kinds, and say how to fetch it. */
+static int offline_hint(struct fp_session *s, const struct fpull_descriptor *d, fpull_err *err)
+{
+  const struct fpull_platform *p = d->platform;
+  char plat[160] = "no platform", feats[512] = "";
+  if (p)
+    snprintf(plat, sizeof plat, "%s/%s%s%s", p->os, p->architecture, p->variant ? "/" : "",
+             p->variant ? p->variant : "");
+  for (size_t i = 0; p && p->features && p->features[i]; i++) {
+    size_t l = strlen(feats);
+    snprintf(feats + l, sizeof feats - l, "%s%s", l ? "," : "", p->features[i]);
+  }
+  /* What is missing, when it is not the entry's manifest itself (its config, say). */
+  cleanup_free char *was = NULL;
+  if (err && !strstr(err->msg, d->digest))
+    was = fp_xasprintf(" (%s)", err->msg);
+  const struct fpull_target *t = s->opts->target;
+  cleanup_free char *how = feats[0]
+                               ? fp_xasprintf("--features %s", feats)
+                               : (p ? fp_xasprintf("--platform %s", plat)
+                                    : fp_xasprintf("--platform %s/%s", t->os, t->architecture));
+  return fpull_err_set(err, FPULL_ENOTFOUND,
+                       "the entry for this target, %s (%s, features: %s), is not in the cache "
+                       "(--offline)%s; fetch it with 'fpull prefetch --all %s' or "
+                       "'fpull prefetch %s %s'",
+                       d->digest, plat, feats[0] ? feats : "none", was ? was : "", s->reference,
+                       how, s->reference);
+}
+
 /* Fetches the manifest and config of the chosen entry; with gpu, while its config fails the
  * preflight, marks it and goes on with the next. chosen is -1 when none is left. */
 static int follow_chosen(struct fp_session *s, struct fp_resolved *r, int gpu, fpull_err *err)
@@ -245,6 +275,8 @@ static int follow_chosen(struct fp_session *s, struct fp_resolved *r, int gpu, f
     if (rc == 0)
       rc = load_manifest(s, r, f, gpu ? &why : NULL, err);
     fpull_fetched_free(f);
+    if (rc == FPULL_ENOTFOUND && !s->reg)
+      rc = offline_hint(s, d, err);
     if (rc || !why) {
       if (rc == 0)
         r->platform = fpull_platform_dup(d->platform);
@@ -363,5 +395,24 @@ int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, int *f
   rc = fpull_cache_writer_commit_fd(w, fd, err);
   if (rc == 0)
     fp_progress_blob_done(pg, d);
+  return rc;
+}
+
+int fp_resolve_entry(struct fp_session *s, const struct fpull_descriptor *d, struct fp_resolved *r,
+                     fpull_err *err)
+{
+  memset(r, 0, sizeof *r);
+  struct fpull_fetched *f = NULL;
+  int kind = 0;
+  int rc = fetch_document(s, d->digest, &f, err);
+  if (rc == 0)
+    rc = fpull_doc_kind(&kind, f->data, f->len, f->content_type, err);
+  if (rc == 0 && kind != FPULL_DOC_MANIFEST)
+    rc = fpull_err_set(err, FPULL_EFAIL, "index entry %s is not an image manifest", d->digest);
+  if (rc == 0)
+    rc = load_manifest(s, r, f, NULL, err);
+  if (rc == 0)
+    r->platform = fpull_platform_dup(d->platform);
+  fpull_fetched_free(f);
   return rc;
 }

@@ -42,6 +42,10 @@ void fp_session_close(struct fp_session *s);
  * when no entry fits (with the closest entry named). */
 int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpull_err *err);
 void fp_resolved_free(struct fp_resolved *r);
+/* One index entry d: its manifest and config (no ranking, no preflight); r->platform is
+ * d's. For prefetch --all. */
+int fp_resolve_entry(struct fp_session *s, const struct fpull_descriptor *d, struct fp_resolved *r,
+                     fpull_err *err);
 
 /* Downloads one blob into the cache unless it is there (verified on commit). fd: when not
  * NULL, gets a descriptor of the verified blob to read it from (the caller closes it).

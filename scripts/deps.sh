@@ -6,7 +6,8 @@ FPULL_PKGS=(build-essential cmake pkg-config clang clang-format libclang-rt-14-d
   groff-base mandoc ca-certificates time
   gcc-aarch64-linux-gnu gcc-powerpc64le-linux-gnu libc6-dev-arm64-cross libc6-dev-ppc64el-cross
   qemu-user
-  slurm-wlm slurmctld slurmd munge libslurm-dev)
+  slurm-wlm slurmctld slurmd munge libslurm-dev
+  runc)
 
 fpull_install_deps() {
   local missing=() p

@@ -81,6 +81,20 @@ FPULL_API int fpull_cache_put_bytes(fpull_cache *c, const char *digest, const vo
 FPULL_API int fpull_cache_get_bytes(fpull_cache *c, const char *digest, size_t max, char **data,
                                     size_t *len, fpull_err *err);
 
+/* Shared caches: the directories of $FPULL_SHARED_CACHES (colon-separated; when set, even
+ * empty, it replaces the config's list) or else the config's shared-caches. Caller frees
+ * (fpull_strv_free); never NULL. */
+FPULL_API char **fpull_cache_shared_dirs(const struct fpull_config *config);
+/* Adds dir as a read-only cache searched after c's own and those added before: blob,
+ * manifest and tag-record lookups (fpull_cache_has_blob, _open_blob, _verify_blob,
+ * _open_verified, _get_bytes, _tag_lookup) fall back to it; nothing is ever written or
+ * removed there. A missing dir is skipped quietly, one writable by every user without the
+ * sticky bit (or unreadable) with a warning: a node keeps working without it. Returns 0. */
+FPULL_API int fpull_cache_add_shared(fpull_cache *c, const char *dir, fpull_err *err);
+/* fpull_cache_open, then fpull_cache_add_shared for each of fpull_cache_shared_dirs. */
+FPULL_API int fpull_cache_open_with_shared(fpull_cache **out, const char *dir,
+                                           const struct fpull_config *config, fpull_err *err);
+
 /* tag -> digest records for --offline (normalised reference without digest), kept with
  * the time of the resolution in CACHE/tags/ and replaced atomically. Lookup of a reference
  * never recorded: FPULL_ENOTFOUND; a damaged record: FPULL_EFAIL. */

@@ -23,6 +23,7 @@ struct fpull_config {
   struct fpull_mirror *mirrors;
   size_t n_mirrors;
   char *cache_dir;
+  char **shared_caches; /* "shared-caches:", read-only, searched after cache_dir */
   char *certs_dir;
   struct fpull_user_tag *cpu_tags; /* "cpu-tags:" */
   size_t n_cpu_tags;

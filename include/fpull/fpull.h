@@ -16,6 +16,7 @@
 #include "cache.h"
 #include "unpack.h"
 #include "pull.h"
+#include "bundle.h"
 #include "spec.h"
 #include "login.h"
 #include "components.h"

@@ -32,6 +32,13 @@ struct fpull_pull_opts {
     .version = FPULL_PULL_OPTS_VERSION, .unpack = FPULL_UNPACK_OPTS_INIT                           \
   }
 
+/* One index entry that fpull_prefetch_all put into the cache. */
+struct fpull_prefetch_entry {
+  char *manifest_digest;
+  struct fpull_platform *platform; /* as listed in the index; NULL when it lists none */
+  size_t layers;
+};
+
 struct fpull_pull_result {
   char *reference;    /* normalised */
   char *index_digest; /* NULL for a single manifest */
@@ -42,6 +49,10 @@ struct fpull_pull_result {
   size_t layers;
   uint64_t bytes_downloaded;
   uint64_t bytes_from_cache;
+  /* fpull_prefetch_all only: every entry cached (then manifest_digest and platform are
+   * NULL for an index, and layers counts the layers of all entries). */
+  struct fpull_prefetch_entry *entries;
+  size_t n_entries;
 };
 FPULL_API void fpull_pull_result_free(struct fpull_pull_result *r);
 
@@ -52,6 +63,21 @@ FPULL_API int fpull_pull(struct fpull_pull_result **out, const char *image, cons
 /* The same without a rootfs. */
 FPULL_API int fpull_prefetch(struct fpull_pull_result **out, const char *image,
                              const struct fpull_pull_opts *opts, fpull_err *err);
+
+/* prefetch --all: caches the manifest, config and layers of every image entry of image's
+ * index (attestations and unknown/unknown entries are not images), or of the single
+ * manifest, so that nodes of every kind can pull --offline from the cache. os and arch
+ * (NULL: any) keep only the entries of that os/architecture. FPULL_ENOMATCH when they
+ * leave no entry; otherwise the contract's codes of the first failure. */
+FPULL_API int fpull_prefetch_all(struct fpull_pull_result **out, const char *image, const char *os,
+                                 const char *arch, const struct fpull_pull_opts *opts,
+                                 fpull_err *err);
+
+/* The image configuration (the config blob's bytes as the registry holds them, verified)
+ * of the entry fpull_pull would choose; *json is NUL-terminated, the caller frees it.
+ * Codes as fpull_inspect's, and FPULL_ENOMATCH when no entry fits. */
+FPULL_API int fpull_image_config_get(char **json, size_t *len, const char *image,
+                                     const struct fpull_pull_opts *opts, fpull_err *err);
 
 struct fpull_inspect_result {
   char *reference;

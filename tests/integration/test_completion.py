@@ -82,6 +82,13 @@ class Completion(unittest.TestCase):
                                   env={"FPULL_CONFIG": cfg}), {"infiniband"})
 
 
+    def test_format_values_and_config_command(self):
+        self.assertEqual(complete(["fpull", "pull", "--format", ""]),
+                         {"dir", "bundle", "squashfs"})
+        self.assertEqual(complete(["fpull", "con"]), {"config"})
+        self.assertIn("--all", complete(["fpull", "prefetch", "--"]))
+
+
 class CompletionFromCache(cases.RegistryCase):
     def test_image_arguments_from_the_cache(self):
         img = images.push_image(self.client, "team/tool", "1.0", [[{"path": "a", "data": "a"}]])

@@ -152,12 +152,27 @@ TEST(write_and_commit)
   fpull_cache_free(NULL);
 }
 
-TEST(cache_root_private_and_checked)
+TEST(cache_root_modes_and_checks)
 {
-  fpull_cache *c = open_cache("new/deeper/cache");
+  /* The default cache is the user's own: private. */
+  char *xdg = path_in(th_tmpdir(), "xdg");
+  setenv("XDG_CACHE_HOME", xdg, 1);
+  char *def = fpull_cache_resolve_dir(NULL, NULL);
+  fpull_cache *c = NULL;
+  fpull_err e0 = {0};
+  CHECK_INT_EQ(fpull_cache_open(&c, def, &e0), 0);
   struct stat st;
   CHECK_INT_EQ(stat(fpull_cache_dir(c), &st), 0);
   CHECK_INT_EQ(st.st_mode & 0777, 0700);
+  fpull_cache_free(c);
+  free(def);
+  free(xdg);
+  /* One named for others (a prolog's, an admin's) gets what the umask allows. */
+  mode_t um = umask(022);
+  c = open_cache("new/deeper/cache");
+  umask(um);
+  CHECK_INT_EQ(stat(fpull_cache_dir(c), &st), 0);
+  CHECK_INT_EQ(st.st_mode & 0777, 0755);
   fpull_cache_free(c);
   /* A directory anyone can write to is refused. */
   char *dir = path_in(th_tmpdir(), "open");
@@ -813,4 +828,73 @@ TEST(open_blob_checks_the_entry_it_returns)
   free(path);
   free(digest);
   fpull_cache_free(c);
+}
+
+TEST(shared_cache_is_searched_after_the_own_and_never_changed)
+{
+  fpull_cache *shared = open_cache("site");
+  fpull_err err = {0};
+  char *digest = fpull_digest_of(HELLO, strlen(HELLO));
+  CHECK_INT_EQ(fpull_cache_put_bytes(shared, digest, HELLO, strlen(HELLO), &err), 0);
+  CHECK_INT_EQ(fpull_cache_tag_record(shared, "r.example/a:v1", digest, &err), 0);
+  char *site = strdup(fpull_cache_dir(shared));
+  fpull_cache_free(shared);
+
+  fpull_cache *c = open_cache("own");
+  CHECK_INT_EQ(fpull_cache_has_blob(c, digest, -1), 0);
+  CHECK_INT_EQ(fpull_cache_add_shared(c, "/nonexistent/cache", &err), 0); /* skipped */
+  CHECK_INT_EQ(fpull_cache_add_shared(c, site, &err), 0);
+  CHECK_INT_EQ(fpull_cache_has_blob(c, digest, (int64_t)strlen(HELLO)), 1);
+  char *data = NULL, *tagged = NULL;
+  size_t len = 0;
+  CHECK_INT_EQ(fpull_cache_get_bytes(c, digest, 1 << 20, &data, &len, &err), 0);
+  CHECK_STR_EQ(data, HELLO);
+  free(data);
+  CHECK_INT_EQ(fpull_cache_tag_lookup(c, "r.example/a:v1", &tagged, &err), 0);
+  CHECK_STR_EQ(tagged, digest);
+  free(tagged);
+  int fd = -1;
+  CHECK_INT_EQ(fpull_cache_open_verified(&fd, c, digest, -1, &err), 0);
+  close(fd);
+  CHECK_INT_EQ(count_entries(c, "blobs/sha256"), 0); /* nothing copied into the own cache */
+
+  /* A corrupt copy there is passed over, not removed: the site repairs its cache. */
+  char *blob = path_in(site, "blobs/sha256");
+  char *file = path_in(blob, digest + 7);
+  FILE *f = fopen(file, "r+b");
+  CHECK(f != NULL);
+  fputc('X', f);
+  fclose(f);
+  CHECK_INT_EQ(fpull_cache_get_bytes(c, digest, 1 << 20, &data, &len, &err), FPULL_ENOTFOUND);
+  CHECK_INT_EQ(fpull_cache_verify_blob(c, digest, -1, &err), FPULL_ENOTFOUND);
+  struct stat st;
+  CHECK_INT_EQ(stat(file, &st), 0);
+  fpull_cache_free(c);
+  free(file);
+  free(blob);
+  free(site);
+  free(digest);
+}
+
+TEST(shared_cache_dirs_env_replaces_config)
+{
+  struct fpull_config conf = {0};
+  char *list[] = {"/sw/a", "/sw/b", NULL};
+  conf.shared_caches = list;
+  unsetenv("FPULL_SHARED_CACHES");
+  char **v = fpull_cache_shared_dirs(&conf);
+  CHECK_INT_EQ(fpull_strv_len(v), 2);
+  CHECK_STR_EQ(v[1], "/sw/b");
+  fpull_strv_free(v);
+  setenv("FPULL_SHARED_CACHES", "/x::/y", 1);
+  v = fpull_cache_shared_dirs(&conf);
+  CHECK_INT_EQ(fpull_strv_len(v), 2);
+  CHECK_STR_EQ(v[0], "/x");
+  CHECK_STR_EQ(v[1], "/y");
+  fpull_strv_free(v);
+  setenv("FPULL_SHARED_CACHES", "", 1); /* set and empty: none */
+  v = fpull_cache_shared_dirs(&conf);
+  CHECK_INT_EQ(fpull_strv_len(v), 0);
+  fpull_strv_free(v);
+  unsetenv("FPULL_SHARED_CACHES");
 }

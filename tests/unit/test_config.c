@@ -465,3 +465,19 @@ TEST(insecure_lookup)
   CHECK_INT_EQ(fpull_config_is_insecure(c, "myprivreg:5000"), 0);
   fpull_config_free(c);
 }
+
+TEST(shared_caches_key)
+{
+  setenv("HOME", "/home/someone", 1);
+  struct fpull_config *c = parse_ok("shared-caches: [/sw/fpull-cache, ~/team-cache]\n");
+  CHECK_INT_EQ(fpull_strv_len(c->shared_caches), 2);
+  CHECK_STR_EQ(c->shared_caches[0], "/sw/fpull-cache");
+  CHECK_STR_EQ(c->shared_caches[1], "/home/someone/team-cache");
+  fpull_config_free(c);
+  c = parse_ok("shared-caches: /sw/one\n"); /* a scalar is a list of one */
+  CHECK_STR_EQ(c->shared_caches[0], "/sw/one");
+  fpull_config_free(c);
+  CHECK_CONTAINS(parse_fail("shared-caches:\n  - /ok\n  - relative/cache\n"),
+                 "cfg.yaml:3:5: shared-caches: \"relative/cache\" is not an absolute directory");
+  CHECK_CONTAINS(parse_fail("shared-caches: {a: b}\n"), "shared-caches must be a list");
+}

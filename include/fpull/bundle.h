@@ -1,0 +1,18 @@
+/* fpull: OCI runtime bundles (pull --format bundle). */
+#ifndef FPULL_BUNDLE_H
+#define FPULL_BUNDLE_H
+
+#include "error.h"
+#include "pull.h"
+
+/* Pulls image into an OCI runtime bundle dest (NULL: ./NAME): dest/rootfs as fpull_pull
+ * unpacks it, and dest/config.json, a runtime-spec config generated from the image config
+ * as `umoci unpack` does (process args = Entrypoint + Cmd, env, cwd, user resolved in the
+ * rootfs's /etc/passwd and /etc/group; as non-root, umoci --rootless's mappings of the
+ * caller's own uid and gid). The bundle is built beside dest and renamed into place, so
+ * dest appears only complete; opts->unpack.force replaces an existing dest. (*out)->rootfs
+ * is the absolute dest/rootfs. Returns the contract's codes. */
+FPULL_API int fpull_pull_bundle(struct fpull_pull_result **out, const char *image, const char *dest,
+                                const struct fpull_pull_opts *opts, fpull_err *err);
+
+#endif

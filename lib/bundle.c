@@ -1,0 +1,224 @@
+/* pull --format bundle: DEST/rootfs plus DEST/config.json, built in a staging directory
+ * beside DEST and renamed into place, so that a runtime never sees half a bundle. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bundle.h"
+#include "inroot.h"
+#include "util.h"
+#include "fpull/bundle.h"
+#include "fpull/cache.h"
+#include "fpull/manifest.h"
+#include "fpull/ref.h"
+
+/* The chosen entry's image config, from the cache the pull just used (no second
+ * resolution: a tag moved meanwhile cannot mix two images). */
+static int image_config(char **json, size_t *len, const struct fpull_pull_result *r,
+                        const struct fpull_pull_opts *o, fpull_err *err)
+{
+  fpull_cache *c = NULL;
+  int rc = fpull_cache_open_with_shared(&c, o->cache_dir, o->config, err);
+  cleanup_free char *mtext = NULL;
+  size_t mlen = 0;
+  struct fpull_manifest *m = NULL;
+  if (rc == 0)
+    rc = fpull_cache_get_bytes(c, r->manifest_digest, FPULL_MANIFEST_MAX, &mtext, &mlen, err);
+  if (rc == 0)
+    rc = fpull_manifest_parse(&m, mtext, mlen, NULL, err);
+  if (rc == 0)
+    rc = fpull_cache_get_bytes(c, m->config.digest, FPULL_MANIFEST_MAX, json, len, err);
+  fpull_manifest_free(m);
+  fpull_cache_free(c);
+  return rc;
+}
+
+static int write_spec(int sfd, const char *json, size_t len, fpull_err *err)
+{
+  cleanup_close int rootfs = openat(sfd, "rootfs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (rootfs < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "bundle: no rootfs: %s", strerror(errno));
+  /* The unpacker keeps a rootfs without an entry for "/" at its staging mode, 0700: the
+   * container's own "/" must be searchable by the image's User (runc execs as that uid). */
+  struct stat st;
+  cleanup_close int rfd = openat(sfd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (rfd >= 0 && fstat(rfd, &st) == 0 && (st.st_mode & 07777) == 0700 && fchmod(rfd, 0755) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "bundle: rootfs: %s", strerror(errno));
+  cleanup_free char *spec = NULL;
+  int rc = fp_bundle_spec(&spec, json, len, rootfs, geteuid() != 0, err);
+  if (rc)
+    return rc;
+  cleanup_close int fd =
+      openat(sfd, "config.json", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  size_t n = strlen(spec), off = 0;
+  while (fd >= 0 && off < n) {
+    ssize_t w = write(fd, spec + off, n - off);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      break;
+    off += (size_t)w;
+  }
+  if (fd < 0 || off < n || write(fd, "\n", 1) != 1)
+    return fpull_err_set(err, FPULL_EFAIL, "bundle: cannot write config.json: %s", strerror(errno));
+  return 0;
+}
+
+/* DEST must be ours to replace (the rules of a dir pull): never a symlink or another
+ * user's, and only with --force. */
+static int check_dest(int pfd, const char *base, const char *dest, int force, int *exists,
+                      fpull_err *err)
+{
+  struct stat st;
+  *exists = 0;
+  if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT ? 0 : fpull_err_set(err, FPULL_EFAIL, "%s: %s", dest, strerror(errno));
+  *exists = 1;
+  if (S_ISLNK(st.st_mode))
+    return fpull_err_set(err, FPULL_EFAIL, "%s is a symlink; refusing to replace it", dest);
+  if (st.st_uid != geteuid())
+    return fpull_err_set(err, FPULL_EFAIL, "%s belongs to uid %u; refusing to replace it", dest,
+                         (unsigned)st.st_uid);
+  if (!S_ISDIR(st.st_mode))
+    return fpull_err_set(err, FPULL_EFAIL, "%s exists and is not a directory", dest);
+  if (!force)
+    return fpull_err_set(err, FPULL_EFAIL, "%s already exists (--force replaces it)", dest);
+  return 0;
+}
+
+/* Staging -> DEST in one rename: RENAME_NOREPLACE when DEST is new, RENAME_EXCHANGE over an
+ * old one (which then leaves under the staging name and is removed). */
+static int publish(int pfd, const char *sname, const char *base, const char *dest, int exists,
+                   fpull_err *err)
+{
+  if (renameat2(pfd, sname, pfd, base, exists ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot rename the bundle into %s: %s", dest,
+                         errno == EEXIST ? "it appeared meanwhile" : strerror(errno));
+  if (exists && fp_rm_rf_at(pfd, sname) < 0)
+    fp_warn("cannot remove the old %s: %s", dest, fp_rm_strerror(errno));
+  return 0;
+}
+
+/* A killed run leaves its staging directory beside DEST. Each run holds a lock on its own
+ * while it works, so one of ours that nobody holds (and that is not brand new: a run
+ * takes its lock right after creating it) is debris, and goes. */
+static void remove_leftovers(int pfd, const char *base)
+{
+  cleanup_free char *prefix = fp_xasprintf(".%s.fpull-bundle-", base);
+  int fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d) {
+    if (fd >= 0)
+      close(fd);
+    return;
+  }
+  time_t now = time(NULL);
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+      continue;
+    cleanup_close int sfd = openat(pfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (sfd < 0 || fstat(sfd, &st) < 0 || st.st_uid != geteuid() || st.st_mtime > now - 10 ||
+        flock(sfd, LOCK_EX | LOCK_NB) < 0)
+      continue;
+    fp_debug("removing %s, left by a run that did not finish", e->d_name);
+    if (fp_rm_rf_at(pfd, e->d_name) < 0)
+      fp_warn("cannot remove %s: %s", e->d_name, fp_rm_strerror(errno));
+  }
+  closedir(d);
+}
+
+static int build(struct fpull_pull_result **out, const char *image, const char *parent,
+                 const char *base, const char *dest, const struct fpull_pull_opts *o,
+                 fpull_err *err)
+{
+  cleanup_close int pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (pfd < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot open %s: %s", parent, strerror(errno));
+  remove_leftovers(pfd, base);
+  int exists, rc = check_dest(pfd, base, dest, o->unpack.force, &exists, err);
+  if (rc)
+    return rc;
+  cleanup_free char *staging = fp_xasprintf("%s/.%s.fpull-bundle-XXXXXX", parent, base);
+  if (!mkdtemp(staging))
+    return fpull_err_set(err, FPULL_EFAIL, "cannot create a staging directory beside %s: %s", dest,
+                         strerror(errno));
+  const char *sname = strrchr(staging, '/') + 1;
+  /* Held until the end: the mark of a staging directory still in use. */
+  cleanup_close int sfd = openat(pfd, sname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (sfd < 0 || flock(sfd, LOCK_EX) < 0) {
+    rc = fpull_err_set(err, FPULL_EFAIL, "%s: %s", staging, strerror(errno));
+    fp_rm_rf_at(pfd, sname);
+    return rc;
+  }
+  cleanup_free char *rootfs = fp_xasprintf("%s/rootfs", staging);
+  struct fpull_pull_opts po = *o;
+  po.unpack.force = 0;
+  rc = fpull_pull(out, image, rootfs, &po, err);
+  cleanup_free char *json = NULL;
+  size_t len = 0;
+  if (rc == 0)
+    rc = image_config(&json, &len, *out, o, err);
+  if (rc == 0)
+    rc = write_spec(sfd, json, len, err);
+  /* mkdtemp made it 0700; a bundle is a directory like any other (runtimes as other users
+   * read it). */
+  if (rc == 0 && fchmod(sfd, 0755) < 0)
+    rc = fpull_err_set(err, FPULL_EFAIL, "%s: %s", staging, strerror(errno));
+  if (rc == 0 && exists)
+    rc = check_dest(pfd, base, dest, 1, &exists, err);
+  if (rc == 0)
+    rc = publish(pfd, sname, base, dest, exists, err);
+  if (rc && fp_rm_rf_at(pfd, sname) < 0)
+    fp_warn("cannot remove %s: %s", staging, fp_rm_strerror(errno));
+  return rc;
+}
+
+int fpull_pull_bundle(struct fpull_pull_result **out, const char *image, const char *dest,
+                      const struct fpull_pull_opts *o, fpull_err *err)
+{
+  *out = NULL;
+  cleanup_free char *def = NULL;
+  if (!dest) {
+    struct fpull_ref *ref = NULL;
+    int rc = fpull_ref_parse(&ref, image, err);
+    if (rc)
+      return rc;
+    def = fp_xasprintf("./%s", fpull_ref_basename(ref));
+    fpull_ref_free(ref);
+    dest = def;
+  }
+  cleanup_free char *d = fp_xstrdup(dest);
+  size_t n = strlen(d);
+  while (n > 1 && d[n - 1] == '/')
+    d[--n] = '\0';
+  char *slash = strrchr(d, '/');
+  const char *base = slash ? slash + 1 : d;
+  const char *parent = slash ? (slash == d ? "/" : d) : ".";
+  if (slash)
+    *slash = '\0';
+  if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+    return fpull_err_set(err, FPULL_EFAIL, "%s: the destination must name a directory to create",
+                         dest);
+  if (fp_mkdir_p(parent, 0755) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot create %s: %s", parent, strerror(errno));
+  int rc = build(out, image, parent, base, dest, o, err);
+  if (rc) {
+    fpull_pull_result_free(*out);
+    *out = NULL;
+    return rc;
+  }
+  char abs[PATH_MAX];
+  free((*out)->rootfs);
+  (*out)->rootfs = fp_xasprintf("%s/rootfs", realpath(dest, abs) ? abs : dest);
+  return 0;
+}

@@ -1,0 +1,140 @@
+"""prefetch --all: one login-node prefetch prepares the cache for nodes of every kind, and
+pull --offline on each kind picks its own entry from it (issue 13.1), against the real
+registry."""
+import os
+
+import cases
+import fpull
+import images
+
+AMD64 = {"os": "linux", "architecture": "amd64"}
+
+
+def marker(text):
+    return [{"path": "marker", "type": "file", "data": text + "\n"},
+            {"path": "data/" + text, "type": "file", "data": os.urandom(4000)}]
+
+
+class PrefetchAll(cases.RegistryCase):
+    tmp_prefix = "fpull-prefetch-all-"
+
+    def setUp(self):
+        super().setUp()
+        self.cache = os.path.join(self.tmp, "cache")
+        c = self.client
+        self.plain = images.push_image(c, "hpc/app", None, [marker("plain")])
+        self.bdw = images.push_image(c, "hpc/app", None, [marker("broadwell")])
+        self.gpu = images.push_image(c, "hpc/app", None, [marker("gpu")])
+        self.arm = images.push_image(c, "hpc/app", None, [marker("arm")], architecture="arm64")
+        self.att = images.push_image(c, "hpc/app", None, [marker("attestation")])
+        att = {"mediaType": images.OCI_MANIFEST, "digest": self.att["digest"],
+               "size": self.att["size"],
+               "platform": {"os": "unknown", "architecture": "unknown"},
+               "annotations": {"vnd.docker.reference.type": "attestation-manifest",
+                               "vnd.docker.reference.digest": self.plain["digest"]}}
+        self.index = images.push_index(c, "hpc/app", "v1", [
+            (self.plain, dict(AMD64)),
+            (self.bdw, dict(AMD64, features=["broadwell"])),
+            (self.gpu, dict(AMD64, features=["nvidia-396-44"])),
+            (self.arm, {"os": "linux", "architecture": "arm64"}),
+            att])
+        self.ref = "%s/hpc/app:v1" % self.reg.hostport
+
+    def blob_cached(self, digest):
+        return os.path.isfile(os.path.join(self.cache, "blobs", "sha256", digest.split(":")[1]))
+
+    def offline_pull(self, features, dest):
+        return fpull.run_json(["pull", "--offline", "--cache-dir", self.cache,
+                               "--features", features, self.ref, dest])
+
+    def read_marker(self, dest):
+        with open(os.path.join(dest, "marker")) as f:
+            return f.read().strip()
+
+    def test_one_prefetch_all_serves_two_node_kinds_offline(self):
+        # The login node has neither feature: without --all only the plain entry is cached.
+        cp, doc = fpull.run_json(["prefetch", "--all", "--cache-dir", self.cache,
+                                  "--platform", "linux/amd64", self.ref])
+        self.assertEqual(len(doc), 1)
+        got = {e["manifest_digest"]: e for e in doc[0]["entries"]}
+        self.assertEqual(set(got), {self.plain["digest"], self.bdw["digest"],
+                                    self.gpu["digest"]})
+        self.assertEqual(got[self.gpu["digest"]]["platform"]["features"], ["nvidia-396-44"])
+        self.assertEqual(doc[0]["index_digest"], self.index["digest"])
+        self.assertIsNone(doc[0]["manifest_digest"])
+        self.assertEqual(doc[0]["layers"], 3)
+        # --platform kept it to linux/amd64: the arm64 entry was not fetched.
+        self.assertFalse(self.blob_cached(self.arm["layers"][0]["digest"]))
+        self.reg.stop()
+        for features, want, img in (("broadwell", "broadwell", self.bdw),
+                                    ("nvidia-396-44", "gpu", self.gpu)):
+            dest = os.path.join(self.tmp, "root-" + want)
+            cp, res = self.offline_pull(features, dest)
+            self.assertEqual(res["manifest_digest"], img["digest"])
+            self.assertEqual(res["bytes_downloaded"], 0)
+            self.assertEqual(self.read_marker(dest), want)
+
+    def test_all_without_platform_takes_every_image_entry(self):
+        cp, doc = fpull.run_json(["prefetch", "--all", "--cache-dir", self.cache, self.ref])
+        digests = sorted(e["manifest_digest"] for e in doc[0]["entries"])
+        self.assertEqual(digests, sorted(i["digest"] for i in
+                                         (self.plain, self.bdw, self.gpu, self.arm)))
+        for img in (self.plain, self.bdw, self.gpu, self.arm):
+            self.assertTrue(self.blob_cached(img["config_digest"]))
+            self.assertTrue(self.blob_cached(img["layers"][0]["digest"]))
+        # The attestation entry (unknown/unknown) was never asked for.
+        self.assertFalse(self.blob_cached(self.att["layers"][0]["digest"]))
+        with open(self.reg.log_path) as f:
+            gets = [ln for ln in f if '"GET /v2/hpc/app/manifests/' in ln]
+        self.assertFalse([ln for ln in gets if self.att["digest"] in ln])
+        # A second run finds everything in the cache.
+        cp, again = fpull.run_json(["prefetch", "--all", "--cache-dir", self.cache, self.ref])
+        self.assertEqual(again[0]["bytes_downloaded"], 0)
+
+    def test_offline_miss_names_the_entry_and_how_to_fetch_it(self):
+        # A plain prefetch caches only this node's entry; a GPU node then misses.
+        fpull.run(["prefetch", "-q", "--cache-dir", self.cache, "--platform", "linux/amd64",
+                   self.ref], check=0)
+        self.reg.stop()
+        dest = os.path.join(self.tmp, "gpu")
+        cp = fpull.run(["pull", "--offline", "--cache-dir", self.cache, "--features",
+                        "nvidia-396-44", self.ref, dest])
+        self.assertEqual(cp.returncode, 5, cp.stderr)
+        line = fpull.error_line(cp.stderr)
+        self.assertIn(self.gpu["digest"], line)
+        self.assertIn("linux/amd64", line)
+        self.assertIn("nvidia-396-44", line)
+        self.assertIn("not in the cache", line)
+        self.assertIn("fpull prefetch --all " + self.ref, line)
+        self.assertIn("--features nvidia-396-44 " + self.ref, line)
+        self.assertFalse(os.path.exists(dest))
+
+    def test_entry_fpull_cannot_unpack_is_passed_over(self):
+        foreign = images.push_image(self.client, "hpc/win", None, [
+            {"blob": b"not a layer fpull unpacks",
+             "media_type": "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip",
+             "diff_id": "sha256:" + "b" * 64}], os="windows")
+        linux = images.push_image(self.client, "hpc/win", None, [marker("linux")])
+        images.push_index(self.client, "hpc/win", "v1", [
+            (foreign, {"os": "windows", "architecture": "amd64"}), (linux, dict(AMD64))])
+        ref = "%s/hpc/win:v1" % self.reg.hostport
+        cp, doc = fpull.run_json(["prefetch", "--all", "--cache-dir", self.cache, ref])
+        self.assertEqual([e["manifest_digest"] for e in doc[0]["entries"]], [linux["digest"]])
+        self.assertIn("passed over", cp.stderr)
+        self.assertIn(foreign["digest"], cp.stderr)
+        self.assertFalse(self.blob_cached(foreign["layers"][0]["digest"]))
+
+    def test_all_with_platform_of_no_entry_is_no_match(self):
+        cp = fpull.run(["prefetch", "--all", "--cache-dir", self.cache,
+                        "--platform", "linux/ppc64le", self.ref])
+        self.assertEqual(cp.returncode, 3, cp.stderr)
+        self.assertIn("linux/ppc64le", fpull.error_line(cp.stderr))
+
+    def test_all_of_a_single_manifest_image(self):
+        img = images.push_image(self.client, "hpc/one", "v1", [marker("one")],
+                                architecture="arm64")
+        ref = "%s/hpc/one:v1" % self.reg.hostport
+        cp, doc = fpull.run_json(["prefetch", "--all", "--cache-dir", self.cache, ref])
+        self.assertEqual(doc[0]["manifest_digest"], img["digest"])
+        self.assertEqual([e["manifest_digest"] for e in doc[0]["entries"]], [img["digest"]])
+        self.assertTrue(self.blob_cached(img["layers"][0]["digest"]))
