@@ -9,7 +9,7 @@ import fpull
 
 SRC = os.environ["FPULL_SRC_DIR"]
 MAN = os.path.join(SRC, "man", "fpull.1")
-COMMANDS = ["pull", "prefetch", "inspect", "features", "login", "logout", "version"]
+COMMANDS = ["pull", "prefetch", "inspect", "features", "login", "logout", "version", "config"]
 
 
 def man_text():
