@@ -1,6 +1,7 @@
 """The Slurm SPANK plugin (contrib/slurm) and prolog script on a real Slurm: munged,
 slurmctld and slurmd run on this machine (tests/fixtures/slurm.py), jobs are submitted
 with sbatch as `nobody`, images come from the real docker-registry."""
+import json
 import os
 import re
 import stat
@@ -231,10 +232,71 @@ class SlurmPlugin(SlurmCase):
         self.assertNotEqual(cp.returncode, 0)
         self.assertIsNone(job)
         self.assertIn("fpull: --fpull-image", cp.stderr)
-        cp, job = self.cluster.sbatch(["--fpull-image=" + self.ref, "--fpull-format=bundle"],
+
+    def test_unknown_format_is_refused_at_submit(self):
+        # A typo never gives the job the other format.
+        cp, job = self.cluster.sbatch(["--fpull-image=" + self.ref, "--fpull-format=bundel"],
                                       "echo ran\n")
         self.assertNotEqual(cp.returncode, 0)
-        self.assertIn("--fpull-format=bundle", cp.stderr)
+        self.assertIsNone(job)
+        self.assertIn("fpull: --fpull-format=bundel: unknown format (did you mean 'bundle'?)",
+                      cp.stderr)
+        # fpull pull's squashfs would need the job to mount it: not offered, and not a typo.
+        cp, job = self.cluster.sbatch(["--fpull-image=" + self.ref, "--fpull-format=squashfs"],
+                                      "echo ran\n")
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertIsNone(job)
+        self.assertIn("fpull: --fpull-format=squashfs: unknown format (dir or bundle)", cp.stderr)
+        self.assertNotIn("did you mean", cp.stderr)
+
+    def test_bundle_job_gets_config_json_and_rootfs(self):
+        # Each entry with its own runtime settings: config.json must be the chosen entry's.
+        entries = []
+        for kind in ("v2", "v3"):
+            img = images.push_image(self.client, "hpc/tool", None, [kind_layer(kind)],
+                                    config_extra={"config": {
+                                        "Entrypoint": ["/opt/app/bin/run"],
+                                        "Cmd": ["--mode", kind],
+                                        "Env": ["PATH=/opt/app/bin:/usr/bin:/bin",
+                                                "APP_KIND=" + kind],
+                                        "WorkingDir": "/opt/app"}})
+            entries.append((img, {"os": "linux", "architecture": "amd64",
+                                  "features": ["x86-64-" + kind]}))
+        images.push_index(self.client, "hpc/tool", "2.0", entries)
+        ref = "%s/hpc/tool:2.0" % self.reg.hostport
+        job, rec, out = self.submit(
+            ["--fpull-image=" + ref, "--fpull-features=x86-64-v3", "--fpull-format=bundle"],
+            'echo "bundle=$FPULL_BUNDLE"\n'
+            'echo "rootfs=$FPULL_ROOTFS"\n'
+            'cat "$FPULL_BUNDLE/rootfs/etc/kind"\n'
+            # A later step of the job finds the same, complete bundle.
+            'srun sh -c \'echo "step=$FPULL_BUNDLE"; '
+            'test -s "$FPULL_BUNDLE/config.json" && echo step-has-config\'\n'
+            'echo "--- config.json"\n'
+            'cat "$FPULL_BUNDLE/config.json"\n')
+        self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
+        head, _, spec_text = out.partition("--- config.json\n")
+        bundle = re.search(r"^bundle=(.*)$", head, re.M).group(1)
+        self.assertEqual(bundle, os.path.join(self.run_dir, job, "bundle"))
+        self.assertIn("rootfs=%s/rootfs\n" % bundle, head)
+        self.assertIn("\nv3\n", head)
+        self.assertIn("step=%s\nstep-has-config\n" % bundle, head)
+        spec = json.loads(spec_text)
+        self.assertEqual(spec["root"]["path"], "rootfs")
+        self.assertEqual(spec["process"]["args"], ["/opt/app/bin/run", "--mode", "v3"])
+        self.assertIn("APP_KIND=v3", spec["process"]["env"])
+        self.assertIn("PATH=/opt/app/bin:/usr/bin:/bin", spec["process"]["env"])
+        self.assertEqual(spec["process"]["cwd"], "/opt/app")
+        # Pulled as the job's user: a rootless bundle mapping nobody.
+        self.assertEqual([m["hostID"] for m in spec["linux"]["uidMappings"]], [slurm.NOBODY])
+        # The user part unpacked the entry the prolog chose, from the cache only.
+        self.assertIn("fpull: job %s: unpacking %s@%s into %s" % (
+            job, ref, entries[1][0]["digest"], bundle), self.cluster.log("slurmd.log"))
+        for l in entries[1][0]["layers"]:
+            self.assertEqual(self.blob_gets().get(l["digest"]), 1)
+        # The epilog removed it all.
+        self.assertFalse(os.path.lexists(os.path.join(self.run_dir, job)))
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
 
 
 class SlurmFixture(SlurmCase):
