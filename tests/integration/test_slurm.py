@@ -176,6 +176,23 @@ class SlurmPlugin(SlurmCase):
         # Nothing of the failed job is left in run_dir.
         self.assertEqual(sorted(os.listdir(self.run_dir)), [])
 
+    def test_bundle_that_cannot_be_built_fails_the_job_not_the_node(self):
+        # The image's User is in no /etc/passwd of its rootfs: no config.json can say who
+        # runs the process, and the job must not run with a bundle that lacks it.
+        images.push_image(self.client, "hpc/nouser", "1.0", [kind_layer("v2")],
+                          config_extra={"config": {"Cmd": ["/opt/app/bin/run"],
+                                                   "User": "appuser"}})
+        ref = "%s/hpc/nouser:1.0" % self.reg.hostport
+        job, rec, out = self.submit(["--fpull-image=" + ref, "--fpull-format=bundle"],
+                                    "echo job-body-ran\n")
+        self.assertEqual(rec["JobState"], "FAILED", out)
+        self.assertEqual(rec["ExitCode"], "1:0", out)
+        self.assertRegex(out, r'^fpull: [^\n]*User "appuser": no user appuser in the '
+                              r"rootfs's /etc/passwd \(exit 1: failure\)\n$")
+        # Nothing half-built is left, and the node takes the next job.
+        self.assertEqual(os.listdir(self.run_dir), [])
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
+
     def test_entry_for_no_node_fails_the_job_with_exit_3(self):
         # An arm64-only target fits neither entry.
         job, rec, out = self.submit(["--fpull-image=" + self.ref,
