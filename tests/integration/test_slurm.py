@@ -4,7 +4,9 @@ with sbatch as `nobody`, images come from the real docker-registry."""
 import json
 import os
 import re
+import shutil
 import stat
+import subprocess
 import unittest
 
 import cases
@@ -16,6 +18,21 @@ BUILD = os.environ.get("FPULL_BUILD_DIR", os.path.join(fpull.SRC_DIR, "build"))
 PLUGIN = os.path.join(BUILD, "contrib", "slurm", "fpull_spank.so")
 PROLOG = os.path.join(fpull.SRC_DIR, "contrib", "slurm", "prolog.sh")
 DATA_DIR = os.environ.get("FPULL_DATA_DIR", os.path.join(fpull.SRC_DIR, "data"))
+
+
+# Prints what a container runtime gave it: the bundle's process settings, seen from inside.
+SHOW_C = r'''
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  char cwd[512];
+  printf("uid=%d cwd=%s kind=%s\n", (int)getuid(), getcwd(cwd, sizeof cwd),
+         getenv("APP_KIND") ? getenv("APP_KIND") : "-");
+  for (int i = 0; i < argc; i++) printf("arg=%s\n", argv[i]);
+  return 0;
+}
+'''
 
 
 def kind_layer(kind):
@@ -175,6 +192,39 @@ class SlurmPlugin(SlurmCase):
         self.assertEqual(out.strip(), "v3")
         # Nothing of the failed job is left in run_dir.
         self.assertEqual(sorted(os.listdir(self.run_dir)), [])
+
+    def test_bundle_job_runs_with_runc(self):
+        # The bundle runs as built: rootless runc, as the job's user, inside the job.
+        for tool in ("runc", "gcc"):
+            if not shutil.which(tool):
+                self.skipTest("%s is not installed (Debian: runc, gcc)" % tool)
+        src = os.path.join(self.tmp, "show.c")
+        exe = os.path.join(self.tmp, "show")
+        with open(src, "w") as f:
+            f.write(SHOW_C)
+        subprocess.run(["gcc", "-static", "-O1", "-o", exe, src], check=True)
+        with open(exe, "rb") as f:
+            show = f.read()
+        images.push_image(self.client, "hpc/show", "1.0",
+                          [[{"path": "work", "type": "dir", "mode": 0o755},
+                            {"path": "show", "data": show, "mode": 0o755}]],
+                          config_extra={"config": {"Entrypoint": ["/show", "from-entrypoint"],
+                                                   "Cmd": ["from-cmd"],
+                                                   "Env": ["APP_KIND=bundled"],
+                                                   "WorkingDir": "/work"}})
+        ref = "%s/hpc/show:1.0" % self.reg.hostport
+        job, rec, out = self.submit(
+            ["--fpull-image=" + ref, "--fpull-format=bundle"],
+            'd=$(dirname "$FPULL_BUNDLE")\n'
+            'XDG_RUNTIME_DIR="$d" runc --root "$d/runc" run --bundle "$FPULL_BUNDLE" '
+            '"fpull-$SLURM_JOB_ID" </dev/null 2>&1\n'
+            'echo "runc-exit=$?"\n')
+        self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
+        self.assertEqual(out.splitlines(), [
+            "uid=0 cwd=/work kind=bundled", "arg=/show", "arg=from-entrypoint", "arg=from-cmd",
+            "runc-exit=0"], out)
+        self.assertFalse(os.path.lexists(os.path.join(self.run_dir, job)))
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
 
     def test_bundle_that_cannot_be_built_fails_the_job_not_the_node(self):
         # The image's User is in no /etc/passwd of its rootfs: no config.json can say who
