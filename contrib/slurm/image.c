@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <fpull/bundle.h>
 #include <fpull/cache.h>
 #include <fpull/config.h>
 #include <fpull/features.h>
@@ -125,8 +126,8 @@ int fp_slurm_prefetch(char **digest, const struct fp_slurm_settings *s, const ch
   struct env e;
   int rc = env_load(&e, s, features, err);
   if (rc == 0) {
-    /* fpull makes a new cache root 0700 (private images); this one is for every job's user.
-     * The umask decides the mode of what goes in: slurmd's may be stricter. */
+    /* This cache is for every job's user. A named cache (not fpull's default, which is
+     * 0700) and what goes in it get the umask's modes, and slurmd's may be stricter. */
     mode_t old = umask(022);
     if (mkdir(s->cache_dir, 0755) < 0 && errno != EEXIST)
       rc = fpull_err_set(err, FPULL_EFAIL, "cache %s: %s", s->cache_dir, strerror(errno));
@@ -145,7 +146,7 @@ int fp_slurm_prefetch(char **digest, const struct fp_slurm_settings *s, const ch
 }
 
 int fp_slurm_pull_offline(const struct fp_slurm_settings *s, const char *image,
-                          const char *features, const char *dest, fpull_err *err)
+                          const char *features, const char *dest, int bundle, fpull_err *err)
 {
   struct env e;
   int rc = env_load(&e, s, features, err);
@@ -154,7 +155,8 @@ int fp_slurm_pull_offline(const struct fp_slurm_settings *s, const char *image,
     pull_opts(&o, &e, s);
     o.offline = 1;
     struct fpull_pull_result *r = NULL;
-    rc = fpull_pull(&r, image, dest, &o, err);
+    rc =
+        bundle ? fpull_pull_bundle(&r, image, dest, &o, err) : fpull_pull(&r, image, dest, &o, err);
     fpull_pull_result_free(r);
   }
   env_free(&e);

@@ -29,8 +29,9 @@ int fp_slurm_prefetch(char **digest, const struct fp_slurm_settings *s, const ch
  * The caller frees it. */
 char *fp_slurm_pinned_ref(const char *image, const char *digest);
 
-/* As the job's user: unpacks the same entry from the cache only (--offline) into dest. */
+/* As the job's user: unpacks the same entry from the cache only (--offline) into dest, as
+ * a plain rootfs or (bundle) as an OCI runtime bundle: dest/rootfs and dest/config.json. */
 int fp_slurm_pull_offline(const struct fp_slurm_settings *s, const char *image,
-                          const char *features, const char *dest, fpull_err *err);
+                          const char *features, const char *dest, int bundle, fpull_err *err);
 
 #endif

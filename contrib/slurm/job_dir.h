@@ -2,7 +2,8 @@
  *
  * RUN_DIR (root-owned, 0755) holds, per job on this node:
  *   RUN_DIR/JOBID/       the job-private directory (the job's user, 0700); the rootfs is
- *                        RUN_DIR/JOBID/rootfs
+ *                        RUN_DIR/JOBID/rootfs, or with --fpull-format=bundle the bundle
+ *                        RUN_DIR/JOBID/bundle (config.json, rootfs/)
  *   RUN_DIR/JOBID.error  what the prolog could not do ("CODE MESSAGE"),
  *   RUN_DIR/JOBID.manifest  the digest of the entry the prolog fetched,
  * both root-owned 0644: the user part reads them and the user cannot forge them.

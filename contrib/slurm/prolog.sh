@@ -11,6 +11,10 @@
 #   fpull pull -q --offline --cache-dir /var/cache/fpull [--features LIST] \
 #       REGISTRY/REPO:TAG "$TMPDIR/rootfs" || exit   # exit 5: not in the cache
 #
+# (an OCI runtime bundle, rootfs + config.json, comes from the same cache: add
+# `--format bundle` and name the bundle directory instead.) The format is the job's
+# choice alone: the prefetch is the same for both.
+#
 # Settings (edit here, or call this script from a wrapper that sets them):
 #   FPULL               the fpull program                    (default: fpull in PATH)
 #   FPULL_PROLOG_CACHE  the cache to fill; made 0755 so jobs can read it
@@ -61,8 +65,9 @@ case $images in
 *) exit 0 ;;
 esac
 
+# This cache is for every job's user. fpull gives a named cache (only its default one is
+# 0700) and what goes in it the umask's modes, and slurmd's may be stricter.
 umask 022
-# fpull makes a new cache 0700 (private images); this one is for every job's user.
 if [ ! -d "$CACHE" ] && ! mkdir -m 0755 "$CACHE"; then
   log "cannot create the cache $CACHE; jobs will fail their offline pull"
   exit 0

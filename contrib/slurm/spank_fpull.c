@@ -1,13 +1,15 @@
 /* fpull's Slurm SPANK plugin, in the spirit of pyxis:
  *
- *   sbatch|srun --fpull-image=IMAGE [--fpull-features=LIST] [--fpull-format=dir] ...
+ *   sbatch|srun --fpull-image=IMAGE [--fpull-features=LIST] [--fpull-format=dir|bundle] ...
  *
  * job prolog (root, each node)  prefetches IMAGE's entry for this node (or for LIST) into
  *                               the node's or the shared cache, creates the job-private
  *                               directory, and never fails: an image problem must fail the
  *                               job, not drain the node, so it is recorded for the user part;
  * user init (the job's user)    pulls --offline from that cache into the job-private
- *                               directory and exports FPULL_ROOTFS;
+ *                               directory and exports FPULL_ROOTFS; with bundle, pulls an
+ *                               OCI runtime bundle there (rootfs + config.json) and exports
+ *                               FPULL_BUNDLE too;
  * task init (each task)         a recorded or own failure ends the task before the job's
  *                               program runs, with one "fpull: " line and fpull's exit code;
  * job epilog (root)             removes the job-private directory.
@@ -27,6 +29,7 @@
 
 #include <slurm/spank.h>
 
+#include <fpull/features.h>
 #include <fpull/log.h>
 #include <fpull/ref.h>
 
@@ -49,12 +52,26 @@ static struct spank_option fpull_options[] = {
     {"fpull-features", "LIST",
      "choose IMAGE's entry for these features instead of each node's own (as fpull --features)", 1,
      OPT_FEATURES, check_option},
-    {"fpull-format", "dir", "the rootfs as a directory (the only format of this build)", 1,
-     OPT_FORMAT, check_option},
+    {"fpull-format", "dir|bundle",
+     "dir: the rootfs in $FPULL_ROOTFS (default); bundle: an OCI runtime bundle in $FPULL_BUNDLE "
+     "(config.json from the image config, rootfs in $FPULL_ROOTFS)",
+     1, OPT_FORMAT, check_option},
     SPANK_OPTIONS_TABLE_END};
+
+/* --fpull-format's values; the first is the default. squashfs (fpull pull's third format)
+ * is not offered: a job would need privileges to mount it. */
+static const char *const formats[] = {"dir", "bundle", NULL};
 
 /* A failure of the user part, reported by each task (see slurm_spank_task_init). */
 static fpull_err failure;
+
+static int format_known(const char *name)
+{
+  for (size_t i = 0; name && formats[i]; i++)
+    if (strcmp(name, formats[i]) == 0)
+      return 1;
+  return 0;
+}
 
 static int check_option(int val, const char *optarg, int remote)
 {
@@ -67,11 +84,13 @@ static int check_option(int val, const char *optarg, int remote)
       return -1;
     }
     fpull_ref_free(ref);
-  } else if (val == OPT_FORMAT && (!optarg || strcmp(optarg, "dir") != 0)) {
-    /* Bundles (rootfs + config.json) need a libfpull with bundle output; this one has
-     * none, and silently giving a plain rootfs would drop the image's runtime settings. */
-    slurm_error("fpull: --fpull-format=%s: this build only has --fpull-format=dir",
-                optarg ? optarg : "");
+  } else if (val == OPT_FORMAT && !format_known(optarg)) {
+    /* A typo is refused at submit: a job silently given the other format would find no
+     * config.json, or a bundle where it expected a plain rootfs. */
+    const char *near = fpull_suggest(optarg ? optarg : "", formats);
+    slurm_error("fpull: --fpull-format=%s: unknown format%s%s%s (dir or bundle)",
+                optarg ? optarg : "", near ? " (did you mean '" : "", near ? near : "",
+                near ? "'?)" : "");
     return -1;
   } else if (val == OPT_FEATURES && (!optarg || !*optarg)) {
     slurm_error("fpull: --fpull-features: empty list");
@@ -237,9 +256,20 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
       rc = no_prolog(&err);
     }
   }
-  char dest[PATH_MAX];
-  if (rc == 0 &&
-      snprintf(dest, sizeof dest, "%s/%" PRIu32 "/rootfs", s.run_dir, job_id) >= (int)sizeof dest)
+  /* The option was checked when it was given; a value that got here another way is still
+   * no reason to give the job the other format. */
+  const char *format = option(sp, OPT_FORMAT);
+  int bundle = format && strcmp(format, "bundle") == 0;
+  if (rc == 0 && format && !format_known(format))
+    rc = fpull_err_set(&err, FPULL_EUSAGE, "--fpull-format=%s: unknown format (dir or bundle)",
+                       format);
+  /* dest is what the pull creates (and renames into place whole): the rootfs, or the bundle
+   * around it. */
+  char dest[PATH_MAX], rootfs[PATH_MAX];
+  if (rc == 0 && (snprintf(dest, sizeof dest, "%s/%" PRIu32 "/%s", s.run_dir, job_id,
+                           bundle ? "bundle" : "rootfs") >= (int)sizeof dest ||
+                  snprintf(rootfs, sizeof rootfs, "%s%s", dest, bundle ? "/rootfs" : "") >=
+                      (int)sizeof rootfs))
     rc = fpull_err_set(&err, FPULL_EFAIL, "run_dir %s: path too long", s.run_dir);
   /* Exactly the entry the prolog fetched: this process may detect another target (a step
    * that sees fewer GPUs), and --offline would then miss the cache. */
@@ -251,12 +281,15 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   if (rc == 0 && lstat(dest, &st) != 0) {
     slurm_info("fpull: job %" PRIu32 ": unpacking %s into %s", job_id, pinned ? pinned : image,
                dest);
-    rc = fp_slurm_pull_offline(&s, pinned ? pinned : image, option(sp, OPT_FEATURES), dest, &err);
+    rc = fp_slurm_pull_offline(&s, pinned ? pinned : image, option(sp, OPT_FEATURES), dest, bundle,
+                               &err);
     /* Two steps starting at once: the other one published it first. */
     if (rc != 0 && lstat(dest, &st) == 0 && S_ISDIR(st.st_mode))
       rc = 0;
   }
-  if (rc == 0 && spank_setenv(sp, "FPULL_ROOTFS", dest, 1) != ESPANK_SUCCESS)
+  if (rc == 0 && bundle && spank_setenv(sp, "FPULL_BUNDLE", dest, 1) != ESPANK_SUCCESS)
+    rc = fpull_err_set(&err, FPULL_EFAIL, "cannot set FPULL_BUNDLE");
+  if (rc == 0 && spank_setenv(sp, "FPULL_ROOTFS", rootfs, 1) != ESPANK_SUCCESS)
     rc = fpull_err_set(&err, FPULL_EFAIL, "cannot set FPULL_ROOTFS");
   fp_slurm_settings_free(&s);
   return rc ? fail(&err) : 0;

@@ -1,9 +1,12 @@
 """The Slurm SPANK plugin (contrib/slurm) and prolog script on a real Slurm: munged,
 slurmctld and slurmd run on this machine (tests/fixtures/slurm.py), jobs are submitted
 with sbatch as `nobody`, images come from the real docker-registry."""
+import json
 import os
 import re
+import shutil
 import stat
+import subprocess
 import unittest
 
 import cases
@@ -15,6 +18,21 @@ BUILD = os.environ.get("FPULL_BUILD_DIR", os.path.join(fpull.SRC_DIR, "build"))
 PLUGIN = os.path.join(BUILD, "contrib", "slurm", "fpull_spank.so")
 PROLOG = os.path.join(fpull.SRC_DIR, "contrib", "slurm", "prolog.sh")
 DATA_DIR = os.environ.get("FPULL_DATA_DIR", os.path.join(fpull.SRC_DIR, "data"))
+
+
+# Prints what a container runtime gave it: the bundle's process settings, seen from inside.
+SHOW_C = r'''
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  char cwd[512];
+  printf("uid=%d cwd=%s kind=%s\n", (int)getuid(), getcwd(cwd, sizeof cwd),
+         getenv("APP_KIND") ? getenv("APP_KIND") : "-");
+  for (int i = 0; i < argc; i++) printf("arg=%s\n", argv[i]);
+  return 0;
+}
+'''
 
 
 def kind_layer(kind):
@@ -175,6 +193,56 @@ class SlurmPlugin(SlurmCase):
         # Nothing of the failed job is left in run_dir.
         self.assertEqual(sorted(os.listdir(self.run_dir)), [])
 
+    def test_bundle_job_runs_with_runc(self):
+        # The bundle runs as built: rootless runc, as the job's user, inside the job.
+        for tool in ("runc", "gcc"):
+            if not shutil.which(tool):
+                self.skipTest("%s is not installed (Debian: runc, gcc)" % tool)
+        src = os.path.join(self.tmp, "show.c")
+        exe = os.path.join(self.tmp, "show")
+        with open(src, "w") as f:
+            f.write(SHOW_C)
+        subprocess.run(["gcc", "-static", "-O1", "-o", exe, src], check=True)
+        with open(exe, "rb") as f:
+            show = f.read()
+        images.push_image(self.client, "hpc/show", "1.0",
+                          [[{"path": "work", "type": "dir", "mode": 0o755},
+                            {"path": "show", "data": show, "mode": 0o755}]],
+                          config_extra={"config": {"Entrypoint": ["/show", "from-entrypoint"],
+                                                   "Cmd": ["from-cmd"],
+                                                   "Env": ["APP_KIND=bundled"],
+                                                   "WorkingDir": "/work"}})
+        ref = "%s/hpc/show:1.0" % self.reg.hostport
+        job, rec, out = self.submit(
+            ["--fpull-image=" + ref, "--fpull-format=bundle"],
+            'd=$(dirname "$FPULL_BUNDLE")\n'
+            'XDG_RUNTIME_DIR="$d" runc --root "$d/runc" run --bundle "$FPULL_BUNDLE" '
+            '"fpull-$SLURM_JOB_ID" </dev/null 2>&1\n'
+            'echo "runc-exit=$?"\n')
+        self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
+        self.assertEqual(out.splitlines(), [
+            "uid=0 cwd=/work kind=bundled", "arg=/show", "arg=from-entrypoint", "arg=from-cmd",
+            "runc-exit=0"], out)
+        self.assertFalse(os.path.lexists(os.path.join(self.run_dir, job)))
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
+
+    def test_bundle_that_cannot_be_built_fails_the_job_not_the_node(self):
+        # The image's User is in no /etc/passwd of its rootfs: no config.json can say who
+        # runs the process, and the job must not run with a bundle that lacks it.
+        images.push_image(self.client, "hpc/nouser", "1.0", [kind_layer("v2")],
+                          config_extra={"config": {"Cmd": ["/opt/app/bin/run"],
+                                                   "User": "appuser"}})
+        ref = "%s/hpc/nouser:1.0" % self.reg.hostport
+        job, rec, out = self.submit(["--fpull-image=" + ref, "--fpull-format=bundle"],
+                                    "echo job-body-ran\n")
+        self.assertEqual(rec["JobState"], "FAILED", out)
+        self.assertEqual(rec["ExitCode"], "1:0", out)
+        self.assertRegex(out, r'^fpull: [^\n]*User "appuser": no user appuser in the '
+                              r"rootfs's /etc/passwd \(exit 1: failure\)\n$")
+        # Nothing half-built is left, and the node takes the next job.
+        self.assertEqual(os.listdir(self.run_dir), [])
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
+
     def test_entry_for_no_node_fails_the_job_with_exit_3(self):
         # An arm64-only target fits neither entry.
         job, rec, out = self.submit(["--fpull-image=" + self.ref,
@@ -231,10 +299,71 @@ class SlurmPlugin(SlurmCase):
         self.assertNotEqual(cp.returncode, 0)
         self.assertIsNone(job)
         self.assertIn("fpull: --fpull-image", cp.stderr)
-        cp, job = self.cluster.sbatch(["--fpull-image=" + self.ref, "--fpull-format=bundle"],
+
+    def test_unknown_format_is_refused_at_submit(self):
+        # A typo never gives the job the other format.
+        cp, job = self.cluster.sbatch(["--fpull-image=" + self.ref, "--fpull-format=bundel"],
                                       "echo ran\n")
         self.assertNotEqual(cp.returncode, 0)
-        self.assertIn("--fpull-format=bundle", cp.stderr)
+        self.assertIsNone(job)
+        self.assertIn("fpull: --fpull-format=bundel: unknown format (did you mean 'bundle'?)",
+                      cp.stderr)
+        # fpull pull's squashfs would need the job to mount it: not offered, and not a typo.
+        cp, job = self.cluster.sbatch(["--fpull-image=" + self.ref, "--fpull-format=squashfs"],
+                                      "echo ran\n")
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertIsNone(job)
+        self.assertIn("fpull: --fpull-format=squashfs: unknown format (dir or bundle)", cp.stderr)
+        self.assertNotIn("did you mean", cp.stderr)
+
+    def test_bundle_job_gets_config_json_and_rootfs(self):
+        # Each entry with its own runtime settings: config.json must be the chosen entry's.
+        entries = []
+        for kind in ("v2", "v3"):
+            img = images.push_image(self.client, "hpc/tool", None, [kind_layer(kind)],
+                                    config_extra={"config": {
+                                        "Entrypoint": ["/opt/app/bin/run"],
+                                        "Cmd": ["--mode", kind],
+                                        "Env": ["PATH=/opt/app/bin:/usr/bin:/bin",
+                                                "APP_KIND=" + kind],
+                                        "WorkingDir": "/opt/app"}})
+            entries.append((img, {"os": "linux", "architecture": "amd64",
+                                  "features": ["x86-64-" + kind]}))
+        images.push_index(self.client, "hpc/tool", "2.0", entries)
+        ref = "%s/hpc/tool:2.0" % self.reg.hostport
+        job, rec, out = self.submit(
+            ["--fpull-image=" + ref, "--fpull-features=x86-64-v3", "--fpull-format=bundle"],
+            'echo "bundle=$FPULL_BUNDLE"\n'
+            'echo "rootfs=$FPULL_ROOTFS"\n'
+            'cat "$FPULL_BUNDLE/rootfs/etc/kind"\n'
+            # A later step of the job finds the same, complete bundle.
+            'srun sh -c \'echo "step=$FPULL_BUNDLE"; '
+            'test -s "$FPULL_BUNDLE/config.json" && echo step-has-config\'\n'
+            'echo "--- config.json"\n'
+            'cat "$FPULL_BUNDLE/config.json"\n')
+        self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
+        head, _, spec_text = out.partition("--- config.json\n")
+        bundle = re.search(r"^bundle=(.*)$", head, re.M).group(1)
+        self.assertEqual(bundle, os.path.join(self.run_dir, job, "bundle"))
+        self.assertIn("rootfs=%s/rootfs\n" % bundle, head)
+        self.assertIn("\nv3\n", head)
+        self.assertIn("step=%s\nstep-has-config\n" % bundle, head)
+        spec = json.loads(spec_text)
+        self.assertEqual(spec["root"]["path"], "rootfs")
+        self.assertEqual(spec["process"]["args"], ["/opt/app/bin/run", "--mode", "v3"])
+        self.assertIn("APP_KIND=v3", spec["process"]["env"])
+        self.assertIn("PATH=/opt/app/bin:/usr/bin:/bin", spec["process"]["env"])
+        self.assertEqual(spec["process"]["cwd"], "/opt/app")
+        # Pulled as the job's user: a rootless bundle mapping nobody.
+        self.assertEqual([m["hostID"] for m in spec["linux"]["uidMappings"]], [slurm.NOBODY])
+        # The user part unpacked the entry the prolog chose, from the cache only.
+        self.assertIn("fpull: job %s: unpacking %s@%s into %s" % (
+            job, ref, entries[1][0]["digest"], bundle), self.cluster.log("slurmd.log"))
+        for l in entries[1][0]["layers"]:
+            self.assertEqual(self.blob_gets().get(l["digest"]), 1)
+        # The epilog removed it all.
+        self.assertFalse(os.path.lexists(os.path.join(self.run_dir, job)))
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
 
 
 class SlurmFixture(SlurmCase):
