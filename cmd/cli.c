@@ -26,6 +26,14 @@ static const struct cli_opt all_opts[] = {
     {OPT_TYPE, "type", 0, "oci|docker", "index type to push (default oci)"},
     {OPT_USERNAME, "username", 'u', "USER", "user name"},
     {OPT_PASSWORD_STDIN, "password-stdin", 0, NULL, "read the password from standard input"},
+    {OPT_FORMAT, "format", 0, "dir|squashfs",
+     "output: a rootfs directory (default) or one SquashFS file (default ./NAME.sqsh)"},
+    {OPT_SQFS_COMP, "sqfs-comp", 0, "zstd|gzip|xz|lz4", "SquashFS compressor (default zstd)"},
+    {OPT_SQFS_BLOCK_SIZE, "sqfs-block-size", 0, "SIZE",
+     "SquashFS block size, 4K to 1M (default 128K)"},
+    {OPT_SQFS_LEVEL, "sqfs-level", 0, "N", "SquashFS compression level (default: mksquashfs's)"},
+    {OPT_SQFS_THREADS, "sqfs-threads", 0, "N",
+     "SquashFS compression threads (default and at most: the CPUs fpull may use)"},
 };
 
 const struct cli_opt *cli_opt_find(enum cli_opt_id id)
@@ -157,8 +165,18 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
     case OPT_PASSWORD_STDIN:
       s->password_stdin = 1;
       break;
+    case OPT_FORMAT:
+    case OPT_SQFS_COMP:
+    case OPT_SQFS_BLOCK_SIZE:
+    case OPT_SQFS_LEVEL:
+    case OPT_SQFS_THREADS:
+      if (cli_sqfs_parse(cmd, o->id, optarg, s))
+        return FPULL_EUSAGE;
+      break;
     }
   }
+  if (cli_sqfs_check(cmd, s))
+    return FPULL_EUSAGE;
   int n = argc - optind;
   if (n < cmd->min_args)
     return usage_error(cmd, "missing argument;", cmd->args);
@@ -262,6 +280,7 @@ void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
   o->offline = s->offline;
   o->jobs = s->jobs;
   o->unpack.force = s->force;
+  cli_sqfs_pull_opts(o, s);
   if (!s->quiet && isatty(STDERR_FILENO))
     o->progress = show_progress;
 }

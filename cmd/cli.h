@@ -25,6 +25,12 @@ enum cli_opt_id {
   OPT_TYPE,
   OPT_USERNAME,
   OPT_PASSWORD_STDIN,
+  /* pull --format squashfs and its options (cli_sqfs.c) */
+  OPT_FORMAT,
+  OPT_SQFS_COMP,
+  OPT_SQFS_BLOCK_SIZE,
+  OPT_SQFS_LEVEL,
+  OPT_SQFS_THREADS,
 };
 
 struct cli_opt {
@@ -53,6 +59,10 @@ struct cli_settings {
   const char *type;
   const char *username;
   int password_stdin;
+  /* pull --format squashfs (cli_sqfs.c) */
+  const char *format;
+  struct fpull_sqfs_opts sqfs;
+  int sqfs_given; /* some --sqfs-* option was given */
 };
 
 struct cli_cmd {
@@ -90,6 +100,13 @@ int cli_env_load(struct cli_env *env, const struct cli_settings *s, int need_tar
 void cli_env_free(struct cli_env *env);
 void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
                    const struct cli_settings *s);
+
+/* --format squashfs and the --sqfs-* options: parses one (0, or FPULL_EUSAGE after
+ * printing the error), checks them together once all are parsed, and puts them into o. */
+int cli_sqfs_parse(const struct cli_cmd *cmd, enum cli_opt_id id, const char *arg,
+                   struct cli_settings *s);
+int cli_sqfs_check(const struct cli_cmd *cmd, const struct cli_settings *s);
+void cli_sqfs_pull_opts(struct fpull_pull_opts *o, const struct cli_settings *s);
 
 /* Writes the JSON document v (a cJSON *) on stdout and frees it. */
 void cli_print_json(void *v);

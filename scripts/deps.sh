@@ -5,7 +5,8 @@ FPULL_PKGS=(build-essential cmake pkg-config clang clang-format libclang-rt-14-d
   libzstd-dev libisal-dev docker-registry skopeo umoci zstd python3 openssl apache2-utils
   groff-base mandoc ca-certificates time
   gcc-aarch64-linux-gnu gcc-powerpc64le-linux-gnu libc6-dev-arm64-cross libc6-dev-ppc64el-cross
-  qemu-user)
+  qemu-user
+  libsquashfs-dev squashfs-tools squashfs-tools-ng squashfuse)
 
 fpull_install_deps() {
   local missing=() p
