@@ -2,18 +2,15 @@
 image holds exactly the tree of the directory output, read back through sqfs2tar
 (squashfs-tools-ng), unsquashfs (squashfs-tools) and a squashfuse mount; the same exit
 codes for bad content and options; atomic publish."""
-import hashlib
-import io
 import os
 import shutil
 import stat
 import subprocess
-import tarfile
-import time
 
 import fpull
 import images
 import test_fixtures
+from sqfs_trees import walk_tar, walk_tree
 from test_pull_basic import LAYERS, PullTestCase
 
 SQFS_TOOLS = ("sqfs2tar", "unsquashfs", "squashfuse")
@@ -43,95 +40,6 @@ UPPER = [
     images.whiteout("big"),
     {"path": "xdir", "type": "dir", "mode": 0o700, "xattrs": {"user.dir": "changed"}},
 ]
-
-
-def _sha(data):
-    return hashlib.sha256(data).hexdigest()
-
-
-def _kind(mode):
-    for test, name in ((stat.S_ISDIR, "dir"), (stat.S_ISREG, "file"), (stat.S_ISLNK, "symlink"),
-                       (stat.S_ISCHR, "chardev"), (stat.S_ISBLK, "blockdev"),
-                       (stat.S_ISFIFO, "fifo")):
-        if test(mode):
-            return name
-    return "other"
-
-
-KEPT_XATTRS = ("user.", "security.capability")
-
-
-def walk_tree(root):
-    """{relpath: attributes} of a tree on disk (the directory output or a mount), and the
-    sets of paths that share an inode."""
-    out, by_inode = {}, {}
-    now = time.time()
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = os.path.join(dirpath, name)
-            rel = os.path.relpath(p, root)
-            st = os.lstat(p)
-            kind = _kind(st.st_mode)
-            a = {"kind": kind, "mode": stat.S_IMODE(st.st_mode), "uid": st.st_uid,
-                 "gid": st.st_gid}
-            # Directories made for a path's missing parents have no entry, and no time of
-            # the image's: they get the time of the pull.
-            if kind != "dir" or st.st_mtime < now - 86400:
-                a["mtime"] = int(st.st_mtime)
-            if kind == "file":
-                with open(p, "rb") as f:
-                    a["data"] = _sha(f.read())
-            elif kind == "symlink":
-                a["target"] = os.readlink(p)
-            elif kind in ("chardev", "blockdev"):
-                a["rdev"] = (os.major(st.st_rdev), os.minor(st.st_rdev))
-            if kind in ("file", "dir"):
-                try:
-                    names = os.listxattr(p, follow_symlinks=False)
-                except OSError:
-                    names = []
-                a["xattrs"] = {n: os.getxattr(p, n, follow_symlinks=False)
-                               for n in names if n.startswith(KEPT_XATTRS)}
-            out[rel] = a
-            if kind != "dir":
-                by_inode.setdefault((st.st_dev, st.st_ino), set()).add(rel)
-    links = sorted(sorted(v) for v in by_inode.values() if len(v) > 1)
-    return out, links
-
-
-def walk_tar(data):
-    """The same from sqfs2tar's output."""
-    out, groups = {}, {}
-    now = time.time()
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
-        for m in tar:
-            rel = m.name.rstrip("/")
-            if rel in ("", "."):
-                continue
-            if m.islnk():
-                first = m.linkname.rstrip("/")
-                out[rel] = dict(out[first])
-                groups.setdefault(first, {first}).add(rel)
-                continue
-            kind = {tarfile.DIRTYPE: "dir", tarfile.REGTYPE: "file", tarfile.AREGTYPE: "file",
-                    tarfile.SYMTYPE: "symlink", tarfile.CHRTYPE: "chardev",
-                    tarfile.BLKTYPE: "blockdev", tarfile.FIFOTYPE: "fifo"}[m.type]
-            a = {"kind": kind, "mode": m.mode & 0o7777, "uid": m.uid, "gid": m.gid}
-            if kind != "dir" or m.mtime < now - 86400:
-                a["mtime"] = int(m.mtime)
-            if kind == "file":
-                a["data"] = _sha(tar.extractfile(m).read())
-            elif kind == "symlink":
-                a["target"] = m.linkname
-            elif kind in ("chardev", "blockdev"):
-                a["rdev"] = (m.devmajor, m.devminor)
-            if kind in ("file", "dir"):
-                a["xattrs"] = {
-                    k[len("SCHILY.xattr."):]: v.encode("utf-8", "surrogateescape")
-                    for k, v in m.pax_headers.items() if k.startswith("SCHILY.xattr.")}
-            out[rel] = a
-    links = sorted(sorted(v) for v in groups.values())
-    return out, links
 
 
 class SquashfsCase(PullTestCase):
