@@ -252,3 +252,11 @@ class SquashfsRules(SquashfsCase):
                         check=0)
         self.assertIn("200000 bytes of data of files later removed", cp.stderr)
         self.assertEqual(walk_tar(self.sqfs2tar(self.path("img.sqsh")))[0], {})
+
+    def test_sqfs_completion_offers_values(self):
+        import test_completion
+        self.assertEqual(test_completion.complete(["fpull", "pull", "--format", "sq"]),
+                         {"squashfs"})
+        self.assertEqual(test_completion.complete(["fpull", "pull", "--sqfs-comp", ""]),
+                         {"zstd", "gzip", "xz", "lz4"})
+        self.assertIn("--sqfs-threads", test_completion.complete(["fpull", "pull", "--sqfs"]))
