@@ -149,6 +149,8 @@ struct sqfs_sink {
   uint32_t euid, egid;
   uint64_t max_file;
   uint32_t count; /* inodes numbered */
+  int in_file;    /* a file was begun and not ended (an error in its data) */
+  int bp_finished;
   struct fpull_unpack_stats *stats;
 };
 
@@ -216,6 +218,7 @@ static int write_file(struct sqfs_sink *q, struct archive *a, struct archive_ent
   int ret = sqfs_block_processor_begin_file(q->bp, &ino->sq, NULL, 0);
   if (ret)
     return sq_fail(q, ret, err, "writing the image");
+  q->in_file = 1;
   const void *buf;
   size_t len;
   la_int64_t off;
@@ -244,6 +247,7 @@ static int write_file(struct sqfs_sink *q, struct archive *a, struct archive_ent
       return sq_fail(q, ret, err, "writing the image");
     pos += (int64_t)n;
   }
+  q->in_file = 0;
   if ((ret = sqfs_block_processor_end_file(q->bp)))
     return sq_fail(q, ret, err, "writing the image");
   ino->size = (uint64_t)pos;
@@ -561,6 +565,7 @@ static int sq_finish(struct fp_sink *s, fpull_err *err)
   struct sqfs_sink *q = (struct sqfs_sink *)s;
   sqfs_file_t *f = &q->file->base;
   int ret, rc;
+  q->bp_finished = 1;
   if ((ret = sqfs_block_processor_finish(q->bp)))
     return sq_fail(q, ret, err, "writing the image");
   q->stats->sqfs_dead_bytes = q->tree.dead_bytes;
@@ -613,7 +618,13 @@ unsigned fpull_sqfs_threads(unsigned asked)
 
 static void sink_free(struct sqfs_sink *q)
 {
-  /* The block processor first: it points into the tree's file inodes. */
+  /* The block processor first: it points into the tree's file inodes. A file left open by
+   * an error is ended and the processor finished first: libsquashfs 1.2 leaks the block in
+   * progress otherwise (the image is removed anyway). */
+  if (q->bp && q->in_file)
+    (void)sqfs_block_processor_end_file(q->bp);
+  if (q->bp && !q->bp_finished)
+    (void)sqfs_block_processor_finish(q->bp);
   sqfs_destroy(q->bp);
   sqfs_destroy(q->dw);
   sqfs_destroy(q->dm);
