@@ -163,6 +163,25 @@ class SquashfsTree(SquashfsCase):
             subprocess.run(["fusermount3", "-u", mnt], stderr=subprocess.DEVNULL)
 
 
+    def test_sqfs_kernel_mount(self):
+        if os.geteuid() != 0:
+            self.skipTest("mounting a loop device needs root")
+        self.push([KINDS, UPPER])
+        d, img = self.pull_both()
+        mnt = self.path("kmnt")
+        os.mkdir(mnt)
+        cp = subprocess.run(["mount", "-t", "squashfs", "-o", "loop,ro", img, mnt],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if cp.returncode != 0:
+            self.skipTest("the kernel cannot mount squashfs here: %s" % cp.stderr.strip())
+        try:
+            # The kernel is the strictest reader: every entry, owner, mode, time, xattr
+            # (security.capability too) and hardlink exactly as the directory output.
+            self.assertEqual(walk_tree(mnt), walk_tree(d))
+        finally:
+            subprocess.run(["umount", mnt], stderr=subprocess.DEVNULL)
+
+
 class SquashfsRules(SquashfsCase):
     def test_sqfs_default_name_and_no_tree_written(self):
         self.push(LAYERS, repo="lib/cv-tf")
