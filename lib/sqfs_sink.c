@@ -777,8 +777,12 @@ static void remove_leftovers(int pfd, const char *base)
       names = fp_strv_push(names, de->d_name);
   closedir(d);
   for (size_t i = 0; names && names[i]; i++) {
-    cleanup_close int fd = openat(pfd, names[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
+    /* Only our own regular files are opened: never a FIFO or a device someone put here. */
+    if (fstatat(pfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != geteuid())
+      continue;
+    cleanup_close int fd = openat(pfd, names[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
         flock(fd, LOCK_EX | LOCK_NB) < 0)
       continue;

@@ -209,6 +209,19 @@ class SquashfsRules(SquashfsCase):
         cp = self.fpull(["pull", "--format", "squashfs", "--force", self.ref("x/y", "tag"), img])
         self.assert_failed(cp, 1, "not a regular file")
 
+    def test_sqfs_leftover_of_a_killed_run_is_removed(self):
+        self.push(LAYERS)
+        left = self.path(".img.sqsh.fpull-tmp-killed01")
+        with open(left, "wb") as f:
+            f.write(b"hsqs half written")
+        fifo = self.path(".img.sqsh.fpull-tmp-fifo0001")
+        os.mkfifo(fifo)
+        self.fpull(["pull", "--format", "squashfs", self.ref("x/y", "tag"),
+                    self.path("img.sqsh")], check=0)
+        self.assertFalse(os.path.lexists(left))
+        # Not ours to open (a FIFO would block, a device could act): left alone.
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+
     def test_sqfs_corrupt_blob_exits_7_and_leaves_nothing(self):
         good = images.tar_layer([{"path": "a", "data": "a"}])
         layer = {"blob": images.compress(good, "gzip"),
