@@ -10,18 +10,12 @@
  * block processor's deduplication saves identical data). The alternative, reading every
  * layer twice (names first, data second), would cost a second decompression of every layer
  * and could not overlap unpacking with downloading. */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,99 +37,17 @@
 #include "fpull/unpack.h"
 #include "inroot.h"
 #include "sink.h"
+#include "sqfs_file.h"
 #include "sqfs_tree.h"
 #include "unpack_internal.h"
 #include "util.h"
-
-/* ---- the image file: a descriptor we opened, so that we choose where and how ---- */
-
-struct fd_file {
-  sqfs_file_t base;
-  int fd;
-  uint64_t size;
-  int error; /* errno of the first failed write */
-};
-
-static void fd_file_destroy(sqfs_object_t *o)
-{
-  free(o);
-}
-
-static int fd_file_read_at(sqfs_file_t *f, sqfs_u64 off, void *buf, size_t n)
-{
-  struct fd_file *ff = (struct fd_file *)f;
-  char *p = buf;
-  while (n) {
-    ssize_t r = pread(ff->fd, p, n, (off_t)off);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return r == 0 ? SQFS_ERROR_OUT_OF_BOUNDS : SQFS_ERROR_IO;
-    p += r;
-    off += (sqfs_u64)r;
-    n -= (size_t)r;
-  }
-  return 0;
-}
-
-static int fd_file_write_at(sqfs_file_t *f, sqfs_u64 off, const void *buf, size_t n)
-{
-  struct fd_file *ff = (struct fd_file *)f;
-  const char *p = buf;
-  uint64_t end = off + n;
-  while (n) {
-    ssize_t r = pwrite(ff->fd, p, n, (off_t)off);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0) {
-      if (!ff->error)
-        ff->error = errno;
-      return SQFS_ERROR_IO;
-    }
-    p += r;
-    off += (sqfs_u64)r;
-    n -= (size_t)r;
-  }
-  if (end > ff->size)
-    ff->size = end;
-  return 0;
-}
-
-static sqfs_u64 fd_file_get_size(const sqfs_file_t *f)
-{
-  return ((const struct fd_file *)f)->size;
-}
-
-static int fd_file_truncate(sqfs_file_t *f, sqfs_u64 size)
-{
-  struct fd_file *ff = (struct fd_file *)f;
-  if (ftruncate(ff->fd, (off_t)size) < 0) {
-    if (!ff->error)
-      ff->error = errno;
-    return SQFS_ERROR_IO;
-  }
-  ff->size = size;
-  return 0;
-}
-
-static struct fd_file *fd_file_new(int fd)
-{
-  struct fd_file *f = fp_xcalloc(1, sizeof *f);
-  f->base.base.destroy = fd_file_destroy;
-  f->base.read_at = fd_file_read_at;
-  f->base.write_at = fd_file_write_at;
-  f->base.get_size = fd_file_get_size;
-  f->base.truncate = fd_file_truncate;
-  f->fd = fd;
-  return f;
-}
 
 /* ---- the sink ---- */
 
 struct sqfs_sink {
   struct fp_sink base;
   struct fp_mtree tree;
-  struct fd_file *file;
+  struct fp_fd_file *file;
   sqfs_compressor_t *cmp;
   sqfs_block_writer_t *bw;
   sqfs_frag_table_t *frags;
@@ -708,7 +620,7 @@ static int sink_init(struct sqfs_sink *q, int fd, const struct fpull_unpack_opts
   int ret = sqfs_compressor_create(&cfg, &q->cmp);
   if (ret)
     return fpull_err_set(err, FPULL_EUSAGE, "squashfs compressor: libsquashfs error %d", ret);
-  q->file = fd_file_new(fd);
+  q->file = fp_fd_file_new(fd);
   sqfs_file_t *f = &q->file->base;
   if (sqfs_super_init(&q->super, block, now, (SQFS_COMPRESSOR)cfg.id))
     return fpull_err_set(err, FPULL_EUSAGE, "squashfs block size %zu not accepted", block);
@@ -749,120 +661,6 @@ static int sink_init(struct sqfs_sink *q, int fd, const struct fpull_unpack_opts
   return 0;
 }
 
-/* ---- the image file beside DEST, renamed in when complete ---- */
-
-#define TMP_TAG ".fpull-tmp-"
-
-static void tmp_prefix(char *out, size_t cap, const char *base)
-{
-  snprintf(out, cap, ".%.*s" TMP_TAG, 200, base);
-}
-
-/* Temporary images of earlier runs that were killed: a live run holds a lock on its own. */
-static void remove_leftovers(int pfd, const char *base)
-{
-  char prefix[NAME_MAX + 1];
-  tmp_prefix(prefix, sizeof prefix, base);
-  int rfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  DIR *d = rfd >= 0 ? fdopendir(rfd) : NULL;
-  if (!d) {
-    if (rfd >= 0)
-      close(rfd);
-    return;
-  }
-  cleanup_strv char **names = NULL;
-  struct dirent *de;
-  while ((de = readdir(d)))
-    if (strncmp(de->d_name, prefix, strlen(prefix)) == 0)
-      names = fp_strv_push(names, de->d_name);
-  closedir(d);
-  for (size_t i = 0; names && names[i]; i++) {
-    struct stat st;
-    /* Only our own regular files are opened: never a FIFO or a device someone put here. */
-    if (fstatat(pfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
-        st.st_uid != geteuid())
-      continue;
-    cleanup_close int fd = openat(pfd, names[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-        flock(fd, LOCK_EX | LOCK_NB) < 0)
-      continue;
-    fp_debug("removing %s left by an earlier run", names[i]);
-    (void)unlinkat(pfd, names[i], 0);
-  }
-}
-
-static int make_tmp(int pfd, const char *base, char *name, size_t cap, fpull_err *err)
-{
-  static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-  char prefix[NAME_MAX + 1];
-  tmp_prefix(prefix, sizeof prefix, base);
-  for (int attempt = 0; attempt < 100; attempt++) {
-    unsigned char rnd[8];
-    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-      for (size_t i = 0; i < sizeof rnd; i++)
-        rnd[i] = (unsigned char)(rand() ^ getpid());
-    char suffix[sizeof rnd + 1];
-    for (size_t i = 0; i < sizeof rnd; i++)
-      suffix[i] = alphabet[rnd[i] % (sizeof alphabet - 1)];
-    suffix[sizeof rnd] = '\0';
-    snprintf(name, cap, "%s%s", prefix, suffix);
-    int fd = openat(pfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      if (flock(fd, LOCK_EX) < 0) {
-        int saved = errno;
-        close(fd);
-        unlinkat(pfd, name, 0);
-        return fpull_err_set(err, FPULL_EFAIL, "cannot lock %s: %s", name, strerror(saved)), -1;
-      }
-      return fd;
-    }
-    if (errno != EEXIST)
-      return fpull_err_set(err, FPULL_EFAIL, "cannot create an image file beside %s: %s", base,
-                           strerror(errno)),
-             -1;
-  }
-  return fpull_err_set(err, FPULL_EFAIL, "cannot create an image file beside %s", base), -1;
-}
-
-/* DEST must be ours to replace: never a symlink, never another user's, never a directory. */
-static int check_dest(int pfd, const char *base, const char *dest, int force, int *exists,
-                      fpull_err *err)
-{
-  struct stat st;
-  *exists = 0;
-  if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    return errno == ENOENT ? 0 : fpull_err_set(err, FPULL_EFAIL, "%s: %s", dest, strerror(errno));
-  *exists = 1;
-  if (S_ISLNK(st.st_mode))
-    return fpull_err_set(err, FPULL_EFAIL, "%s is a symlink; refusing to replace it", dest);
-  if (st.st_uid != geteuid())
-    return fpull_err_set(err, FPULL_EFAIL,
-                         "%s belongs to uid %u, not to us; refusing to replace it", dest,
-                         (unsigned)st.st_uid);
-  if (!S_ISREG(st.st_mode))
-    return fpull_err_set(err, FPULL_EFAIL, "%s exists and is not a regular file", dest);
-  if (!force)
-    return fpull_err_set(err, FPULL_EFAIL, "%s already exists (--force replaces it)", dest);
-  return 0;
-}
-
-static int publish(int pfd, const char *tmp, const char *base, const char *dest, int exists,
-                   fpull_err *err)
-{
-  if (!exists) {
-    if (renameat2(pfd, tmp, pfd, base, RENAME_NOREPLACE) == 0)
-      return 0;
-    if (errno == EEXIST)
-      return fpull_err_set(err, FPULL_EFAIL, "%s appeared while writing; not replacing it", dest);
-    if (errno != EINVAL && errno != ENOSYS)
-      return fpull_err_set(err, FPULL_EFAIL, "cannot rename into %s: %s", dest, strerror(errno));
-  }
-  /* rename(2) replaces a file atomically: DEST is the old image, then the new one. */
-  if (renameat(pfd, tmp, pfd, base) < 0)
-    return fpull_err_set(err, FPULL_EFAIL, "cannot rename into %s: %s", dest, strerror(errno));
-  return 0;
-}
-
 int fpull_unpack_squashfs(const char *dest, const struct fpull_layer *layers, size_t n,
                           const struct fpull_unpack_opts *opts, struct fpull_unpack_stats *stats,
                           fpull_err *err)
@@ -874,42 +672,17 @@ int fpull_unpack_squashfs(const char *dest, const struct fpull_layer *layers, si
   if (!stats)
     stats = &local;
   memset(stats, 0, sizeof *stats);
-  if (!dest || !*dest)
-    return fpull_err_set(err, FPULL_EFAIL, "no destination file");
-  cleanup_free char *d = fp_xstrdup(dest);
-  char *slash = strrchr(d, '/');
-  const char *base = slash ? slash + 1 : d;
-  const char *parent = slash ? (slash == d ? "/" : d) : ".";
-  if (slash)
-    *slash = '\0';
-  if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
-    return fpull_err_set(err, FPULL_EFAIL, "%s: the destination must name a file to create", dest);
-  if (fp_mkdir_p(parent, 0755) < 0)
-    return fpull_err_set(err, FPULL_EFAIL, "cannot create %s: %s", parent, strerror(errno));
-  cleanup_close int pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (pfd < 0)
-    return fpull_err_set(err, FPULL_EFAIL, "cannot open %s: %s", parent, strerror(errno));
-  remove_leftovers(pfd, base);
-  int exists, rc = check_dest(pfd, base, dest, o.force, &exists, err);
-  if (rc)
-    return rc;
-  char tmp[NAME_MAX + 64];
-  cleanup_close int fd = make_tmp(pfd, base, tmp, sizeof tmp, err);
-  if (fd < 0)
-    return err ? err->code : FPULL_EFAIL;
-  struct sqfs_sink q;
-  rc = sink_init(&q, fd, &o, stats, err);
+  struct fp_image_dest d;
+  int rc = fp_image_open(&d, dest, o.force, err);
+  if (!rc) {
+    struct sqfs_sink q;
+    rc = sink_init(&q, d.fd, &o, stats, err);
+    if (!rc)
+      rc = fp_unpack_feed(&q.base, layers, n, &o, stats, err);
+    sink_free(&q);
+  }
   if (!rc)
-    rc = fp_unpack_feed(&q.base, layers, n, &o, stats, err);
-  sink_free(&q);
-  if (!rc && fdatasync(fd) < 0)
-    rc = fpull_err_set(err, FPULL_EFAIL, "%s: %s", dest, strerror(errno));
-  /* DEST may have changed while we worked: check again right before the rename. */
-  if (!rc && exists)
-    rc = check_dest(pfd, base, dest, 1, &exists, err);
-  if (!rc)
-    rc = publish(pfd, tmp, base, dest, exists, err);
-  if (rc)
-    (void)unlinkat(pfd, tmp, 0);
+    rc = fp_image_publish(&d, err);
+  fp_image_close(&d);
   return rc;
 }
