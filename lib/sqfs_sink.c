@@ -572,7 +572,7 @@ static int compressor_config(sqfs_compressor_config_t *cfg, const struct fpull_s
   else if (id == SQFS_COMP_GZIP)
     lo = SQFS_GZIP_MIN_LEVEL, hi = SQFS_GZIP_MAX_LEVEL;
   else if (id == SQFS_COMP_XZ)
-    lo = SQFS_XZ_MIN_LEVEL, hi = SQFS_XZ_MAX_LEVEL;
+    lo = 1, hi = SQFS_XZ_MAX_LEVEL; /* 0 is "the default" in fpull_sqfs_opts */
   if (so->level < lo || so->level > hi || hi == 0)
     return hi ? fpull_err_set(err, FPULL_EUSAGE, "squashfs compression level %d: %s takes %d to %d",
                               so->level, name, lo, hi)
