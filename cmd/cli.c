@@ -30,6 +30,12 @@ static const struct cli_opt all_opts[] = {
     {OPT_ALL, "all", 0, NULL, "every image entry of the index, for nodes of every kind"},
     {OPT_FORMAT, "format", 0, "dir|bundle|squashfs",
      "what DEST becomes: a rootfs, an OCI bundle, a SquashFS file"},
+    {OPT_SQFS_COMP, "sqfs-comp", 0, "zstd|gzip|xz|lz4", "SquashFS compressor (default zstd)"},
+    {OPT_SQFS_BLOCK_SIZE, "sqfs-block-size", 0, "SIZE",
+     "SquashFS block size, 4K to 1M (default 128K)"},
+    {OPT_SQFS_LEVEL, "sqfs-level", 0, "N", "SquashFS compression level (default: mksquashfs's)"},
+    {OPT_SQFS_THREADS, "sqfs-threads", 0, "N",
+     "SquashFS compression threads (default and at most: the CPUs fpull may use)"},
 };
 
 static const char *const format_names[] = {"dir", "bundle", "squashfs", NULL};
@@ -216,8 +222,17 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
               near ? "'?)" : "");
       return FPULL_EUSAGE;
     }
+    case OPT_SQFS_COMP:
+    case OPT_SQFS_BLOCK_SIZE:
+    case OPT_SQFS_LEVEL:
+    case OPT_SQFS_THREADS:
+      if (cli_sqfs_parse(cmd, o->id, optarg, s))
+        return FPULL_EUSAGE;
+      break;
     }
   }
+  if (cli_sqfs_check(cmd, s))
+    return FPULL_EUSAGE;
   int n = argc - optind;
   if (n < cmd->min_args)
     return usage_error(cmd, "missing argument;", cmd->args);
@@ -308,6 +323,7 @@ void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
   o->jobs = s->jobs;
   o->unpack.force = s->force;
   cli_progress_attach(o, s);
+  cli_sqfs_pull_opts(o, s);
 }
 
 void cli_print_json(void *v)

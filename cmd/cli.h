@@ -28,13 +28,18 @@ enum cli_opt_id {
   OPT_LIST_KNOWN,
   OPT_ALL,
   OPT_FORMAT,
+  /* pull --format squashfs's options (cli_sqfs.c) */
+  OPT_SQFS_COMP,
+  OPT_SQFS_BLOCK_SIZE,
+  OPT_SQFS_LEVEL,
+  OPT_SQFS_THREADS,
 };
 
 /* pull --format: what DEST becomes. */
 enum cli_format {
   CLI_FORMAT_DIR = 0, /* DEST is the rootfs (the default) */
   CLI_FORMAT_BUNDLE,  /* DEST/rootfs + DEST/config.json (OCI runtime bundle) */
-  CLI_FORMAT_SQUASHFS /* one SquashFS file (the sqfs part hooks in here) */
+  CLI_FORMAT_SQUASHFS /* one SquashFS file (o->unpack.format, cli_sqfs.c) */
 };
 
 struct cli_opt {
@@ -66,6 +71,9 @@ struct cli_settings {
   int list_known;
   int all;                /* prefetch --all */
   enum cli_format format; /* pull --format */
+  /* --format squashfs's options (cli_sqfs.c) */
+  struct fpull_sqfs_opts sqfs;
+  int sqfs_given; /* some --sqfs-* option was given */
 };
 
 struct cli_cmd {
@@ -110,6 +118,12 @@ void cli_progress_attach(struct fpull_pull_opts *o, const struct cli_settings *s
 void cli_progress_break(void);
 /* n bytes in decimal units as docker shows them ("1.2 GB", "512 B"); returns buf. */
 const char *cli_human_bytes(char *buf, size_t len, uint64_t n);
+/* The --sqfs-* options of --format squashfs: parses one (0, or FPULL_EUSAGE after
+ * printing the error), checks them together once all are parsed, and puts them into o. */
+int cli_sqfs_parse(const struct cli_cmd *cmd, enum cli_opt_id id, const char *arg,
+                   struct cli_settings *s);
+int cli_sqfs_check(const struct cli_cmd *cmd, const struct cli_settings *s);
+void cli_sqfs_pull_opts(struct fpull_pull_opts *o, const struct cli_settings *s);
 
 /* Writes the JSON document v (a cJSON *) on stdout and frees it. */
 void cli_print_json(void *v);

@@ -65,8 +65,7 @@ static int pull_as(enum cli_format format, struct fpull_pull_result **r, const c
   switch (format) {
   case CLI_FORMAT_BUNDLE:
     return fpull_pull_bundle(r, image, dest, o, err);
-  case CLI_FORMAT_SQUASHFS:
-    return fpull_err_set(err, FPULL_EUSAGE, "--format squashfs: not built into this fpull");
+  case CLI_FORMAT_SQUASHFS: /* cli_pull_opts put it in o->unpack.format */
   case CLI_FORMAT_DIR:
     break;
   }
@@ -100,10 +99,10 @@ static int run_pull(struct cli_settings *s, int argc, char **argv)
 }
 
 static const enum cli_opt_id pull_opts[] = {
-    OPT_HELP,     OPT_OUTPUT,    OPT_FORCE,     OPT_FEATURES,
-    OPT_PLATFORM, OPT_CACHE_DIR, OPT_CERTS_DIR, OPT_CONFIG,
-    OPT_INSECURE, OPT_OFFLINE,   OPT_JSON,      OPT_QUIET,
-    OPT_VERBOSE,  OPT_JOBS,      OPT_FORMAT,    0};
+    OPT_HELP,      OPT_OUTPUT,          OPT_FORCE,      OPT_FEATURES,     OPT_PLATFORM,
+    OPT_CACHE_DIR, OPT_CERTS_DIR,       OPT_CONFIG,     OPT_INSECURE,     OPT_OFFLINE,
+    OPT_JSON,      OPT_QUIET,           OPT_VERBOSE,    OPT_JOBS,         OPT_FORMAT,
+    OPT_SQFS_COMP, OPT_SQFS_BLOCK_SIZE, OPT_SQFS_LEVEL, OPT_SQFS_THREADS, 0};
 
 const struct cli_cmd cmd_pull = {
     .name = "pull",

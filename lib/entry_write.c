@@ -246,9 +246,7 @@ static void apply_xattrs(struct fp_writer *w, struct archive_entry *e, int fd)
   if (archive_entry_xattr_reset(e) == 0)
     return;
   while (archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
-    int allowed = strncmp(name, "user.", 5) == 0 ||
-                  (w->privileged && strcmp(name, "security.capability") == 0);
-    if (!allowed || strlen(name) > 255 || size > 65536 || fd < 0 ||
+    if (!fp_xattr_allowed(name, size, w->privileged) || fd < 0 ||
         fsetxattr(fd, name, value, size, 0) < 0)
       w->stats->xattrs_skipped++;
   }
@@ -374,7 +372,16 @@ static struct fp_dirmeta *dir_find(const struct fp_writer *w, dev_t dev, ino_t i
   return NULL;
 }
 
-static void defer_dir(struct fp_writer *w, const struct stat *st, struct archive_entry *e)
+static uint64_t name_hash(const char *name)
+{
+  uint64_t h = 1469598103934665603ull;
+  for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+    h = (h ^ *p) * 1099511628211ull;
+  return h;
+}
+
+static void defer_dir(struct fp_writer *w, const struct stat *st, const struct stat *parent,
+                      const char *base, struct archive_entry *e)
 {
   struct fp_dirmeta *m = dir_find(w, st->st_dev, st->st_ino);
   if (!m) {
@@ -394,6 +401,9 @@ static void defer_dir(struct fp_writer *w, const struct stat *st, struct archive
     m->ino = st->st_ino;
     dir_index_put(w, w->n_dirs++);
   }
+  m->parent_dev = parent->st_dev;
+  m->parent_ino = parent->st_ino;
+  m->name_hash = name_hash(base);
   m->mode = archive_entry_perm(e);
   m->uid = archive_entry_uid(e);
   m->gid = archive_entry_gid(e);
@@ -401,7 +411,7 @@ static void defer_dir(struct fp_writer *w, const struct stat *st, struct archive
 }
 
 static int write_dir(struct fp_writer *w, struct archive_entry *e, const char *path, int dfd,
-                     const char *base, fpull_err *err)
+                     const struct stat *pst, const char *base, fpull_err *err)
 {
   int kept = 0;
   /* 0700 while the tree is built, whatever the image says: we must be able to fill it. */
@@ -418,7 +428,7 @@ static int write_dir(struct fp_writer *w, struct archive_entry *e, const char *p
   if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
     return fpull_err_set(err, FPULL_EFAIL, "cannot stat the new directory: %s",
                          S_ISDIR(st.st_mode) ? strerror(errno) : "replaced");
-  defer_dir(w, &st, e);
+  defer_dir(w, &st, pst, base, e);
   (void)path;
   return 0;
 }
@@ -514,8 +524,7 @@ static int write_node(struct fp_writer *w, struct archive_entry *e, const char *
   return 0;
 }
 
-int fp_entry_write(struct fp_writer *w, struct archive *a, struct archive_entry *e,
-                   const char *path, fpull_err *err)
+int fp_entry_check(struct archive_entry *e, const char *path, fpull_err *err)
 {
   mode_t type = archive_entry_filetype(e);
   const char *hl = archive_entry_hardlink(e);
@@ -530,11 +539,29 @@ int fp_entry_write(struct fp_writer *w, struct archive *a, struct archive_entry 
       return fpull_err_set(err, FPULL_EUNSAFE,
                            "refusing to change the type of the rootfs root (entry is a %s)",
                            hl ? "hardlink" : type_name(type));
-    return 0;
+    return FP_ENTRY_ROOT;
   }
   if (!hl && type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK && type != AE_IFIFO &&
       type != AE_IFCHR && type != AE_IFBLK)
     return fpull_err_set(err, FPULL_EUNSAFE, "unsupported entry type (%s)", type_name(type));
+  return 0;
+}
+
+int fp_xattr_allowed(const char *name, size_t size, int privileged)
+{
+  return (strncmp(name, "user.", 5) == 0 ||
+          (privileged && strcmp(name, "security.capability") == 0)) &&
+         strlen(name) <= 255 && size <= 65536;
+}
+
+int fp_entry_write(struct fp_writer *w, struct archive *a, struct archive_entry *e,
+                   const char *path, fpull_err *err)
+{
+  mode_t type = archive_entry_filetype(e);
+  const char *hl = archive_entry_hardlink(e);
+  int rc = fp_entry_check(e, path, err);
+  if (rc)
+    return rc == FP_ENTRY_ROOT ? 0 : rc;
   const char *base;
   int own_gid;
   const struct stat *pst;
@@ -542,7 +569,6 @@ int fp_entry_write(struct fp_writer *w, struct archive *a, struct archive_entry 
   if (dfd < 0)
     return fpull_err_set(err, errno == ELOOP ? FPULL_EUNSAFE : FPULL_EFAIL,
                          "cannot resolve parent directory: %s", strerror(errno));
-  int rc;
   if (hl) {
     rc = write_hardlink(w, e, path, dfd, base, err);
   } else {
@@ -551,7 +577,7 @@ int fp_entry_write(struct fp_writer *w, struct archive *a, struct archive_entry 
       rc = write_file(w, a, e, path, dfd, base, own_gid, err);
       break;
     case AE_IFDIR:
-      rc = write_dir(w, e, path, dfd, base, err);
+      rc = write_dir(w, e, path, dfd, pst, base, err);
       break;
     case AE_IFLNK:
       rc = write_symlink(w, e, path, dfd, base, own_gid, err);
@@ -567,13 +593,14 @@ int fp_entry_write(struct fp_writer *w, struct archive *a, struct archive_entry 
 }
 
 /* Applies the deferred metadata of the directory fd (if it has any). */
-static int apply_dir(struct fp_writer *w, int fd, const char *name, fpull_err *err)
+static int apply_dir(struct fp_writer *w, int fd, int up, const char *name, fpull_err *err)
 {
-  struct stat st;
-  if (fstat(fd, &st) < 0)
+  struct stat st, ust;
+  if (fstat(fd, &st) < 0 || fstat(up, &ust) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "%s: cannot stat directory: %s", name, strerror(errno));
   const struct fp_dirmeta *m = dir_find(w, st.st_dev, st.st_ino);
-  if (!m)
+  if (!m || m->parent_dev != ust.st_dev || m->parent_ino != ust.st_ino ||
+      m->name_hash != name_hash(name))
     return 0;
   if (w->privileged && (st.st_uid != (uid_t)m->uid || st.st_gid != (gid_t)m->gid) &&
       fchown(fd, (uid_t)m->uid, (gid_t)m->gid) < 0)
@@ -671,7 +698,7 @@ int fp_writer_finish(struct fp_writer *w, fpull_err *err)
       rc = fpull_err_set(err, FPULL_EFAIL, "%s: cannot go up: %s", name, strerror(errno));
       goto out;
     }
-    rc = apply_dir(w, cur, name, err);
+    rc = apply_dir(w, cur, up, name, err);
     close(cur);
     cur = up;
     if (rc)

@@ -22,6 +22,12 @@
 struct fp_dirmeta {
   dev_t dev;
   ino_t ino;
+  /* Where the directory was, so that a record outliving its directory (removed by a later
+   * entry or whiteout, its inode number reused by a directory made for a path's missing
+   * parents) is not applied to the newcomer. */
+  dev_t parent_dev;
+  ino_t parent_ino;
+  uint64_t name_hash;
   mode_t mode;
   int64_t uid, gid;
   struct timespec times[2];
@@ -70,6 +76,15 @@ void fp_writer_init(struct fp_writer *w, int rootfd, int force_fallback, int pri
 void fp_writer_free(struct fp_writer *w);
 /* A new layer starts: its own paths are forgotten. */
 void fp_writer_layer_begin(struct fp_writer *w);
+
+/* Checks every sink makes before writing e at cleaned path: numeric owners in range, the
+ * root stays a directory, supported types only. 0, FP_ENTRY_ROOT (the root's own entry:
+ * nothing to write, the root keeps its private mode), or FPULL_EUNSAFE. */
+#define FP_ENTRY_ROOT (-1)
+int fp_entry_check(struct archive_entry *e, const char *path, fpull_err *err);
+/* The xattr allowlist: user.* always, security.capability as root; bounded names and
+ * values. trusted.*, system.* (ACLs) and the rest are dropped and counted by the sinks. */
+int fp_xattr_allowed(const char *name, size_t size, int privileged);
 
 /* Writes the entry e (its data read from a) at cleaned path. Errors: FPULL_EUNSAFE for
  * entries that cannot be written safely or are invalid (message names the reason, the

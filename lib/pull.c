@@ -75,7 +75,13 @@ static int unpack(struct fp_session *s, const struct fp_resolved *r, struct fp_f
   uo.wait_layer = wait_layer;
   uo.wait_ud = &wctx;
   struct fpull_unpack_stats st = {0};
-  int rc = fpull_unpack_rootfs(dest, layers, n, &uo, &st, err);
+  int rc = uo.format == FPULL_FORMAT_SQUASHFS
+               ? fpull_unpack_squashfs(dest, layers, n, &uo, &st, err)
+               : fpull_unpack_rootfs(dest, layers, n, &uo, &st, err);
+  if (rc == 0 && uo.format == FPULL_FORMAT_SQUASHFS)
+    fp_debug("%s: squashfs image %llu bytes, %llu bytes of data of files later removed",
+             s->reference, (unsigned long long)st.sqfs_image_bytes,
+             (unsigned long long)st.sqfs_dead_bytes);
   /* The unpacker has warned about skipped device nodes itself. */
   if (rc == 0)
     fp_debug("%s: %llu entries, %llu whiteouts, %llu xattrs not kept, %llu owners not set",
@@ -144,7 +150,8 @@ int fpull_pull(struct fpull_pull_result **out, const char *image, const char *de
     int rc = fpull_ref_parse(&ref, image, err);
     if (rc)
       return rc;
-    def = fp_xasprintf("./%s", fpull_ref_basename(ref));
+    def = fp_xasprintf("./%s%s", fpull_ref_basename(ref),
+                       o->unpack.format == FPULL_FORMAT_SQUASHFS ? ".sqsh" : "");
     fpull_ref_free(ref);
     dest = def;
   }

@@ -18,6 +18,8 @@
 #include "fpull/unpack.h"
 #include "inroot.h"
 #include "layer_stream.h"
+#include "sink.h"
+#include "unpack_internal.h"
 #include "util.h"
 #include "whiteout.h"
 
@@ -57,7 +59,7 @@ static int inner_whiteout(const char *clean, const char *last_slash)
   return FP_WH_NONE;
 }
 
-static int apply_layer(struct fp_writer *w, const struct fpull_layer *layer, uint64_t max_entries,
+static int apply_layer(struct fp_sink *sink, const struct fpull_layer *layer, uint64_t max_entries,
                        uint64_t max_bytes, struct fpull_unpack_stats *stats, fpull_err *err)
 {
   int comp = fpull_layer_compression(layer->media_type);
@@ -73,7 +75,7 @@ static int apply_layer(struct fp_writer *w, const struct fpull_layer *layer, uin
     fp_layer_stream_close(s);
     return err ? err->code : FPULL_EUNSAFE;
   }
-  fp_writer_layer_begin(w);
+  sink->ops->layer_begin(sink);
   uint64_t count = 0;
   char shown[320];
   for (;;) {
@@ -134,10 +136,8 @@ static int apply_layer(struct fp_writer *w, const struct fpull_layer *layer, uin
       size_t dlen = slash ? (size_t)(slash - clean) : 0;
       memcpy(dir, clean, dlen);
       dir[dlen] = '\0';
-      /* Removal may take away directories the writer has cached. */
-      fp_writer_forget(w);
-      int wr = kind == FP_WH_OPAQUE_DIR ? fp_opaque_apply(&w->root, &w->layer, dir)
-                                        : fp_whiteout_apply(&w->root, &w->layer, dir, target);
+      int wr = kind == FP_WH_OPAQUE_DIR ? sink->ops->opaque(sink, dir)
+                                        : sink->ops->whiteout(sink, dir, target);
       if (wr < 0) {
         rc = fpull_err_set(err, errno == ELOOP ? FPULL_EUNSAFE : FPULL_EFAIL,
                            "entry %s: cannot apply whiteout: %s", shown, strerror(errno));
@@ -146,7 +146,7 @@ static int apply_layer(struct fp_writer *w, const struct fpull_layer *layer, uin
       stats->whiteouts++;
       continue;
     }
-    rc = fp_entry_write(w, a, e, clean, err);
+    rc = sink->ops->entry(sink, a, e, clean, err);
     if (rc) {
       const fpull_err *se = fp_layer_stream_error(s);
       if (se)
@@ -168,15 +168,57 @@ out:
   return rc;
 }
 
-static int build(int sfd, const struct fpull_layer *layers, size_t n,
-                 const struct fpull_unpack_opts *o, struct fpull_unpack_stats *stats,
-                 fpull_err *err)
-{
+/* The directory writer as a sink. */
+struct dir_sink {
+  struct fp_sink base;
   struct fp_writer w;
+};
+
+static void dir_layer_begin(struct fp_sink *s)
+{
+  fp_writer_layer_begin(&((struct dir_sink *)s)->w);
+}
+
+static int dir_entry(struct fp_sink *s, struct archive *a, struct archive_entry *e,
+                     const char *path, fpull_err *err)
+{
+  return fp_entry_write(&((struct dir_sink *)s)->w, a, e, path, err);
+}
+
+static int dir_whiteout(struct fp_sink *s, const char *dir, const char *name)
+{
+  struct fp_writer *w = &((struct dir_sink *)s)->w;
+  /* Removal may take away directories the writer has cached. */
+  fp_writer_forget(w);
+  return fp_whiteout_apply(&w->root, &w->layer, dir, name);
+}
+
+static int dir_opaque(struct fp_sink *s, const char *dir)
+{
+  struct fp_writer *w = &((struct dir_sink *)s)->w;
+  fp_writer_forget(w);
+  return fp_opaque_apply(&w->root, &w->layer, dir);
+}
+
+static int dir_finish(struct fp_sink *s, fpull_err *err)
+{
+  return fp_writer_finish(&((struct dir_sink *)s)->w, err);
+}
+
+static const struct fp_sink_ops dir_sink_ops = {
+    .layer_begin = dir_layer_begin,
+    .entry = dir_entry,
+    .whiteout = dir_whiteout,
+    .opaque = dir_opaque,
+    .finish = dir_finish,
+};
+
+int fp_unpack_feed(struct fp_sink *sink, const struct fpull_layer *layers, size_t n,
+                   const struct fpull_unpack_opts *o, struct fpull_unpack_stats *stats,
+                   fpull_err *err)
+{
   uint64_t max_entries = o->max_entries ? o->max_entries : FPULL_UNPACK_MAX_ENTRIES;
   uint64_t max_bytes = o->max_bytes ? o->max_bytes : FPULL_UNPACK_MAX_BYTES;
-  fp_writer_init(&w, sfd, o->resolve_fallback, geteuid() == 0 && !o->unprivileged, stats);
-  w.max_file = max_bytes;
   /* libarchive converts names to the locale's charset; a UTF-8 locale of our own keeps the
    * bytes as they are whatever LANG the job runs with. */
   locale_t loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
@@ -185,17 +227,16 @@ static int build(int sfd, const struct fpull_layer *layers, size_t n,
   for (size_t i = 0; i < n && !rc; i++) {
     if (o->wait_layer && (rc = o->wait_layer(o->wait_ud, i, err)) != 0)
       break;
-    rc = apply_layer(&w, &layers[i], max_entries, max_bytes, stats, err);
+    rc = apply_layer(sink, &layers[i], max_entries, max_bytes, stats, err);
     if (rc)
       fpull_err_prefix(err, "layer %s", layers[i].digest ? layers[i].digest : layers[i].path);
   }
   if (!rc)
-    rc = fp_writer_finish(&w, err);
+    rc = sink->ops->finish(sink, err);
   if (loc) {
     uselocale(old);
     freelocale(loc);
   }
-  fp_writer_free(&w);
   if (!rc && stats->devices_skipped)
     fp_warn("%llu device node(s) skipped: creating them needs root",
             (unsigned long long)stats->devices_skipped);
@@ -205,6 +246,18 @@ static int build(int sfd, const struct fpull_layer *layers, size_t n,
   if (!rc && stats->xattrs_skipped)
     fp_debug("%llu extended attribute(s) not restored (not allowed or not supported)",
              (unsigned long long)stats->xattrs_skipped);
+  return rc;
+}
+
+static int build(int sfd, const struct fpull_layer *layers, size_t n,
+                 const struct fpull_unpack_opts *o, struct fpull_unpack_stats *stats,
+                 fpull_err *err)
+{
+  struct dir_sink ds = {.base.ops = &dir_sink_ops};
+  fp_writer_init(&ds.w, sfd, o->resolve_fallback, geteuid() == 0 && !o->unprivileged, stats);
+  ds.w.max_file = o->max_bytes ? o->max_bytes : FPULL_UNPACK_MAX_BYTES;
+  int rc = fp_unpack_feed(&ds.base, layers, n, o, stats, err);
+  fp_writer_free(&ds.w);
   return rc;
 }
 

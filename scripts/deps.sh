@@ -7,7 +7,9 @@ FPULL_PKGS=(build-essential cmake pkg-config clang clang-format libclang-rt-14-d
   gcc-aarch64-linux-gnu gcc-powerpc64le-linux-gnu libc6-dev-arm64-cross libc6-dev-ppc64el-cross
   qemu-user
   slurm-wlm slurmctld slurmd munge libslurm-dev
-  runc)
+  runc
+
+  libsquashfs-dev squashfs-tools squashfs-tools-ng squashfuse)
 
 fpull_install_deps() {
   local missing=() p

@@ -14,6 +14,20 @@ struct fpull_layer {
   int fd;
 };
 
+/* What pull writes (contract, --format). */
+enum fpull_unpack_format {
+  FPULL_FORMAT_DIR = 0,      /* DEST is the rootfs */
+  FPULL_FORMAT_SQUASHFS = 2, /* DEST is one SquashFS file holding it */
+};
+
+/* SquashFS output; zeros are libsquashfs's (and mksquashfs's) defaults. */
+struct fpull_sqfs_opts {
+  const char *compressor; /* "zstd" (NULL), "gzip", "xz", "lz4" */
+  unsigned block_size;    /* a power of two, 4 KiB .. 1 MiB; 0: 128 KiB */
+  int level;              /* 0: the compressor's default */
+  unsigned threads;       /* compression threads, at most the CPUs we may use; 0: those */
+};
+
 /* Options structs grow at the end: version says which layout the caller was compiled
  * with, and the library refuses versions it does not know (FPULL_EUSAGE). Start from
  * FPULL_UNPACK_OPTS_INIT, then set fields. */
@@ -29,6 +43,8 @@ struct fpull_unpack_opts {
    * layer i while later layers are still downloading. NULL: all layers are there. */
   int (*wait_layer)(void *ud, size_t i, fpull_err *err);
   void *wait_ud;
+  int format; /* enum fpull_unpack_format, for fpull_pull */
+  struct fpull_sqfs_opts sqfs;
 };
 #define FPULL_UNPACK_OPTS_INIT                                                                     \
   {                                                                                                \
@@ -47,6 +63,10 @@ struct fpull_unpack_stats {
   uint64_t xattrs_skipped; /* not on the allowlist, or refused by the file system */
   uint64_t owners_failed;  /* as root, where the file system refused chown */
   uint64_t setid_dropped;  /* as non-root: setuid/setgid bits of files not kept */
+  /* SquashFS: file data written into the image before a later layer removed the file (the
+   * price of streaming each layer once) and the image's size. */
+  uint64_t sqfs_dead_bytes;
+  uint64_t sqfs_image_bytes;
 };
 
 /* Builds the rootfs beside dest (a private staging directory), applies the layers in order
@@ -56,5 +76,20 @@ struct fpull_unpack_stats {
 FPULL_API int fpull_unpack_rootfs(const char *dest, const struct fpull_layer *layers, size_t n,
                                   const struct fpull_unpack_opts *opts,
                                   struct fpull_unpack_stats *stats, fpull_err *err);
+
+/* Writes the merged layers as one SquashFS image at dest (a file): the same merge, rules and
+ * verification as fpull_unpack_rootfs, no tree on disk. The image is written beside dest
+ * and renamed in when complete; with force a regular file dest is replaced. Errors as
+ * fpull_unpack_rootfs, and FPULL_EUSAGE for bad sqfs options. */
+FPULL_API int fpull_unpack_squashfs(const char *dest, const struct fpull_layer *layers, size_t n,
+                                    const struct fpull_unpack_opts *opts,
+                                    struct fpull_unpack_stats *stats, fpull_err *err);
+
+/* Checks sqfs options before any work: FPULL_EUSAGE naming the bad one. */
+FPULL_API int fpull_sqfs_opts_check(const struct fpull_sqfs_opts *so, fpull_err *err);
+
+/* The compression threads a SquashFS pull uses for opts->sqfs.threads: the CPUs this
+ * process may run on (sched_getaffinity), fewer when asked. */
+FPULL_API unsigned fpull_sqfs_threads(unsigned asked);
 
 #endif

@@ -10,6 +10,7 @@
 #include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -150,6 +151,53 @@ static FP_CASE_UNUSED void check_base_clean(int dest_expected)
   CHECK_INT_EQ(access(dest, F_OK) == 0, dest_expected);
 }
 
+#ifdef FP_CASE_SQFS
+/* Built as test_unpack_sqfs / test_whiteout_sqfs (tests/sqfs/extra.cmake): every case also
+ * writes a SquashFS image of the same layers, outside BASE, and that image must give the
+ * same result as the directory output: the same error code and message, or exactly the
+ * same tree (tests/fixtures/sqfs_trees.py), with the same counts. */
+static void sqfs_twin(const struct fpull_layer *layers, size_t n, const struct fpull_unpack_opts *o,
+                      int rc, const fpull_err *err, const struct fpull_unpack_stats *st)
+{
+  static int k;
+  char dir[4200], img[4300], cmd[16384];
+  /* Failures that do not name a layer are about DEST, which the image does not share. */
+  if (rc && !strstr(err->msg, "layer "))
+    return;
+  snprintf(dir, sizeof dir, "%s/sqfs-out", th_tmpdir());
+  (void)mkdir(dir, 0700);
+  snprintf(img, sizeof img, "%s/img%d.sqsh", dir, k++);
+  fpull_err serr;
+  struct fpull_unpack_stats sst;
+  fpull_err_clear(&serr);
+  int src = fpull_unpack_squashfs(img, layers, n, o, &sst, &serr);
+  if (src != rc)
+    th_fail(__FILE__, __LINE__, "squashfs: exit %d (%s), the directory output: %d (%s)", src,
+            serr.msg, rc, err->msg);
+  CHECK_STR_EQ(serr.msg, err->msg);
+  if (rc == 0) {
+    CHECK_INT_EQ(sst.entries, st->entries);
+    CHECK_INT_EQ(sst.whiteouts, st->whiteouts);
+    CHECK_INT_EQ(sst.devices_skipped, st->devices_skipped);
+    CHECK_INT_EQ(sst.setid_dropped, st->setid_dropped);
+    const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+    snprintf(cmd, sizeof cmd, "%s '%.4096s' '%.4096s' '%.4096s' >&2", py,
+             th_src("tests/fixtures/sqfs_trees.py"), dest, img);
+    if (system(cmd) != 0)
+      th_fail(__FILE__, __LINE__, "the image %s does not hold the tree of %s", img, dest);
+    CHECK(unlink(img) == 0);
+  }
+  /* Nothing left behind: no image after a failure, no temporary file ever. */
+  DIR *d = opendir(dir);
+  CHECK(d != NULL);
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+      th_fail(__FILE__, __LINE__, "left behind: %s/%s", dir, de->d_name);
+  closedir(d);
+}
+#endif
+
 static FP_CASE_UNUSED int unpack(struct built *b, size_t n, struct fpull_unpack_opts *o,
                                  fpull_err *err, struct fpull_unpack_stats *st)
 {
@@ -161,7 +209,18 @@ static FP_CASE_UNUSED int unpack(struct built *b, size_t n, struct fpull_unpack_
     o = &def;
   o->resolve_fallback = fallback;
   fpull_err_clear(err);
+#ifdef FP_CASE_SQFS
+  struct fpull_unpack_stats local;
+  if (!st)
+    st = &local;
+  int rc = fpull_unpack_rootfs(dest, layers, n, o, st, err);
+  /* The image has no resolver to choose: one run is enough. */
+  if (!fallback)
+    sqfs_twin(layers, n, o, rc, err, st);
+  return rc;
+#else
   return fpull_unpack_rootfs(dest, layers, n, o, st, err);
+#endif
 }
 
 /* Unpacks the descriptions (one layer each, uncompressed) into a fresh DEST. */

@@ -1,0 +1,258 @@
+/* The SquashFS image as a file (see sqfs_file.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqfs/error.h>
+
+#include "sqfs_file.h"
+#include "util.h"
+
+static void fd_file_destroy(sqfs_object_t *o)
+{
+  free(o);
+}
+
+static int fd_file_read_at(sqfs_file_t *f, sqfs_u64 off, void *buf, size_t n)
+{
+  struct fp_fd_file *ff = (struct fp_fd_file *)f;
+  char *p = buf;
+  while (n) {
+    ssize_t r = pread(ff->fd, p, n, (off_t)off);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return r == 0 ? SQFS_ERROR_OUT_OF_BOUNDS : SQFS_ERROR_IO;
+    p += r;
+    off += (sqfs_u64)r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+static int fd_file_write_at(sqfs_file_t *f, sqfs_u64 off, const void *buf, size_t n)
+{
+  struct fp_fd_file *ff = (struct fp_fd_file *)f;
+  const char *p = buf;
+  uint64_t end = off + n;
+  while (n) {
+    ssize_t r = pwrite(ff->fd, p, n, (off_t)off);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      if (!ff->error)
+        ff->error = errno;
+      return SQFS_ERROR_IO;
+    }
+    p += r;
+    off += (sqfs_u64)r;
+    n -= (size_t)r;
+  }
+  if (end > ff->size)
+    ff->size = end;
+  return 0;
+}
+
+static sqfs_u64 fd_file_get_size(const sqfs_file_t *f)
+{
+  return ((const struct fp_fd_file *)f)->size;
+}
+
+static int fd_file_truncate(sqfs_file_t *f, sqfs_u64 size)
+{
+  struct fp_fd_file *ff = (struct fp_fd_file *)f;
+  if (ftruncate(ff->fd, (off_t)size) < 0) {
+    if (!ff->error)
+      ff->error = errno;
+    return SQFS_ERROR_IO;
+  }
+  ff->size = size;
+  return 0;
+}
+
+struct fp_fd_file *fp_fd_file_new(int fd)
+{
+  struct fp_fd_file *f = fp_xcalloc(1, sizeof *f);
+  f->base.base.destroy = fd_file_destroy;
+  f->base.read_at = fd_file_read_at;
+  f->base.write_at = fd_file_write_at;
+  f->base.get_size = fd_file_get_size;
+  f->base.truncate = fd_file_truncate;
+  f->fd = fd;
+  return f;
+}
+
+/* ---- the image file beside DEST, renamed in when complete ---- */
+
+#define TMP_TAG ".fpull-tmp-"
+
+static void tmp_prefix(char *out, size_t cap, const char *base)
+{
+  snprintf(out, cap, ".%.*s" TMP_TAG, 200, base);
+}
+
+/* Temporary images of earlier runs that were killed: a live run holds a lock on its own. */
+static void remove_leftovers(int pfd, const char *base)
+{
+  char prefix[NAME_MAX + 1];
+  tmp_prefix(prefix, sizeof prefix, base);
+  int rfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = rfd >= 0 ? fdopendir(rfd) : NULL;
+  if (!d) {
+    if (rfd >= 0)
+      close(rfd);
+    return;
+  }
+  cleanup_strv char **names = NULL;
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (strncmp(de->d_name, prefix, strlen(prefix)) == 0)
+      names = fp_strv_push(names, de->d_name);
+  closedir(d);
+  for (size_t i = 0; names && names[i]; i++) {
+    struct stat st;
+    /* Only our own regular files are opened: never a FIFO or a device someone put here. */
+    if (fstatat(pfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != geteuid())
+      continue;
+    cleanup_close int fd = openat(pfd, names[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        flock(fd, LOCK_EX | LOCK_NB) < 0)
+      continue;
+    fp_debug("removing %s left by an earlier run", names[i]);
+    (void)unlinkat(pfd, names[i], 0);
+  }
+}
+
+static int make_tmp(int pfd, const char *base, char *name, size_t cap, fpull_err *err)
+{
+  static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  char prefix[NAME_MAX + 1];
+  tmp_prefix(prefix, sizeof prefix, base);
+  for (int attempt = 0; attempt < 100; attempt++) {
+    unsigned char rnd[8];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+      for (size_t i = 0; i < sizeof rnd; i++)
+        rnd[i] = (unsigned char)(rand() ^ getpid());
+    char suffix[sizeof rnd + 1];
+    for (size_t i = 0; i < sizeof rnd; i++)
+      suffix[i] = alphabet[rnd[i] % (sizeof alphabet - 1)];
+    suffix[sizeof rnd] = '\0';
+    snprintf(name, cap, "%s%s", prefix, suffix);
+    int fd = openat(pfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      if (flock(fd, LOCK_EX) < 0) {
+        int saved = errno;
+        close(fd);
+        unlinkat(pfd, name, 0);
+        return fpull_err_set(err, FPULL_EFAIL, "cannot lock %s: %s", name, strerror(saved)), -1;
+      }
+      return fd;
+    }
+    if (errno != EEXIST)
+      return fpull_err_set(err, FPULL_EFAIL, "cannot create an image file beside %s: %s", base,
+                           strerror(errno)),
+             -1;
+  }
+  return fpull_err_set(err, FPULL_EFAIL, "cannot create an image file beside %s", base), -1;
+}
+
+/* DEST must be ours to replace: never a symlink, never another user's, never a directory. */
+static int check_dest(int pfd, const char *base, const char *dest, int force, int *exists,
+                      fpull_err *err)
+{
+  struct stat st;
+  *exists = 0;
+  if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT ? 0 : fpull_err_set(err, FPULL_EFAIL, "%s: %s", dest, strerror(errno));
+  *exists = 1;
+  if (S_ISLNK(st.st_mode))
+    return fpull_err_set(err, FPULL_EFAIL, "%s is a symlink; refusing to replace it", dest);
+  if (st.st_uid != geteuid())
+    return fpull_err_set(err, FPULL_EFAIL,
+                         "%s belongs to uid %u, not to us; refusing to replace it", dest,
+                         (unsigned)st.st_uid);
+  if (!S_ISREG(st.st_mode))
+    return fpull_err_set(err, FPULL_EFAIL, "%s exists and is not a regular file", dest);
+  if (!force)
+    return fpull_err_set(err, FPULL_EFAIL, "%s already exists (--force replaces it)", dest);
+  return 0;
+}
+
+static int publish(int pfd, const char *tmp, const char *base, const char *dest, int exists,
+                   fpull_err *err)
+{
+  if (!exists) {
+    if (renameat2(pfd, tmp, pfd, base, RENAME_NOREPLACE) == 0)
+      return 0;
+    if (errno == EEXIST)
+      return fpull_err_set(err, FPULL_EFAIL, "%s appeared while writing; not replacing it", dest);
+    if (errno != EINVAL && errno != ENOSYS)
+      return fpull_err_set(err, FPULL_EFAIL, "cannot rename into %s: %s", dest, strerror(errno));
+  }
+  /* rename(2) replaces a file atomically: DEST is the old image, then the new one. */
+  if (renameat(pfd, tmp, pfd, base) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot rename into %s: %s", dest, strerror(errno));
+  return 0;
+}
+
+int fp_image_open(struct fp_image_dest *d, const char *dest, int force, fpull_err *err)
+{
+  memset(d, 0, sizeof *d);
+  d->pfd = d->fd = -1;
+  d->dest = dest;
+  if (!dest || !*dest)
+    return fpull_err_set(err, FPULL_EFAIL, "no destination file");
+  d->dir = fp_xstrdup(dest);
+  char *slash = strrchr(d->dir, '/');
+  d->base = slash ? slash + 1 : d->dir;
+  const char *parent = slash ? (slash == d->dir ? "/" : d->dir) : ".";
+  if (slash)
+    *slash = '\0';
+  if (!*d->base || strcmp(d->base, ".") == 0 || strcmp(d->base, "..") == 0)
+    return fpull_err_set(err, FPULL_EFAIL, "%s: the destination must name a file to create", dest);
+  if (fp_mkdir_p(parent, 0755) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot create %s: %s", parent, strerror(errno));
+  d->pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (d->pfd < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot open %s: %s", parent, strerror(errno));
+  remove_leftovers(d->pfd, d->base);
+  int rc = check_dest(d->pfd, d->base, dest, force, &d->exists, err);
+  if (rc)
+    return rc;
+  d->fd = make_tmp(d->pfd, d->base, d->tmp, sizeof d->tmp, err);
+  return d->fd < 0 ? (err ? err->code : FPULL_EFAIL) : 0;
+}
+
+int fp_image_publish(struct fp_image_dest *d, fpull_err *err)
+{
+  if (fdatasync(d->fd) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "%s: %s", d->dest, strerror(errno));
+  /* DEST may have changed while we worked: check again right before the rename. */
+  int rc = d->exists ? check_dest(d->pfd, d->base, d->dest, 1, &d->exists, err) : 0;
+  if (!rc)
+    rc = publish(d->pfd, d->tmp, d->base, d->dest, d->exists, err);
+  if (!rc)
+    d->tmp[0] = '\0';
+  return rc;
+}
+
+void fp_image_close(struct fp_image_dest *d)
+{
+  if (d->tmp[0] && d->pfd >= 0)
+    (void)unlinkat(d->pfd, d->tmp, 0);
+  if (d->fd >= 0)
+    close(d->fd);
+  if (d->pfd >= 0)
+    close(d->pfd);
+  free(d->dir);
+  memset(d, 0, sizeof *d);
+  d->pfd = d->fd = -1;
+}

@@ -1,0 +1,688 @@
+/* The SquashFS sink: layers straight into one image file with libsquashfs, no tree on disk.
+ *
+ * Design: each layer is read once, as it arrives. A file's data goes to the block
+ * processor (compressed on -j threads) the moment its entry is read, and its inode (block
+ * sizes, fragment) stays in the in-memory tree (sqfs_tree.c), which applies the same
+ * rules as the directory output: whiteouts, opaque directories, hardlinks, symlinks
+ * resolved inside the root. Only when all layers are in are the inode, directory, fragment,
+ * id and xattr tables written, from that tree. The price: data of a file that a later layer
+ * deletes or replaces stays in the image, unreferenced (counted in sqfs_dead_bytes; the
+ * block processor's deduplication saves identical data). The alternative, reading every
+ * layer twice (names first, data second), would cost a second decompression of every layer
+ * and could not overlap unpacking with downloading. */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqfs/block.h>
+#include <sqfs/block_processor.h>
+#include <sqfs/block_writer.h>
+#include <sqfs/compressor.h>
+#include <sqfs/dir_writer.h>
+#include <sqfs/error.h>
+#include <sqfs/frag_table.h>
+#include <sqfs/id_table.h>
+#include <sqfs/inode.h>
+#include <sqfs/io.h>
+#include <sqfs/meta_writer.h>
+#include <sqfs/super.h>
+#include <sqfs/xattr_writer.h>
+
+#include "entry_write.h"
+#include "fpull/unpack.h"
+#include "inroot.h"
+#include "sink.h"
+#include "sqfs_file.h"
+#include "sqfs_tree.h"
+#include "unpack_internal.h"
+#include "util.h"
+
+/* ---- the sink ---- */
+
+struct sqfs_sink {
+  struct fp_sink base;
+  struct fp_mtree tree;
+  struct fp_fd_file *file;
+  sqfs_compressor_t *cmp;
+  sqfs_block_writer_t *bw;
+  sqfs_frag_table_t *frags;
+  sqfs_block_processor_t *bp;
+  sqfs_id_table_t *ids;
+  sqfs_xattr_writer_t *xw;
+  sqfs_meta_writer_t *im, *dm;
+  sqfs_dir_writer_t *dw;
+  sqfs_super_t super;
+  int privileged;
+  uint32_t euid, egid;
+  uint64_t max_file;
+  uint32_t count; /* inodes numbered */
+  int in_file;    /* a file was begun and not ended (an error in its data) */
+  int bp_finished;
+  struct fpull_unpack_stats *stats;
+};
+
+/* A libsquashfs error as a message; a failed write says why. */
+static int sq_fail(struct sqfs_sink *q, int ret, fpull_err *err, const char *what)
+{
+  if (ret == SQFS_ERROR_IO && q->file && q->file->error)
+    return fpull_err_set(err, FPULL_EFAIL, "%s: %s", what, strerror(q->file->error));
+  if (ret == SQFS_ERROR_ALLOC)
+    return fpull_err_set(err, FPULL_EFAIL, "%s: out of memory", what);
+  return fpull_err_set(err, FPULL_EFAIL, "%s: libsquashfs error %d", what, ret);
+}
+
+static void set_owner(const struct sqfs_sink *q, struct fp_minode *ino, struct archive_entry *e)
+{
+  /* As non-root the directory output's files belong to the caller: so do the image's. */
+  ino->uid = q->privileged ? (uint32_t)archive_entry_uid(e) : q->euid;
+  ino->gid = q->privileged ? (uint32_t)archive_entry_gid(e) : q->egid;
+}
+
+static void set_mtime(const struct sqfs_sink *q, struct fp_minode *ino, struct archive_entry *e)
+{
+  int64_t t = archive_entry_mtime_is_set(e) ? (int64_t)archive_entry_mtime(e) : q->tree.now;
+  /* SquashFS keeps unsigned 32-bit seconds. */
+  ino->mtime = t < 0 ? 0 : t > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
+
+static void set_xattrs(struct sqfs_sink *q, struct fp_minode *ino, struct archive_entry *e)
+{
+  const char *name;
+  const void *value;
+  size_t size;
+  if (archive_entry_xattr_reset(e) == 0)
+    return;
+  while (archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
+    if (fp_xattr_allowed(name, size, q->privileged))
+      fp_mtree_xattr(ino, name, value, size);
+    else
+      q->stats->xattrs_skipped++;
+  }
+}
+
+static mode_t drop_setid(struct sqfs_sink *q, mode_t perm)
+{
+  if (!q->privileged && (perm & (S_ISUID | S_ISGID))) {
+    q->stats->setid_dropped++;
+    perm &= (mode_t) ~(S_ISUID | S_ISGID);
+  }
+  return perm;
+}
+
+static int write_file(struct sqfs_sink *q, struct archive *a, struct archive_entry *e,
+                      struct fp_minode *dir, const char *base, fpull_err *err)
+{
+  static const char zeros[65536];
+  int64_t size = archive_entry_size(e);
+  if (size < 0 || (uint64_t)size > q->max_file)
+    return fpull_err_set(err, FPULL_EUNSAFE, "file size %lld over the layer's limit",
+                         (long long)size);
+  struct fp_minode *ino =
+      fp_mtree_inode(&q->tree, S_IFREG | drop_setid(q, archive_entry_perm(e) & 07777));
+  set_owner(q, ino, e);
+  set_mtime(q, ino, e);
+  set_xattrs(q, ino, e);
+  int ret = sqfs_block_processor_begin_file(q->bp, &ino->sq, NULL, 0);
+  if (ret)
+    return sq_fail(q, ret, err, "writing the image");
+  q->in_file = 1;
+  const void *buf;
+  size_t len;
+  la_int64_t off;
+  int64_t pos = 0;
+  int r;
+  while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
+    if (off < pos || off > size)
+      return fpull_err_set(err, FPULL_EUNSAFE, "bad sparse map");
+    /* A hole: zeros, which the block processor stores as a sparse block. */
+    while (pos < off) {
+      size_t n = (size_t)(off - pos) < sizeof zeros ? (size_t)(off - pos) : sizeof zeros;
+      if ((ret = sqfs_block_processor_append(q->bp, zeros, n)))
+        return sq_fail(q, ret, err, "writing the image");
+      pos += (int64_t)n;
+    }
+    if (len && (ret = sqfs_block_processor_append(q->bp, buf, len)))
+      return sq_fail(q, ret, err, "writing the image");
+    pos += (int64_t)len;
+  }
+  if (r != ARCHIVE_EOF)
+    return fpull_err_set(err, FPULL_EUNSAFE, "corrupt layer: %s",
+                         archive_error_string(a) ? archive_error_string(a) : "read error");
+  while (pos < size) {
+    size_t n = (size_t)(size - pos) < sizeof zeros ? (size_t)(size - pos) : sizeof zeros;
+    if ((ret = sqfs_block_processor_append(q->bp, zeros, n)))
+      return sq_fail(q, ret, err, "writing the image");
+    pos += (int64_t)n;
+  }
+  q->in_file = 0;
+  if ((ret = sqfs_block_processor_end_file(q->bp)))
+    return sq_fail(q, ret, err, "writing the image");
+  ino->size = (uint64_t)pos;
+  fp_mtree_link(&q->tree, dir, base, ino);
+  return 0;
+}
+
+static int write_dir(struct sqfs_sink *q, struct archive_entry *e, struct fp_minode *dir,
+                     const char *base)
+{
+  struct fp_mdirent *d = fp_mtree_lookup(&q->tree, dir, base);
+  struct fp_minode *ino = d && S_ISDIR(d->ino->mode) ? d->ino : NULL;
+  if (!ino) {
+    ino = fp_mtree_inode(&q->tree, S_IFDIR);
+    fp_mtree_link(&q->tree, dir, base, ino);
+  }
+  /* A directory onto a directory keeps it and its content; its metadata is the last
+   * entry's, as the directory output applies it at the end. */
+  ino->mode = S_IFDIR | (archive_entry_perm(e) & 07777);
+  if (q->privileged) {
+    ino->uid = (uint32_t)archive_entry_uid(e);
+    ino->gid = (uint32_t)archive_entry_gid(e);
+  }
+  set_mtime(q, ino, e);
+  set_xattrs(q, ino, e);
+  return 0;
+}
+
+static int write_symlink(struct sqfs_sink *q, struct archive_entry *e, struct fp_minode *dir,
+                         const char *base, fpull_err *err)
+{
+  const char *target = archive_entry_symlink(e);
+  if (!target || !*target)
+    return fpull_err_set(err, FPULL_EUNSAFE, "symlink with an empty target");
+  if (strlen(target) > FP_PATH_MAX)
+    return fpull_err_set(err, FPULL_EUNSAFE, "symlink target too long");
+  struct fp_minode *ino = fp_mtree_inode(&q->tree, S_IFLNK | 0777);
+  ino->target = fp_xstrdup(target);
+  set_owner(q, ino, e);
+  set_mtime(q, ino, e);
+  if (archive_entry_xattr_count(e))
+    q->stats->xattrs_skipped += (uint64_t)archive_entry_xattr_count(e);
+  fp_mtree_link(&q->tree, dir, base, ino);
+  return 0;
+}
+
+/* Is dir the directory d or below it? */
+static int is_below(const struct fp_mtree *t, const struct fp_minode *dir,
+                    const struct fp_minode *d)
+{
+  for (;; dir = dir->parent) {
+    if (dir == d)
+      return 1;
+    if (dir == t->root)
+      return 0;
+  }
+}
+
+static int write_hardlink(struct sqfs_sink *q, struct archive_entry *e, const char *path,
+                          struct fp_minode *dir, const char *base, fpull_err *err)
+{
+  char target[FP_PATH_MAX + 1];
+  const char *why, *tbase;
+  if (fp_path_clean(archive_entry_hardlink(e), target, &why) < 0)
+    return fpull_err_set(err, FPULL_EUNSAFE, "hardlink target: %s", why);
+  if (!*target)
+    return fpull_err_set(err, FPULL_EUNSAFE, "hardlink to the root directory");
+  if (strcmp(target, path) == 0)
+    return fpull_err_set(err, FPULL_EUNSAFE, "hardlink to itself");
+  /* The target's directories are followed inside the root, its last component is not: a
+   * hardlink to a symlink links the symlink. */
+  struct fp_minode *tdir = fp_mtree_parent(&q->tree, target, 0, &tbase);
+  struct fp_mdirent *td = tdir ? fp_mtree_lookup(&q->tree, tdir, tbase) : NULL;
+  if (!td)
+    return fpull_err_set(err, FPULL_EUNSAFE, "hardlink target does not exist: %s",
+                         strerror(tdir ? ENOENT : errno));
+  if (S_ISDIR(td->ino->mode))
+    return fpull_err_set(err, FPULL_EUNSAFE, "hardlink to a directory");
+  struct fp_mdirent *old = fp_mtree_lookup(&q->tree, dir, base);
+  if (old && old->ino == td->ino)
+    return 0;
+  /* Replacing a directory that holds the target takes the target away first, as on disk. */
+  if (old && S_ISDIR(old->ino->mode) && is_below(&q->tree, tdir, old->ino))
+    return fpull_err_set(err, FPULL_EFAIL, "cannot link: %s", strerror(ENOENT));
+  fp_mtree_link(&q->tree, dir, base, td->ino);
+  return 0;
+}
+
+static int write_node(struct sqfs_sink *q, struct archive_entry *e, struct fp_minode *dir,
+                      const char *base, fpull_err *err)
+{
+  mode_t type = archive_entry_filetype(e);
+  uint32_t rdev = 0;
+  if (type != AE_IFIFO) {
+    unsigned long maj = (unsigned long)archive_entry_rdevmajor(e);
+    unsigned long min = (unsigned long)archive_entry_rdevminor(e);
+    /* Linux device numbers: 12-bit major, 20-bit minor. */
+    if (maj >= (1ul << 12) || min >= (1ul << 20))
+      return fpull_err_set(err, FPULL_EUNSAFE, "device number %lu:%lu out of range", maj, min);
+    if (!q->privileged) {
+      q->stats->devices_skipped++;
+      return 0;
+    }
+    /* The kernel's new_encode_dev, which SquashFS stores. */
+    rdev = (uint32_t)((min & 0xff) | (maj << 8) | ((min & ~0xfful) << 12));
+  }
+  mode_t ft = type == AE_IFIFO ? S_IFIFO : type == AE_IFCHR ? S_IFCHR : S_IFBLK;
+  struct fp_minode *ino =
+      fp_mtree_inode(&q->tree, ft | drop_setid(q, archive_entry_perm(e) & 07777));
+  ino->rdev = rdev;
+  set_owner(q, ino, e);
+  set_mtime(q, ino, e);
+  fp_mtree_link(&q->tree, dir, base, ino);
+  return 0;
+}
+
+static int sq_entry(struct fp_sink *s, struct archive *a, struct archive_entry *e, const char *path,
+                    fpull_err *err)
+{
+  struct sqfs_sink *q = (struct sqfs_sink *)s;
+  int rc = fp_entry_check(e, path, err);
+  if (rc)
+    return rc == FP_ENTRY_ROOT ? 0 : rc;
+  const char *base;
+  struct fp_minode *dir = fp_mtree_parent(&q->tree, path, 1, &base);
+  if (!dir)
+    return fpull_err_set(err, errno == ELOOP ? FPULL_EUNSAFE : FPULL_EFAIL,
+                         "cannot resolve parent directory: %s", strerror(errno));
+  fp_mtree_touch(&q->tree, dir);
+  mode_t type = archive_entry_filetype(e);
+  if (archive_entry_hardlink(e))
+    rc = write_hardlink(q, e, path, dir, base, err);
+  else if (type == AE_IFREG)
+    rc = write_file(q, a, e, dir, base, err);
+  else if (type == AE_IFDIR)
+    rc = write_dir(q, e, dir, base);
+  else if (type == AE_IFLNK)
+    rc = write_symlink(q, e, dir, base, err);
+  else
+    rc = write_node(q, e, dir, base, err);
+  struct fp_mdirent *d;
+  if (rc == 0 && (d = fp_mtree_lookup(&q->tree, dir, base)) != NULL)
+    d->layer = q->tree.layer;
+  return rc;
+}
+
+static void sq_layer_begin(struct fp_sink *s)
+{
+  ((struct sqfs_sink *)s)->tree.layer++;
+}
+
+static int sq_whiteout(struct fp_sink *s, const char *dir, const char *name)
+{
+  return fp_mtree_whiteout(&((struct sqfs_sink *)s)->tree, dir, name);
+}
+
+static int sq_opaque(struct fp_sink *s, const char *dir)
+{
+  return fp_mtree_opaque(&((struct sqfs_sink *)s)->tree, dir);
+}
+
+/* ---- the tables, once every layer is in ---- */
+
+static int cmp_dirent(const void *a, const void *b)
+{
+  return strcmp((*(struct fp_mdirent *const *)a)->name, (*(struct fp_mdirent *const *)b)->name);
+}
+
+/* The names of dir in SquashFS order (sorted by bytes); free the array. */
+static struct fp_mdirent **sorted(const struct fp_minode *dir)
+{
+  struct fp_mdirent **v = fp_xmalloc((dir->nchildren ? dir->nchildren : 1) * sizeof *v);
+  size_t i = 0;
+  for (struct fp_mdirent *d = dir->first; d; d = d->next)
+    v[i++] = d;
+  qsort(v, i, sizeof *v, cmp_dirent);
+  return v;
+}
+
+/* Children before their directory, so a directory's listing can name their inodes; the
+ * root last. Depth is bounded by FP_PATH_MAX / 2. */
+static void number(struct sqfs_sink *q, struct fp_minode *dir)
+{
+  for (struct fp_mdirent *d = dir->first; d; d = d->next) {
+    if (S_ISDIR(d->ino->mode))
+      number(q, d->ino);
+    else if (!d->ino->ino_num)
+      d->ino->ino_num = ++q->count;
+  }
+  dir->ino_num = ++q->count;
+}
+
+static int finish_inode(struct sqfs_sink *q, struct fp_minode *ino, sqfs_inode_generic_t *sq,
+                        fpull_err *err)
+{
+  int ret;
+  sq->base.mode = (sqfs_u16)ino->mode;
+  sq->base.mod_time = ino->mtime;
+  sq->base.inode_number = ino->ino_num;
+  if ((ret = sqfs_id_table_id_to_index(q->ids, ino->uid, &sq->base.uid_idx)) ||
+      (ret = sqfs_id_table_id_to_index(q->ids, ino->gid, &sq->base.gid_idx)))
+    return sq_fail(q, ret, err, "id table");
+  sqfs_u64 block;
+  sqfs_u32 offset;
+  sqfs_meta_writer_get_position(q->im, &block, &offset);
+  ino->ref = ((sqfs_u64)block << 16) | offset;
+  if ((ret = sqfs_meta_writer_write_inode(q->im, sq)))
+    return sq_fail(q, ret, err, "writing the inode table");
+  ino->written = 1;
+  return 0;
+}
+
+static int xattr_index(struct sqfs_sink *q, const struct fp_minode *ino, sqfs_u32 *idx,
+                       fpull_err *err)
+{
+  int ret;
+  *idx = 0xFFFFFFFF;
+  if (!ino->xattrs)
+    return 0;
+  if ((ret = sqfs_xattr_writer_begin(q->xw, 0)))
+    return sq_fail(q, ret, err, "xattrs");
+  for (const struct fp_mxattr *x = ino->xattrs; x; x = x->next)
+    if ((ret = sqfs_xattr_writer_add(q->xw, x->name, x->value, x->size)))
+      return sq_fail(q, ret, err, "xattrs");
+  if ((ret = sqfs_xattr_writer_end(q->xw, idx)))
+    return sq_fail(q, ret, err, "xattrs");
+  return 0;
+}
+
+static int write_leaf(struct sqfs_sink *q, struct fp_minode *ino, fpull_err *err)
+{
+  sqfs_u32 xi;
+  int rc = xattr_index(q, ino, &xi, err);
+  if (rc)
+    return rc;
+  size_t tlen = ino->target ? strlen(ino->target) : 0;
+  cleanup_free sqfs_inode_generic_t *own = NULL;
+  sqfs_inode_generic_t *sq = ino->sq;
+  if (S_ISREG(ino->mode)) {
+    if (!sq)
+      return fpull_err_set(err, FPULL_EFAIL, "file without an inode");
+  } else {
+    sq = own = fp_xcalloc(1, sizeof *sq + tlen + 1);
+    if (S_ISLNK(ino->mode)) {
+      sq->base.type = SQFS_INODE_SLINK;
+      sq->data.slink.nlink = ino->nlink;
+      sq->data.slink.target_size = (sqfs_u32)tlen;
+      sq->payload_bytes_available = sq->payload_bytes_used = (sqfs_u32)tlen;
+      memcpy(sq->extra, ino->target, tlen);
+    } else if (S_ISFIFO(ino->mode)) {
+      sq->base.type = SQFS_INODE_FIFO;
+      sq->data.ipc.nlink = ino->nlink;
+    } else {
+      sq->base.type = S_ISCHR(ino->mode) ? SQFS_INODE_CDEV : SQFS_INODE_BDEV;
+      sq->data.dev.nlink = ino->nlink;
+      sq->data.dev.devno = ino->rdev;
+    }
+  }
+  if (xi != 0xFFFFFFFF && sqfs_inode_set_xattr_index(sq, xi))
+    return fpull_err_set(err, FPULL_EFAIL, "xattrs: bad inode type");
+  if (S_ISREG(ino->mode) && ino->nlink > 1) {
+    /* Only the extended file inode has a link count. */
+    sqfs_inode_make_extended(sq);
+    sq->data.file_ext.nlink = ino->nlink;
+  }
+  return finish_inode(q, ino, sq, err);
+}
+
+static int write_dir_inode(struct sqfs_sink *q, struct fp_minode *dir, fpull_err *err)
+{
+  cleanup_free struct fp_mdirent **v = sorted(dir);
+  size_t subdirs = 0;
+  int rc, ret;
+  for (size_t i = 0; i < dir->nchildren; i++) {
+    struct fp_minode *c = v[i]->ino;
+    if (S_ISDIR(c->mode)) {
+      subdirs++;
+      if ((rc = write_dir_inode(q, c, err)))
+        return rc;
+    } else if (!c->written && (rc = write_leaf(q, c, err))) {
+      return rc;
+    }
+  }
+  if ((ret = sqfs_dir_writer_begin(q->dw, 0)))
+    return sq_fail(q, ret, err, "directory table");
+  for (size_t i = 0; i < dir->nchildren; i++)
+    if ((ret = sqfs_dir_writer_add_entry(q->dw, v[i]->name, v[i]->ino->ino_num, v[i]->ino->ref,
+                                         (sqfs_u16)v[i]->ino->mode)))
+      return sq_fail(q, ret, err, "directory table");
+  if ((ret = sqfs_dir_writer_end(q->dw)))
+    return sq_fail(q, ret, err, "directory table");
+  sqfs_u32 xi;
+  if ((rc = xattr_index(q, dir, &xi, err)))
+    return rc;
+  sqfs_u32 parent = dir == q->tree.root ? q->count + 1 : dir->parent->ino_num;
+  sqfs_inode_generic_t *sq = sqfs_dir_writer_create_inode(q->dw, 2 + subdirs, xi, parent);
+  if (!sq)
+    return fpull_err_set(err, FPULL_EFAIL, "directory table: out of memory");
+  rc = finish_inode(q, dir, sq, err);
+  sqfs_free(sq);
+  return rc;
+}
+
+static int pad_to_devblk(struct sqfs_sink *q, fpull_err *err)
+{
+  static const char zeros[SQFS_DEVBLK_SIZE];
+  uint64_t size = q->file->base.get_size(&q->file->base);
+  size_t pad = (size_t)((SQFS_DEVBLK_SIZE - size % SQFS_DEVBLK_SIZE) % SQFS_DEVBLK_SIZE);
+  int ret = pad ? q->file->base.write_at(&q->file->base, size, zeros, pad) : 0;
+  return ret ? sq_fail(q, ret, err, "writing the image") : 0;
+}
+
+static int sq_finish(struct fp_sink *s, fpull_err *err)
+{
+  struct sqfs_sink *q = (struct sqfs_sink *)s;
+  sqfs_file_t *f = &q->file->base;
+  int ret, rc;
+  q->bp_finished = 1;
+  if ((ret = sqfs_block_processor_finish(q->bp)))
+    return sq_fail(q, ret, err, "writing the image");
+  q->stats->sqfs_dead_bytes = q->tree.dead_bytes;
+  q->im = sqfs_meta_writer_create(f, q->cmp, 0);
+  q->dm = sqfs_meta_writer_create(f, q->cmp, SQFS_META_WRITER_KEEP_IN_MEMORY);
+  q->dw = q->dm ? sqfs_dir_writer_create(q->dm, 0) : NULL;
+  if (!q->im || !q->dw)
+    return fpull_err_set(err, FPULL_EFAIL, "writing the image: out of memory");
+  number(q, q->tree.root);
+  q->super.inode_table_start = f->get_size(f);
+  if ((rc = write_dir_inode(q, q->tree.root, err)))
+    return rc;
+  q->super.root_inode_ref = q->tree.root->ref;
+  q->super.inode_count = q->count;
+  if ((ret = sqfs_meta_writer_flush(q->im)) || (ret = sqfs_meta_writer_flush(q->dm)))
+    return sq_fail(q, ret, err, "writing the tables");
+  q->super.directory_table_start = f->get_size(f);
+  if ((ret = sqfs_meta_write_write_to_file(q->dm)) ||
+      (ret = sqfs_frag_table_write(q->frags, f, &q->super, q->cmp)) ||
+      (ret = sqfs_id_table_write(q->ids, f, &q->super, q->cmp)) ||
+      (ret = sqfs_xattr_writer_flush(q->xw, f, &q->super, q->cmp)))
+    return sq_fail(q, ret, err, "writing the tables");
+  q->super.bytes_used = f->get_size(f);
+  if ((rc = pad_to_devblk(q, err)))
+    return rc;
+  if ((ret = sqfs_super_write(&q->super, f)))
+    return sq_fail(q, ret, err, "writing the superblock");
+  q->stats->sqfs_image_bytes = f->get_size(f);
+  return 0;
+}
+
+static const struct fp_sink_ops sqfs_sink_ops = {
+    .layer_begin = sq_layer_begin,
+    .entry = sq_entry,
+    .whiteout = sq_whiteout,
+    .opaque = sq_opaque,
+    .finish = sq_finish,
+};
+
+/* ---- setting up and tearing down ---- */
+
+unsigned fpull_sqfs_threads(unsigned asked)
+{
+  cpu_set_t set;
+  unsigned n = 1;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    n = (unsigned)CPU_COUNT(&set);
+  return asked && asked < n ? asked : n;
+}
+
+static void sink_free(struct sqfs_sink *q)
+{
+  /* The block processor first: it points into the tree's file inodes. A file left open by
+   * an error is ended and the processor finished first: libsquashfs 1.2 leaks the block in
+   * progress otherwise (the image is removed anyway). */
+  if (q->bp && q->in_file)
+    (void)sqfs_block_processor_end_file(q->bp);
+  if (q->bp && !q->bp_finished)
+    (void)sqfs_block_processor_finish(q->bp);
+  sqfs_destroy(q->bp);
+  sqfs_destroy(q->dw);
+  sqfs_destroy(q->dm);
+  sqfs_destroy(q->im);
+  sqfs_destroy(q->bw);
+  sqfs_destroy(q->frags);
+  sqfs_destroy(q->ids);
+  sqfs_destroy(q->xw);
+  sqfs_destroy(q->cmp);
+  sqfs_destroy(q->file);
+  fp_mtree_free(&q->tree);
+}
+
+static int compressor_config(sqfs_compressor_config_t *cfg, const struct fpull_sqfs_opts *so,
+                             size_t block, fpull_err *err)
+{
+  const char *name = so->compressor ? so->compressor : "zstd";
+  int id = strcmp(name, "zstd") == 0   ? SQFS_COMP_ZSTD
+           : strcmp(name, "gzip") == 0 ? SQFS_COMP_GZIP
+           : strcmp(name, "xz") == 0   ? SQFS_COMP_XZ
+           : strcmp(name, "lz4") == 0  ? SQFS_COMP_LZ4
+                                       : -1;
+  if (id < 0)
+    return fpull_err_set(err, FPULL_EUSAGE,
+                         "unknown squashfs compressor '%s' (zstd, gzip, xz or lz4)", name);
+  if (sqfs_compressor_config_init(cfg, (SQFS_COMPRESSOR)id, block, 0))
+    return fpull_err_set(err, FPULL_EUSAGE, "squashfs compressor %s is not available", name);
+  if (!so->level)
+    return 0;
+  int lo = 0, hi = 0;
+  if (id == SQFS_COMP_ZSTD)
+    lo = SQFS_ZSTD_MIN_LEVEL, hi = SQFS_ZSTD_MAX_LEVEL;
+  else if (id == SQFS_COMP_GZIP)
+    lo = SQFS_GZIP_MIN_LEVEL, hi = SQFS_GZIP_MAX_LEVEL;
+  else if (id == SQFS_COMP_XZ)
+    lo = 1, hi = SQFS_XZ_MAX_LEVEL; /* 0 is "the default" in fpull_sqfs_opts */
+  if (so->level < lo || so->level > hi || hi == 0)
+    return hi ? fpull_err_set(err, FPULL_EUSAGE, "squashfs compression level %d: %s takes %d to %d",
+                              so->level, name, lo, hi)
+              : fpull_err_set(err, FPULL_EUSAGE, "squashfs compressor %s has no levels", name);
+  cfg->level = (sqfs_u32)so->level;
+  return 0;
+}
+
+static int check_block(size_t block, fpull_err *err)
+{
+  if (block < 4096 || block > (1u << 20) || (block & (block - 1)))
+    return fpull_err_set(err, FPULL_EUSAGE,
+                         "squashfs block size %zu: a power of two from 4096 to 1048576", block);
+  return 0;
+}
+
+int fpull_sqfs_opts_check(const struct fpull_sqfs_opts *so, fpull_err *err)
+{
+  size_t block = so->block_size ? so->block_size : SQFS_DEFAULT_BLOCK_SIZE;
+  sqfs_compressor_config_t cfg;
+  int rc = check_block(block, err);
+  return rc ? rc : compressor_config(&cfg, so, block, err);
+}
+
+static int sink_init(struct sqfs_sink *q, int fd, const struct fpull_unpack_opts *o,
+                     struct fpull_unpack_stats *stats, fpull_err *err)
+{
+  const struct fpull_sqfs_opts *so = &o->sqfs;
+  size_t block = so->block_size ? so->block_size : SQFS_DEFAULT_BLOCK_SIZE;
+  memset(q, 0, sizeof *q);
+  q->base.ops = &sqfs_sink_ops;
+  q->stats = stats;
+  q->privileged = geteuid() == 0 && !o->unprivileged;
+  q->euid = (uint32_t)geteuid();
+  q->egid = (uint32_t)getegid();
+  q->max_file = o->max_bytes ? o->max_bytes : FPULL_UNPACK_MAX_BYTES;
+  uint32_t now = (uint32_t)time(NULL);
+  fp_mtree_init(&q->tree, q->euid, q->egid, now);
+  sqfs_compressor_config_t cfg;
+  int rc = check_block(block, err);
+  if (!rc)
+    rc = compressor_config(&cfg, so, block, err);
+  if (rc)
+    return rc;
+  int ret = sqfs_compressor_create(&cfg, &q->cmp);
+  if (ret)
+    return fpull_err_set(err, FPULL_EUSAGE, "squashfs compressor: libsquashfs error %d", ret);
+  q->file = fp_fd_file_new(fd);
+  sqfs_file_t *f = &q->file->base;
+  if (sqfs_super_init(&q->super, block, now, (SQFS_COMPRESSOR)cfg.id))
+    return fpull_err_set(err, FPULL_EUSAGE, "squashfs block size %zu not accepted", block);
+  /* The superblock is written again at the end, with the tables' places. */
+  if ((ret = sqfs_super_write(&q->super, f)))
+    return sq_fail(q, ret, err, "writing the image");
+  ret = q->cmp->write_options(q->cmp, f);
+  if (ret < 0)
+    return sq_fail(q, ret, err, "writing the image");
+  if (ret > 0)
+    q->super.flags |= SQFS_FLAG_COMPRESSOR_OPTIONS;
+  unsigned threads = fpull_sqfs_threads(so->threads);
+  /* Blocks in flight, each held compressed and not: bounded in bytes as well. */
+  size_t backlog = threads * 4 + 2;
+  if (backlog * block > (64u << 20))
+    backlog = (64u << 20) / block;
+  if (backlog < threads + 1)
+    backlog = threads + 1;
+  q->bw = sqfs_block_writer_create(f, SQFS_DEVBLK_SIZE, 0);
+  q->frags = sqfs_frag_table_create(0);
+  q->ids = sqfs_id_table_create(0);
+  q->xw = sqfs_xattr_writer_create(0);
+  if (!q->bw || !q->frags || !q->ids || !q->xw)
+    return fpull_err_set(err, FPULL_EFAIL, "libsquashfs: out of memory");
+  sqfs_block_processor_desc_t desc = {
+      .size = sizeof desc,
+      .max_block_size = (sqfs_u32)block,
+      .num_workers = threads,
+      .max_backlog = (sqfs_u32)backlog,
+      .cmp = q->cmp,
+      .wr = q->bw,
+      .tbl = q->frags,
+  };
+  if ((ret = sqfs_block_processor_create_ex(&desc, &q->bp)))
+    return sq_fail(q, ret, err, "starting the compressor threads");
+  fp_debug("squashfs: %s, block size %zu, %u thread(s)", sqfs_compressor_name_from_id(cfg.id),
+           block, threads);
+  return 0;
+}
+
+int fpull_unpack_squashfs(const char *dest, const struct fpull_layer *layers, size_t n,
+                          const struct fpull_unpack_opts *opts, struct fpull_unpack_stats *stats,
+                          fpull_err *err)
+{
+  struct fpull_unpack_opts o = {0};
+  struct fpull_unpack_stats local;
+  if (opts)
+    o = *opts;
+  if (!stats)
+    stats = &local;
+  memset(stats, 0, sizeof *stats);
+  struct fp_image_dest d;
+  int rc = fp_image_open(&d, dest, o.force, err);
+  if (!rc) {
+    struct sqfs_sink q;
+    rc = sink_init(&q, d.fd, &o, stats, err);
+    if (!rc)
+      rc = fp_unpack_feed(&q.base, layers, n, &o, stats, err);
+    sink_free(&q);
+  }
+  if (!rc)
+    rc = fp_image_publish(&d, err);
+  fp_image_close(&d);
+  return rc;
+}

@@ -1,0 +1,294 @@
+"""`fpull pull --format squashfs` against the real registry (issue 14, "Done when"): the
+image holds exactly the tree of the directory output, read back through sqfs2tar
+(squashfs-tools-ng), unsquashfs (squashfs-tools) and a squashfuse mount; the same exit
+codes for bad content and options; atomic publish."""
+import os
+import shutil
+import stat
+import subprocess
+
+import fpull
+import images
+import test_fixtures
+from sqfs_trees import walk_tar, walk_tree
+from test_pull_basic import LAYERS, PullTestCase
+
+SQFS_TOOLS = ("sqfs2tar", "unsquashfs", "squashfuse")
+
+# Every kind of entry the merge handles, as root: owners, setuid, xattrs, devices, fifos,
+# hardlinks (also to a symlink), a sparse-looking big file, names needing escapes.
+KINDS = [
+    {"path": "own", "type": "dir", "mode": 0o710, "uid": 1000, "gid": 100, "mtime": 1400000000},
+    {"path": "own/f", "data": "owned", "uid": 1000, "gid": 100, "mode": 0o4750},
+    {"path": "own/x", "data": "xattrs", "xattrs": {"user.a": "1", "user.b": b"\x00\xff",
+                                                   "trusted.no": "dropped"}},
+    {"path": "own/cap", "data": "cap", "xattrs": {"security.capability": b"\x01\x00\x00\x02"
+                                                  + b"\x00" * 16}},
+    {"path": "xdir", "type": "dir", "xattrs": {"user.dir": "yes"}},
+    {"path": "dev/null", "type": "chardev", "devmajor": 1, "devminor": 3, "mode": 0o666},
+    {"path": "dev/big", "type": "blockdev", "devmajor": 259, "devminor": 70000},
+    {"path": "run/fifo", "type": "fifo", "mode": 0o600},
+    {"path": "ln/target", "type": "symlink", "target": "../own/f"},
+    {"path": "ln/hard-to-symlink", "type": "hardlink", "target": "ln/target"},
+    {"path": "zeros", "data": b"\x00" * 300000 + b"end"},
+    {"path": "big", "data": bytes(range(256)) * 2000},
+    {"path": "odd name\twith\nbytes \xe9", "data": "odd"},
+    {"path": "empty", "data": b""},
+]
+UPPER = [
+    {"path": "own/f", "data": "owned, replaced", "uid": 7, "gid": 8, "mode": 0o2755},
+    images.whiteout("big"),
+    {"path": "xdir", "type": "dir", "mode": 0o700, "xattrs": {"user.dir": "changed"}},
+]
+
+
+class SquashfsCase(PullTestCase):
+    tmp_prefix = "fpull-sqfs-"
+    tools = SQFS_TOOLS
+
+    def push(self, layers, compression="gzip", fmt="oci", repo="x/y"):
+        return images.push_image(self.client, repo, "tag", layers, fmt=fmt,
+                                 compression=compression)
+
+    def pull_both(self, repo="x/y", extra=()):
+        """Pulls the image twice, as a directory and as a SquashFS image."""
+        ref = self.ref(repo, "tag")
+        d, img = self.path("dirout"), self.path("img.sqsh")
+        self.fpull(["pull", ref, d], check=0)
+        cp, doc = self.pull_json(["--format", "squashfs"] + list(extra) + [ref, img])
+        self.assertEqual(doc["rootfs"], os.path.realpath(img))
+        return d, img
+
+    def sqfs2tar(self, img):
+        cp = subprocess.run(["sqfs2tar", img], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        return cp.stdout
+
+    def assert_same_tree(self, d, img, unsquashfs=True):
+        want = walk_tree(d)
+        got = walk_tar(self.sqfs2tar(img))
+        self.assertEqual(sorted(got[0]), sorted(want[0]))
+        for rel in want[0]:
+            self.assertEqual(got[0][rel], want[0][rel], rel)
+        self.assertEqual(got[1], want[1], "hardlink groups")
+        if not unsquashfs:
+            return want[0]
+        # unsquashfs (the other implementation) must read the same image.
+        cp = subprocess.run(["unsquashfs", "-lls", "-n", img], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, errors="replace")
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertEqual(len([l for l in cp.stdout.splitlines() if "squashfs-root/" in l]),
+                         len(want[0]), cp.stdout)
+        return want[0]
+
+
+class SquashfsTree(SquashfsCase):
+    def check(self, layers, compression="gzip", fmt="oci"):
+        self.push(layers, compression, fmt)
+        d, img = self.pull_both()
+        return self.assert_same_tree(d, img)
+
+    def test_sqfs_same_tree_oci_gzip(self):
+        tree = self.check(LAYERS)
+        # The merge really happened: whiteouts, opaque directory, recreated directory.
+        self.assertNotIn("etc/gone", tree)
+        self.assertNotIn("opq/old1", tree)
+        self.assertIn("tree/c", tree)
+        self.assertNotIn("tree/a", tree)
+
+    def test_sqfs_same_tree_oci_zstd(self):
+        self.check(LAYERS, "zstd")
+
+    def test_sqfs_same_tree_uncompressed(self):
+        self.check(LAYERS, None)
+
+    def test_sqfs_same_tree_docker_mixed(self):
+        self.check(LAYERS, ["gzip", "zstd", None], "docker")
+
+    def test_sqfs_same_tree_fixture_layers(self):
+        tree = self.check([test_fixtures.LAYER1, test_fixtures.LAYER2])
+        self.assertEqual(tree["bin/tool"]["mode"], 0o4755)
+        self.assertEqual(tree["bin/tool"]["xattrs"], {"user.fpull": b"yes"})
+
+    def test_sqfs_same_tree_owners_devices_xattrs_links(self):
+        tree = self.check([KINDS, UPPER])
+        self.assertEqual((tree["own/f"]["uid"], tree["own/f"]["gid"]), (7, 8))
+        self.assertEqual(tree["dev/big"]["rdev"], (259, 70000))
+        self.assertEqual(tree["xdir"]["xattrs"], {"user.dir": b"changed"})
+        self.assertNotIn("big", tree)
+        self.assertIn("trusted.no", str(KINDS))  # given, and not kept:
+        self.assertEqual(sorted(tree["own/x"]["xattrs"]), ["user.a", "user.b"])
+
+    def test_sqfs_compressors_block_sizes(self):
+        self.push(LAYERS)
+        ref = self.ref("x/y", "tag")
+        d = self.path("dirout")
+        self.fpull(["pull", ref, d], check=0)
+        for comp, extra in (("gzip", ["--sqfs-level", "1"]), ("xz", []), ("lz4", []),
+                            ("zstd", ["--sqfs-block-size", "4K", "--sqfs-level", "3"])):
+            img = self.path("img-%s.sqsh" % comp)
+            self.fpull(["pull", "--format", "squashfs", "--sqfs-comp", comp] + extra +
+                       [ref, img], check=0)
+            cp = subprocess.run(["unsquashfs", "-s", img], stdout=subprocess.PIPE, text=True)
+            self.assertIn("Compression %s" % comp, cp.stdout)
+            if "--sqfs-block-size" in extra:
+                self.assertIn("Block size 4096", cp.stdout)
+            # unsquashfs 4.5.1 refuses lz4 images of libsquashfs 1.2 (tar2sqfs's own too:
+            # "failed to read id table block"); sqfs2tar reads them.
+            self.assert_same_tree(d, img, unsquashfs=comp != "lz4")
+
+    def test_sqfs_squashfuse_mount(self):
+        if not os.path.exists("/dev/fuse"):
+            self.skipTest("no /dev/fuse on this machine")
+        self.push([KINDS, UPPER])
+        d, img = self.pull_both()
+        mnt = self.path("mnt")
+        os.mkdir(mnt)
+        cp = subprocess.run(["squashfuse", img, mnt], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+        if cp.returncode != 0:
+            self.skipTest("squashfuse cannot mount here: %s" % cp.stderr.strip())
+        try:
+            want, got = walk_tree(d), walk_tree(mnt)
+            self.assertEqual(sorted(got[0]), sorted(want[0]))
+            for rel in want[0]:
+                w = dict(want[0][rel])
+                # squashfuse does not pass security.* attributes through FUSE (sqfs2tar
+                # above shows the image holds them).
+                if "xattrs" in w:
+                    w["xattrs"] = {k: v for k, v in w["xattrs"].items()
+                                   if not k.startswith("security.")}
+                self.assertEqual(got[0][rel], w, rel)
+        finally:
+            subprocess.run(["fusermount3", "-u", mnt], stderr=subprocess.DEVNULL)
+
+
+    def test_sqfs_kernel_mount(self):
+        if os.geteuid() != 0:
+            self.skipTest("mounting a loop device needs root")
+        self.push([KINDS, UPPER])
+        d, img = self.pull_both()
+        mnt = self.path("kmnt")
+        os.mkdir(mnt)
+        cp = subprocess.run(["mount", "-t", "squashfs", "-o", "loop,ro", img, mnt],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if cp.returncode != 0:
+            self.skipTest("the kernel cannot mount squashfs here: %s" % cp.stderr.strip())
+        try:
+            # The kernel is the strictest reader: every entry, owner, mode, time, xattr
+            # (security.capability too) and hardlink exactly as the directory output.
+            self.assertEqual(walk_tree(mnt), walk_tree(d))
+        finally:
+            subprocess.run(["umount", mnt], stderr=subprocess.DEVNULL)
+
+
+class SquashfsRules(SquashfsCase):
+    def test_sqfs_default_name_and_no_tree_written(self):
+        self.push(LAYERS, repo="lib/cv-tf")
+        self.fpull(["pull", "--format", "squashfs", self.ref("lib/cv-tf", "tag")], check=0)
+        img = self.path("cv-tf.sqsh")
+        self.assertTrue(stat.S_ISREG(os.lstat(img).st_mode))
+        # Nothing else beside it: no rootfs, no staging, no temporary image.
+        self.assertEqual(sorted(n for n in os.listdir(self.tmp) if n != "cache"), ["cv-tf.sqsh"])
+
+    def test_sqfs_dest_exists_without_force_exits_1_and_force_replaces(self):
+        self.push(LAYERS)
+        img = self.path("img.sqsh")
+        with open(img, "w") as f:
+            f.write("old")
+        cp = self.fpull(["pull", "--format", "squashfs", self.ref("x/y", "tag"), img])
+        self.assert_failed(cp, 1, "already exists")
+        with open(img) as f:
+            self.assertEqual(f.read(), "old")
+        self.fpull(["pull", "--format", "squashfs", "--force", self.ref("x/y", "tag"), img],
+                   check=0)
+        with open(img, "rb") as f:
+            self.assertEqual(f.read(4), b"hsqs")
+        os.remove(img)
+        os.mkdir(img)
+        cp = self.fpull(["pull", "--format", "squashfs", "--force", self.ref("x/y", "tag"), img])
+        self.assert_failed(cp, 1, "not a regular file")
+
+    def test_sqfs_leftover_of_a_killed_run_is_removed(self):
+        self.push(LAYERS)
+        left = self.path(".img.sqsh.fpull-tmp-killed01")
+        with open(left, "wb") as f:
+            f.write(b"hsqs half written")
+        fifo = self.path(".img.sqsh.fpull-tmp-fifo0001")
+        os.mkfifo(fifo)
+        self.fpull(["pull", "--format", "squashfs", self.ref("x/y", "tag"),
+                    self.path("img.sqsh")], check=0)
+        self.assertFalse(os.path.lexists(left))
+        # Not ours to open (a FIFO would block, a device could act): left alone.
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+
+    def test_sqfs_corrupt_blob_exits_7_and_leaves_nothing(self):
+        good = images.tar_layer([{"path": "a", "data": "a"}])
+        layer = {"blob": images.compress(good, "gzip"),
+                 "media_type": images.OCI_LAYER["gzip"],
+                 "diff_id": images.sha256_digest(b"not the content")}
+        self.push([layer])
+        cp = self.fpull(["pull", "--format", "squashfs", self.ref("x/y", "tag"),
+                         self.path("img.sqsh")])
+        self.assert_failed(cp, 7, "DiffID")
+        self.assertEqual(sorted(n for n in os.listdir(self.tmp) if n != "cache"), [])
+
+    def test_sqfs_hostile_dotdot_exits_8_like_dir(self):
+        bad = images.tar_layer([{"path": "ok", "data": "1"},
+                                {"path": "../escape", "data": "x", "raw_name": True}])
+        self.push([bad], None)
+        ref = self.ref("x/y", "tag")
+        cpd = self.fpull(["pull", ref, self.path("d")])
+        cps = self.fpull(["pull", "--format", "squashfs", ref, self.path("img.sqsh")])
+        self.assert_failed(cpd, 8, "path has a .. component")
+        line = self.assert_failed(cps, 8, "path has a .. component", "entry ../escape")
+        self.assertEqual(line, fpull.error_line(cpd.stderr))
+        self.assertEqual(sorted(n for n in os.listdir(self.tmp) if n != "cache"), [])
+
+    def test_sqfs_bad_options_exit_2_before_any_work(self):
+        ref = self.ref("x/y", "tag")
+        for args, needle in ((["--format", "squashfz"], "--format"),
+                             (["--format", "squashfs", "--sqfs-comp", "zstdd"], "zstdd"),
+                             (["--format", "squashfs", "--sqfs-comp", "gzip",
+                               "--sqfs-level", "12"], "level 12"),
+                             (["--format", "squashfs", "--sqfs-comp", "lz4",
+                               "--sqfs-level", "3"], "no levels"),
+                             (["--format", "squashfs", "--sqfs-block-size", "3000"], "3000"),
+                             (["--format", "squashfs", "--sqfs-block-size", "2M"], "2097152"),
+                             (["--format", "squashfs", "--sqfs-threads", "0"], "--sqfs-threads"),
+                             (["--sqfs-comp", "gzip"], "--format squashfs")):
+            cp = self.fpull(["pull"] + args + [ref, self.path("img.sqsh")])
+            self.assert_failed(cp, 2, needle)
+        # The registry was never asked: the options were refused first.
+        self.assertNotIn("/v2/x/y/", self.reg.log())
+        self.assertEqual(sorted(n for n in os.listdir(self.tmp) if n != "cache"), [])
+
+    def test_sqfs_threads_bounded_by_affinity(self):
+        if shutil.which("taskset") is None:
+            self.fail("taskset is not installed (util-linux)")
+        self.push(LAYERS)
+        env = dict(self.env)
+        cp = subprocess.run(["taskset", "-c", "0", fpull.binary(), "pull", "-v", "--format",
+                             "squashfs", "--sqfs-threads", "64", self.ref("x/y", "tag"),
+                             self.path("img.sqsh")], env=fpull.base_env(env), cwd=self.tmp,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertIn("1 thread(s)", cp.stderr)
+
+    def test_sqfs_removed_files_are_counted_not_listed(self):
+        # A file replaced by a later layer: its first data stays in the image, unlisted.
+        blob = os.urandom(200000)
+        self.push([[{"path": "f", "data": blob}], [images.whiteout("f")]], None)
+        ref = self.ref("x/y", "tag")
+        cp = self.fpull(["pull", "-v", "--format", "squashfs", ref, self.path("img.sqsh")],
+                        check=0)
+        self.assertIn("200000 bytes of data of files later removed", cp.stderr)
+        self.assertEqual(walk_tar(self.sqfs2tar(self.path("img.sqsh")))[0], {})
+
+    def test_sqfs_completion_offers_values(self):
+        import test_completion
+        self.assertEqual(test_completion.complete(["fpull", "pull", "--format", "sq"]),
+                         {"squashfs"})
+        self.assertEqual(test_completion.complete(["fpull", "pull", "--sqfs-comp", ""]),
+                         {"zstd", "gzip", "xz", "lz4"})
+        self.assertIn("--sqfs-threads", test_completion.complete(["fpull", "pull", "--sqfs"]))
