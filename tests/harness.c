@@ -88,3 +88,21 @@ int main(int argc, char **argv)
   }
   return 0;
 }
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TH_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define TH_ASAN 1
+#endif
+
+int th_asan(void)
+{
+#ifdef TH_ASAN
+  return 1;
+#else
+  return 0;
+#endif
+}

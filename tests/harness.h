@@ -12,6 +12,9 @@ void th_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4), noreturn));
 /* A fresh empty directory under $TMPDIR for this test (removed at exit). */
 const char *th_tmpdir(void);
+/* 1 when built with AddressSanitizer, whose quarantine and shadow pages make peak RSS
+ * measure the sanitizer rather than the code under test. */
+int th_asan(void);
 /* Path of a file under the source tree (FPULL_SRC_DIR). Static buffer. */
 const char *th_src(const char *rel);
 

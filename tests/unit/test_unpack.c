@@ -1131,7 +1131,11 @@ static void c_spellings_rss(void)
   CHECK(WIFEXITED(status));
   CHECK_INT_EQ(WEXITSTATUS(status), 0);
   fprintf(stderr, "peak RSS of the unpack: %ld KiB\n", ru.ru_maxrss);
-  CHECK(ru.ru_maxrss < 64 * 1024);
+  /* Under AddressSanitizer the peak is its quarantine of freed memory (256 MiB by default)
+   * and shadow pages, not what the unpacker keeps: the bound is checked by the plain
+   * build's run of this test. */
+  if (!th_asan())
+    CHECK(ru.ru_maxrss < 64 * 1024);
   struct stat s;
   CHECK(lstat(fmt("%s/d", dest), &s) == 0 && S_ISDIR(s.st_mode));
   CHECK_INT_EQ(s.st_mode & 07777, 0755);
