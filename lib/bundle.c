@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -14,11 +13,11 @@
 
 #include "bundle.h"
 #include "inroot.h"
+#include "dest.h"
 #include "util.h"
 #include "fpull/bundle.h"
 #include "fpull/cache.h"
 #include "fpull/manifest.h"
-#include "fpull/ref.h"
 
 /* The chosen entry's image config, from the cache the pull just used (no second
  * resolution: a tag moved meanwhile cannot mix two images). */
@@ -72,28 +71,6 @@ static int write_spec(int sfd, const char *json, size_t len, fpull_err *err)
   return 0;
 }
 
-/* DEST must be ours to replace (the rules of a dir pull): never a symlink or another
- * user's, and only with --force. */
-static int check_dest(int pfd, const char *base, const char *dest, int force, int *exists,
-                      fpull_err *err)
-{
-  struct stat st;
-  *exists = 0;
-  if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    return errno == ENOENT ? 0 : fpull_err_set(err, FPULL_EFAIL, "%s: %s", dest, strerror(errno));
-  *exists = 1;
-  if (S_ISLNK(st.st_mode))
-    return fpull_err_set(err, FPULL_EFAIL, "%s is a symlink; refusing to replace it", dest);
-  if (st.st_uid != geteuid())
-    return fpull_err_set(err, FPULL_EFAIL, "%s belongs to uid %u; refusing to replace it", dest,
-                         (unsigned)st.st_uid);
-  if (!S_ISDIR(st.st_mode))
-    return fpull_err_set(err, FPULL_EFAIL, "%s exists and is not a directory", dest);
-  if (!force)
-    return fpull_err_set(err, FPULL_EFAIL, "%s already exists (--force replaces it)", dest);
-  return 0;
-}
-
 /* Staging -> DEST in one rename: RENAME_NOREPLACE when DEST is new, RENAME_EXCHANGE over an
  * old one (which then leaves under the staging name and is removed). */
 static int publish(int pfd, const char *sname, const char *base, const char *dest, int exists,
@@ -113,28 +90,18 @@ static int publish(int pfd, const char *sname, const char *base, const char *des
 static void remove_leftovers(int pfd, const char *base)
 {
   cleanup_free char *prefix = fp_xasprintf(".%s.fpull-bundle-", base);
-  int fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-  if (!d) {
-    if (fd >= 0)
-      close(fd);
-    return;
-  }
+  cleanup_strv char **names = fp_dest_names_with_prefix(pfd, prefix);
   time_t now = time(NULL);
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
-      continue;
-    cleanup_close int sfd = openat(pfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  for (size_t i = 0; names && names[i]; i++) {
+    cleanup_close int sfd = openat(pfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (sfd < 0 || fstat(sfd, &st) < 0 || st.st_uid != geteuid() || st.st_mtime > now - 10 ||
         flock(sfd, LOCK_EX | LOCK_NB) < 0)
       continue;
-    fp_debug("removing %s, left by a run that did not finish", e->d_name);
-    if (fp_rm_rf_at(pfd, e->d_name) < 0)
-      fp_warn("cannot remove %s: %s", e->d_name, fp_rm_strerror(errno));
+    fp_debug("removing %s, left by a run that did not finish", names[i]);
+    if (fp_rm_rf_at(pfd, names[i]) < 0)
+      fp_warn("cannot remove %s: %s", names[i], fp_rm_strerror(errno));
   }
-  closedir(d);
 }
 
 static int build(struct fpull_pull_result **out, const char *image, const char *parent,
@@ -145,7 +112,7 @@ static int build(struct fpull_pull_result **out, const char *image, const char *
   if (pfd < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cannot open %s: %s", parent, strerror(errno));
   remove_leftovers(pfd, base);
-  int exists, rc = check_dest(pfd, base, dest, o->unpack.force, &exists, err);
+  int exists, rc = fp_dest_check(pfd, base, dest, S_IFDIR, o->unpack.force, &exists, err);
   if (rc)
     return rc;
   cleanup_free char *staging = fp_xasprintf("%s/.%s.fpull-bundle-XXXXXX", parent, base);
@@ -175,7 +142,7 @@ static int build(struct fpull_pull_result **out, const char *image, const char *
   if (rc == 0 && fchmod(sfd, 0755) < 0)
     rc = fpull_err_set(err, FPULL_EFAIL, "%s: %s", staging, strerror(errno));
   if (rc == 0 && exists)
-    rc = check_dest(pfd, base, dest, 1, &exists, err);
+    rc = fp_dest_check(pfd, base, dest, S_IFDIR, 1, &exists, err);
   if (rc == 0)
     rc = publish(pfd, sname, base, dest, exists, err);
   if (rc && fp_rm_rf_at(pfd, sname) < 0)
@@ -189,29 +156,16 @@ int fpull_pull_bundle(struct fpull_pull_result **out, const char *image, const c
   *out = NULL;
   cleanup_free char *def = NULL;
   if (!dest) {
-    struct fpull_ref *ref = NULL;
-    int rc = fpull_ref_parse(&ref, image, err);
+    int rc = fp_dest_default(&def, image, "", err);
     if (rc)
       return rc;
-    def = fp_xasprintf("./%s", fpull_ref_basename(ref));
-    fpull_ref_free(ref);
     dest = def;
   }
-  cleanup_free char *d = fp_xstrdup(dest);
-  size_t n = strlen(d);
-  while (n > 1 && d[n - 1] == '/')
-    d[--n] = '\0';
-  char *slash = strrchr(d, '/');
-  const char *base = slash ? slash + 1 : d;
-  const char *parent = slash ? (slash == d ? "/" : d) : ".";
-  if (slash)
-    *slash = '\0';
-  if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
-    return fpull_err_set(err, FPULL_EFAIL, "%s: the destination must name a directory to create",
-                         dest);
-  if (fp_mkdir_p(parent, 0755) < 0)
-    return fpull_err_set(err, FPULL_EFAIL, "cannot create %s: %s", parent, strerror(errno));
-  int rc = build(out, image, parent, base, dest, o, err);
+  __attribute__((cleanup(fp_dest_free))) struct fp_dest dd = {0};
+  int rc = fp_dest_split(&dd, dest, 1, err);
+  if (rc)
+    return rc;
+  rc = build(out, image, dd.parent, dd.base, dest, o, err);
   if (rc) {
     fpull_pull_result_free(*out);
     *out = NULL;

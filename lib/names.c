@@ -11,6 +11,7 @@
 #include "fpull/config.h"
 #include "fpull/features.h"
 #include "hwcap.h"
+#include "names.h"
 #include "tagdb.h"
 #include "util.h"
 
@@ -91,6 +92,12 @@ static int dashed_numbers(const char *s, const char *prefix, int min, int max)
     s++;
   }
   return groups >= min && groups <= max;
+}
+
+int fp_nvidia_feature_name(const char *lower)
+{
+  return dashed_numbers(lower, "nvidia-", 1, 3) || dashed_numbers(lower, "nv-compute-", 2, 2) ||
+         dashed_numbers(lower, "cuda-", 2, 2);
 }
 
 static int amdgpu_target(const char *s)
@@ -193,14 +200,11 @@ static char *grammar_fix(const char *low)
     if (*rest == '-' && prefixes[i].right[strlen(prefixes[i].right) - 1] == '-')
       rest++;
     char *cand = fp_xasprintf("%s%s", prefixes[i].right, rest);
-    if (dashed_numbers(cand, "nvidia-", 1, 3) || dashed_numbers(cand, "nv-compute-", 2, 2) ||
-        dashed_numbers(cand, "cuda-", 2, 2) || amdgpu_target(cand))
+    if (fp_nvidia_feature_name(cand) || amdgpu_target(cand))
       return cand;
     free(cand);
   }
-  if (strcmp(fixed, low) != 0 &&
-      (dashed_numbers(fixed, "nvidia-", 1, 3) || dashed_numbers(fixed, "nv-compute-", 2, 2) ||
-       dashed_numbers(fixed, "cuda-", 2, 2)))
+  if (strcmp(fixed, low) != 0 && fp_nvidia_feature_name(fixed))
     return steal_pointer(&fixed);
   return NULL;
 }
@@ -211,8 +215,7 @@ int fpull_feature_name_check(const struct fpull_tagdb *db, const struct fpull_co
   if (!name || !*name)
     return fpull_err_set(err, FPULL_EUSAGE, "empty feature name");
   cleanup_free char *low = fp_xstrdup_lower(name);
-  if (dashed_numbers(low, "nvidia-", 1, 3) || dashed_numbers(low, "nv-compute-", 2, 2) ||
-      dashed_numbers(low, "cuda-", 2, 2) || amdgpu_target(low))
+  if (fp_nvidia_feature_name(low) || amdgpu_target(low))
     return 0;
   if (db && fp_tagdb_find(db, low))
     return 0;

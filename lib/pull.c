@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dest.h"
 #include "resolve.h"
 #include "util.h"
 #include "fpull/unpack.h"
@@ -146,13 +147,10 @@ int fpull_pull(struct fpull_pull_result **out, const char *image, const char *de
 {
   cleanup_free char *def = NULL;
   if (!dest) {
-    struct fpull_ref *ref = NULL;
-    int rc = fpull_ref_parse(&ref, image, err);
+    int rc =
+        fp_dest_default(&def, image, o->unpack.format == FPULL_FORMAT_SQUASHFS ? ".sqsh" : "", err);
     if (rc)
       return rc;
-    def = fp_xasprintf("./%s%s", fpull_ref_basename(ref),
-                       o->unpack.format == FPULL_FORMAT_SQUASHFS ? ".sqsh" : "");
-    fpull_ref_free(ref);
     dest = def;
   }
   return run(out, image, dest, o, err);

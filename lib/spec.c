@@ -8,6 +8,7 @@
 #include "fpull/features.h"
 #include "fpull/ref.h"
 #include "fpull/spec.h"
+#include "names.h"
 #include "util.h"
 #include "yaml_doc.h"
 
@@ -315,29 +316,6 @@ int fpull_spec_load(struct fpull_spec **out, const char *path, fpull_err *err)
 
 /* ---- feature names ---- */
 
-/* "PREFIX" followed by dash-separated decimal numbers, between min and max of them. */
-static int dashed_numbers(const char *s, const char *prefix, int min, int max)
-{
-  size_t pl = strlen(prefix);
-  if (strncmp(s, prefix, pl) != 0)
-    return 0;
-  s += pl;
-  int groups = 0;
-  for (;;) {
-    if (!isdigit((unsigned char)*s))
-      return 0;
-    while (isdigit((unsigned char)*s))
-      s++;
-    groups++;
-    if (!*s)
-      break;
-    if (*s != '-')
-      return 0;
-    s++;
-  }
-  return groups >= min && groups <= max;
-}
-
 static int isa_known(const struct fpull_tagdb *db, const char *arch, const char *name)
 {
   const char *const *tags = fpull_tagdb_tags(db, arch);
@@ -356,8 +334,7 @@ static const char *feature_problem(const char *name, const char *arch, const str
   if (!*name || strpbrk(name, ",: \t/"))
     return "cannot be given with --features or --platform";
   cleanup_free char *lower = fp_xstrdup_lower(name);
-  if (dashed_numbers(lower, "nvidia-", 1, 3) || dashed_numbers(lower, "nv-compute-", 2, 2) ||
-      dashed_numbers(lower, "cuda-", 2, 2))
+  if (fp_nvidia_feature_name(lower))
     return NULL;
   if (strncmp(lower, "nvidia-", 7) == 0 || strncmp(lower, "nv-compute-", 11) == 0 ||
       strncmp(lower, "cuda-", 5) == 0)

@@ -1,5 +1,4 @@
 /* The SquashFS image as a file (see sqfs_file.h). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -103,19 +102,7 @@ static void remove_leftovers(int pfd, const char *base)
 {
   char prefix[NAME_MAX + 1];
   tmp_prefix(prefix, sizeof prefix, base);
-  int rfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  DIR *d = rfd >= 0 ? fdopendir(rfd) : NULL;
-  if (!d) {
-    if (rfd >= 0)
-      close(rfd);
-    return;
-  }
-  cleanup_strv char **names = NULL;
-  struct dirent *de;
-  while ((de = readdir(d)))
-    if (strncmp(de->d_name, prefix, strlen(prefix)) == 0)
-      names = fp_strv_push(names, de->d_name);
-  closedir(d);
+  cleanup_strv char **names = fp_dest_names_with_prefix(pfd, prefix);
   for (size_t i = 0; names && names[i]; i++) {
     struct stat st;
     /* Only our own regular files are opened: never a FIFO or a device someone put here. */
@@ -164,28 +151,6 @@ static int make_tmp(int pfd, const char *base, char *name, size_t cap, fpull_err
   return fpull_err_set(err, FPULL_EFAIL, "cannot create an image file beside %s", base), -1;
 }
 
-/* DEST must be ours to replace: never a symlink, never another user's, never a directory. */
-static int check_dest(int pfd, const char *base, const char *dest, int force, int *exists,
-                      fpull_err *err)
-{
-  struct stat st;
-  *exists = 0;
-  if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    return errno == ENOENT ? 0 : fpull_err_set(err, FPULL_EFAIL, "%s: %s", dest, strerror(errno));
-  *exists = 1;
-  if (S_ISLNK(st.st_mode))
-    return fpull_err_set(err, FPULL_EFAIL, "%s is a symlink; refusing to replace it", dest);
-  if (st.st_uid != geteuid())
-    return fpull_err_set(err, FPULL_EFAIL,
-                         "%s belongs to uid %u, not to us; refusing to replace it", dest,
-                         (unsigned)st.st_uid);
-  if (!S_ISREG(st.st_mode))
-    return fpull_err_set(err, FPULL_EFAIL, "%s exists and is not a regular file", dest);
-  if (!force)
-    return fpull_err_set(err, FPULL_EFAIL, "%s already exists (--force replaces it)", dest);
-  return 0;
-}
-
 static int publish(int pfd, const char *tmp, const char *base, const char *dest, int exists,
                    fpull_err *err)
 {
@@ -210,24 +175,18 @@ int fp_image_open(struct fp_image_dest *d, const char *dest, int force, fpull_er
   d->dest = dest;
   if (!dest || !*dest)
     return fpull_err_set(err, FPULL_EFAIL, "no destination file");
-  d->dir = fp_xstrdup(dest);
-  char *slash = strrchr(d->dir, '/');
-  d->base = slash ? slash + 1 : d->dir;
-  const char *parent = slash ? (slash == d->dir ? "/" : d->dir) : ".";
-  if (slash)
-    *slash = '\0';
-  if (!*d->base || strcmp(d->base, ".") == 0 || strcmp(d->base, "..") == 0)
-    return fpull_err_set(err, FPULL_EFAIL, "%s: the destination must name a file to create", dest);
-  if (fp_mkdir_p(parent, 0755) < 0)
-    return fpull_err_set(err, FPULL_EFAIL, "cannot create %s: %s", parent, strerror(errno));
+  int rc = fp_dest_split(&d->where, dest, 0, err);
+  if (rc)
+    return rc;
+  const char *parent = d->where.parent;
   d->pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (d->pfd < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cannot open %s: %s", parent, strerror(errno));
-  remove_leftovers(d->pfd, d->base);
-  int rc = check_dest(d->pfd, d->base, dest, force, &d->exists, err);
+  remove_leftovers(d->pfd, d->where.base);
+  rc = fp_dest_check(d->pfd, d->where.base, dest, S_IFREG, force, &d->exists, err);
   if (rc)
     return rc;
-  d->fd = make_tmp(d->pfd, d->base, d->tmp, sizeof d->tmp, err);
+  d->fd = make_tmp(d->pfd, d->where.base, d->tmp, sizeof d->tmp, err);
   return d->fd < 0 ? (err ? err->code : FPULL_EFAIL) : 0;
 }
 
@@ -236,9 +195,10 @@ int fp_image_publish(struct fp_image_dest *d, fpull_err *err)
   if (fdatasync(d->fd) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "%s: %s", d->dest, strerror(errno));
   /* DEST may have changed while we worked: check again right before the rename. */
-  int rc = d->exists ? check_dest(d->pfd, d->base, d->dest, 1, &d->exists, err) : 0;
+  int rc =
+      d->exists ? fp_dest_check(d->pfd, d->where.base, d->dest, S_IFREG, 1, &d->exists, err) : 0;
   if (!rc)
-    rc = publish(d->pfd, d->tmp, d->base, d->dest, d->exists, err);
+    rc = publish(d->pfd, d->tmp, d->where.base, d->dest, d->exists, err);
   if (!rc)
     d->tmp[0] = '\0';
   return rc;
@@ -252,7 +212,7 @@ void fp_image_close(struct fp_image_dest *d)
     close(d->fd);
   if (d->pfd >= 0)
     close(d->pfd);
-  free(d->dir);
+  fp_dest_free(&d->where);
   memset(d, 0, sizeof *d);
   d->pfd = d->fd = -1;
 }

@@ -9,6 +9,7 @@
 
 #include <sqfs/io.h>
 
+#include "dest.h"
 #include "fpull/error.h"
 
 /* Positioned reads and writes on fd (not closed by destroy), the size kept by us. */
@@ -21,12 +22,11 @@ struct fp_fd_file {
 struct fp_fd_file *fp_fd_file_new(int fd);
 
 struct fp_image_dest {
-  const char *dest; /* as given, for messages */
-  char *dir;        /* owned: DEST's directory and name */
-  const char *base;
-  int pfd;    /* DEST's directory */
-  int fd;     /* the temporary file, locked while we write it */
-  int exists; /* DEST existed (and may be replaced: force) */
+  const char *dest;     /* as given, for messages */
+  struct fp_dest where; /* DEST's directory and name */
+  int pfd;              /* DEST's directory */
+  int fd;               /* the temporary file, locked while we write it */
+  int exists;           /* DEST existed (and may be replaced: force) */
   char tmp[NAME_MAX + 64];
 };
 

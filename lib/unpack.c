@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "opts.h"
+#include "dest.h"
 #include "entry_write.h"
 #include "fpull/manifest.h"
 #include "fpull/unpack.h"
@@ -272,20 +273,7 @@ static void remove_leftovers(int pfd, const char *base)
 {
   char prefix[NAME_MAX + 1];
   staging_prefix(prefix, sizeof prefix, base);
-  size_t plen = strlen(prefix);
-  int rfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  DIR *d = rfd >= 0 ? fdopendir(rfd) : NULL;
-  if (!d) {
-    if (rfd >= 0)
-      close(rfd);
-    return;
-  }
-  cleanup_strv char **names = NULL;
-  struct dirent *de;
-  while ((de = readdir(d)))
-    if (strncmp(de->d_name, prefix, plen) == 0)
-      names = fp_strv_push(names, de->d_name);
-  closedir(d);
+  cleanup_strv char **names = fp_dest_names_with_prefix(pfd, prefix);
   for (size_t i = 0; names && names[i]; i++) {
     struct stat st;
     if (fstatat(pfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid != geteuid())
@@ -339,31 +327,6 @@ static int make_staging(int pfd, const char *parent, const char *base, char *nam
   return fpull_err_set(err, FPULL_EFAIL, "cannot create a staging directory for %s in %s: %s", base,
                        abs ? abs : parent, strerror(saved)),
          -1;
-}
-
-/* DEST must be ours to replace: never a symlink, never another user's. */
-static int check_dest(int pfd, const char *base, const char *dest, int force, int *exists,
-                      fpull_err *err)
-{
-  struct stat st;
-  *exists = 0;
-  if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-    if (errno == ENOENT)
-      return 0;
-    return fpull_err_set(err, FPULL_EFAIL, "%s: %s", dest, strerror(errno));
-  }
-  *exists = 1;
-  if (S_ISLNK(st.st_mode))
-    return fpull_err_set(err, FPULL_EFAIL, "%s is a symlink; refusing to replace it", dest);
-  if (st.st_uid != geteuid())
-    return fpull_err_set(err, FPULL_EFAIL,
-                         "%s belongs to uid %u, not to us; refusing to replace it", dest,
-                         (unsigned)st.st_uid);
-  if (!S_ISDIR(st.st_mode))
-    return fpull_err_set(err, FPULL_EFAIL, "%s exists and is not a directory", dest);
-  if (!force)
-    return fpull_err_set(err, FPULL_EFAIL, "%s already exists (--force replaces it)", dest);
-  return 0;
 }
 
 static int publish(int pfd, const char *sname, const char *base, const char *dest, int exists,
@@ -420,26 +383,18 @@ int fpull_unpack_rootfs(const char *dest, const struct fpull_layer *layers, size
   if (!dest || !*dest)
     return fpull_err_set(err, FPULL_EFAIL, "no destination directory");
 
-  cleanup_free char *d = fp_xstrdup(dest);
-  size_t len = strlen(d);
-  while (len > 1 && d[len - 1] == '/')
-    d[--len] = '\0';
-  char *slash = strrchr(d, '/');
-  const char *base = slash ? slash + 1 : d;
-  const char *parent = slash ? (slash == d ? "/" : d) : ".";
-  if (slash)
-    *slash = '\0';
-  if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
-    return fpull_err_set(err, FPULL_EFAIL, "%s: the destination must name a directory to create",
-                         dest);
-  if (fp_mkdir_p(parent, 0755) < 0)
-    return fpull_err_set(err, FPULL_EFAIL, "cannot create %s: %s", parent, strerror(errno));
+  __attribute__((cleanup(fp_dest_free))) struct fp_dest dd = {0};
+  int rc = fp_dest_split(&dd, dest, 1, err);
+  if (rc)
+    return rc;
+  const char *parent = dd.parent, *base = dd.base;
   cleanup_close int pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (pfd < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cannot open %s: %s", parent, strerror(errno));
 
   remove_leftovers(pfd, base);
-  int exists, rc = check_dest(pfd, base, dest, o.force, &exists, err);
+  int exists;
+  rc = fp_dest_check(pfd, base, dest, S_IFDIR, o.force, &exists, err);
   if (rc)
     return rc;
   char sname[512];
@@ -449,7 +404,7 @@ int fpull_unpack_rootfs(const char *dest, const struct fpull_layer *layers, size
   rc = build(sfd, layers, n, &o, stats, err);
   /* DEST may have changed while we worked: check again right before the swap. */
   if (!rc && exists)
-    rc = check_dest(pfd, base, dest, 1, &exists, err);
+    rc = fp_dest_check(pfd, base, dest, S_IFDIR, 1, &exists, err);
   if (!rc)
     rc = publish(pfd, sname, base, dest, exists, err);
   if (rc && fp_rm_rf_at(pfd, sname) < 0)

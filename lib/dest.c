@@ -1,0 +1,90 @@
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dest.h"
+#include "fpull/ref.h"
+#include "util.h"
+
+int fp_dest_default(char **out, const char *image, const char *suffix, fpull_err *err)
+{
+  *out = NULL;
+  struct fpull_ref *ref = NULL;
+  int rc = fpull_ref_parse(&ref, image, err);
+  if (rc)
+    return rc;
+  *out = fp_xasprintf("./%s%s", fpull_ref_basename(ref), suffix);
+  fpull_ref_free(ref);
+  return 0;
+}
+
+int fp_dest_split(struct fp_dest *d, const char *dest, int is_dir, fpull_err *err)
+{
+  memset(d, 0, sizeof *d);
+  d->buf = fp_xstrdup(dest);
+  size_t len = strlen(d->buf);
+  while (is_dir && len > 1 && d->buf[len - 1] == '/')
+    d->buf[--len] = '\0';
+  char *slash = strrchr(d->buf, '/');
+  d->base = slash ? slash + 1 : d->buf;
+  d->parent = slash ? (slash == d->buf ? "/" : d->buf) : ".";
+  if (slash)
+    *slash = '\0';
+  if (!*d->base || strcmp(d->base, ".") == 0 || strcmp(d->base, "..") == 0)
+    return fpull_err_set(err, FPULL_EFAIL, "%s: the destination must name a %s to create", dest,
+                         is_dir ? "directory" : "file");
+  if (fp_mkdir_p(d->parent, 0755) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot create %s: %s", d->parent, strerror(errno));
+  return 0;
+}
+
+void fp_dest_free(struct fp_dest *d)
+{
+  free(d->buf);
+  memset(d, 0, sizeof *d);
+}
+
+int fp_dest_check(int pfd, const char *base, const char *dest, mode_t type, int force, int *exists,
+                  fpull_err *err)
+{
+  struct stat st;
+  *exists = 0;
+  if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT ? 0 : fpull_err_set(err, FPULL_EFAIL, "%s: %s", dest, strerror(errno));
+  *exists = 1;
+  if (S_ISLNK(st.st_mode))
+    return fpull_err_set(err, FPULL_EFAIL, "%s is a symlink; refusing to replace it", dest);
+  if (st.st_uid != geteuid())
+    return fpull_err_set(err, FPULL_EFAIL,
+                         "%s belongs to uid %u, not to us; refusing to replace it", dest,
+                         (unsigned)st.st_uid);
+  if ((st.st_mode & S_IFMT) != type)
+    return fpull_err_set(err, FPULL_EFAIL, "%s exists and is not a %s", dest,
+                         type == S_IFDIR ? "directory" : "regular file");
+  if (!force)
+    return fpull_err_set(err, FPULL_EFAIL, "%s already exists (--force replaces it)", dest);
+  return 0;
+}
+
+char **fp_dest_names_with_prefix(int pfd, const char *prefix)
+{
+  int rfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = rfd >= 0 ? fdopendir(rfd) : NULL;
+  if (!d) {
+    if (rfd >= 0)
+      close(rfd);
+    return NULL;
+  }
+  size_t plen = strlen(prefix);
+  char **names = NULL;
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (strncmp(de->d_name, prefix, plen) == 0)
+      names = fp_strv_push(names, de->d_name);
+  closedir(d);
+  return names;
+}
