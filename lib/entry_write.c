@@ -276,13 +276,32 @@ static int needs_chown(const struct fp_writer *w, struct archive_entry *e, int o
 
 /* As non-root the kernel still lets the owner set setuid and setgid: a shared rootfs would
  * hand other users a program that runs as us (contract v3, "Rootfs"). Dropped and counted. */
-static mode_t drop_setid(struct fp_writer *w, mode_t perm)
+mode_t fp_entry_perm(struct archive_entry *e, int privileged, struct fpull_unpack_stats *stats)
 {
-  if (!w->privileged && (perm & (S_ISUID | S_ISGID))) {
-    w->stats->setid_dropped++;
+  mode_t perm = archive_entry_perm(e) & 07777;
+  if (!privileged && (perm & (S_ISUID | S_ISGID))) {
+    stats->setid_dropped++;
     perm &= (mode_t) ~(S_ISUID | S_ISGID);
   }
   return perm;
+}
+
+int fp_entry_node(struct archive_entry *e, int privileged, struct fpull_unpack_stats *stats,
+                  int *make, unsigned long *maj, unsigned long *min, fpull_err *err)
+{
+  *make = 1;
+  *maj = *min = 0;
+  if (archive_entry_filetype(e) == AE_IFIFO)
+    return 0;
+  *maj = (unsigned long)archive_entry_rdevmajor(e);
+  *min = (unsigned long)archive_entry_rdevminor(e);
+  if (*maj >= (1ul << 12) || *min >= (1ul << 20))
+    return fpull_err_set(err, FPULL_EUNSAFE, "device number %lu:%lu out of range", *maj, *min);
+  if (!privileged) {
+    stats->devices_skipped++;
+    *make = 0;
+  }
+  return 0;
 }
 
 static int write_file(struct fp_writer *w, struct archive *a, struct archive_entry *e,
@@ -294,7 +313,7 @@ static int write_file(struct fp_writer *w, struct archive *a, struct archive_ent
                          (long long)size);
   /* Created with its final permissions where open() gives exactly those (the fd is
    * writable whatever they say); setuid, setgid and sticky only after the owner. */
-  mode_t perm = drop_setid(w, archive_entry_perm(e) & 07777);
+  mode_t perm = fp_entry_perm(e, w->privileged, w->stats);
   int chmod_after = !w->umask_known || (perm & 07000) || (perm & w->umask);
   mode_t create = chmod_after ? 0600 : perm;
   /* Always a new inode: never truncate in place, an existing file may be a hardlink. */
@@ -490,19 +509,12 @@ static int write_node(struct fp_writer *w, struct archive_entry *e, const char *
                       const char *base, fpull_err *err)
 {
   mode_t type = archive_entry_filetype(e);
-  dev_t dev = 0;
-  if (type != AE_IFIFO) {
-    unsigned long maj = (unsigned long)archive_entry_rdevmajor(e);
-    unsigned long min = (unsigned long)archive_entry_rdevminor(e);
-    /* Linux device numbers: 12-bit major, 20-bit minor. */
-    if (maj >= (1ul << 12) || min >= (1ul << 20))
-      return fpull_err_set(err, FPULL_EUNSAFE, "device number %lu:%lu out of range", maj, min);
-    if (!w->privileged) {
-      w->stats->devices_skipped++;
-      return 0;
-    }
-    dev = makedev(maj, min);
-  }
+  int make;
+  unsigned long maj, min;
+  int rc = fp_entry_node(e, w->privileged, w->stats, &make, &maj, &min, err);
+  if (rc || !make)
+    return rc;
+  dev_t dev = type == AE_IFIFO ? 0 : makedev(maj, min);
   mode_t mode = (type == AE_IFIFO ? S_IFIFO : type == AE_IFCHR ? S_IFCHR : S_IFBLK) | 0600;
   if (mknodat(dfd, base, mode, dev) < 0) {
     if (errno != EEXIST || make_room(w, dfd, base, 0, NULL) < 0 ||
@@ -515,7 +527,7 @@ static int write_node(struct fp_writer *w, struct archive_entry *e, const char *
     owner_failed(w, path);
   /* glibc does AT_SYMLINK_NOFOLLOW through an O_PATH fd: it refuses symlinks. Opening a
    * device to fchmod it could have side effects. */
-  if (fchmodat(dfd, base, drop_setid(w, archive_entry_perm(e) & 07777), AT_SYMLINK_NOFOLLOW) < 0 &&
+  if (fchmodat(dfd, base, fp_entry_perm(e, w->privileged, w->stats), AT_SYMLINK_NOFOLLOW) < 0 &&
       errno != EOPNOTSUPP)
     return fpull_err_set(err, FPULL_EFAIL, "chmod: %s", strerror(errno));
   struct timespec t[2];

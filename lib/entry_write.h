@@ -82,6 +82,14 @@ void fp_writer_layer_begin(struct fp_writer *w);
  * nothing to write, the root keeps its private mode), or FPULL_EUNSAFE. */
 #define FP_ENTRY_ROOT (-1)
 int fp_entry_check(struct archive_entry *e, const char *path, fpull_err *err);
+/* The permission bits of e for a file or node: setuid and setgid dropped, and counted,
+ * when not privileged (contract v3: a shared rootfs must not hand out the caller's uid). */
+mode_t fp_entry_perm(struct archive_entry *e, int privileged, struct fpull_unpack_stats *stats);
+/* A device or FIFO entry: 0 with *make set when the node is to be made (device numbers
+ * checked: Linux has 12-bit majors and 20-bit minors, beyond is FPULL_EUNSAFE), *make 0
+ * when it is skipped (devices need privilege; counted). */
+int fp_entry_node(struct archive_entry *e, int privileged, struct fpull_unpack_stats *stats,
+                  int *make, unsigned long *maj, unsigned long *min, fpull_err *err);
 /* The xattr allowlist: user.* always, security.capability as root; bounded names and
  * values. trusted.*, system.* (ACLs) and the rest are dropped and counted by the sinks. */
 int fp_xattr_allowed(const char *name, size_t size, int privileged);

@@ -105,15 +105,6 @@ static void set_xattrs(struct sqfs_sink *q, struct fp_minode *ino, struct archiv
   }
 }
 
-static mode_t drop_setid(struct sqfs_sink *q, mode_t perm)
-{
-  if (!q->privileged && (perm & (S_ISUID | S_ISGID))) {
-    q->stats->setid_dropped++;
-    perm &= (mode_t) ~(S_ISUID | S_ISGID);
-  }
-  return perm;
-}
-
 static int write_file(struct sqfs_sink *q, struct archive *a, struct archive_entry *e,
                       struct fp_minode *dir, const char *base, fpull_err *err)
 {
@@ -123,7 +114,7 @@ static int write_file(struct sqfs_sink *q, struct archive *a, struct archive_ent
     return fpull_err_set(err, FPULL_EUNSAFE, "file size %lld over the layer's limit",
                          (long long)size);
   struct fp_minode *ino =
-      fp_mtree_inode(&q->tree, S_IFREG | drop_setid(q, archive_entry_perm(e) & 07777));
+      fp_mtree_inode(&q->tree, S_IFREG | fp_entry_perm(e, q->privileged, q->stats));
   set_owner(q, ino, e);
   set_mtime(q, ino, e);
   set_xattrs(q, ino, e);
@@ -252,23 +243,15 @@ static int write_node(struct sqfs_sink *q, struct archive_entry *e, struct fp_mi
                       const char *base, fpull_err *err)
 {
   mode_t type = archive_entry_filetype(e);
-  uint32_t rdev = 0;
-  if (type != AE_IFIFO) {
-    unsigned long maj = (unsigned long)archive_entry_rdevmajor(e);
-    unsigned long min = (unsigned long)archive_entry_rdevminor(e);
-    /* Linux device numbers: 12-bit major, 20-bit minor. */
-    if (maj >= (1ul << 12) || min >= (1ul << 20))
-      return fpull_err_set(err, FPULL_EUNSAFE, "device number %lu:%lu out of range", maj, min);
-    if (!q->privileged) {
-      q->stats->devices_skipped++;
-      return 0;
-    }
-    /* The kernel's new_encode_dev, which SquashFS stores. */
-    rdev = (uint32_t)((min & 0xff) | (maj << 8) | ((min & ~0xfful) << 12));
-  }
+  int make;
+  unsigned long maj, min;
+  int rc = fp_entry_node(e, q->privileged, q->stats, &make, &maj, &min, err);
+  if (rc || !make)
+    return rc;
+  /* The kernel's new_encode_dev, which SquashFS stores (0 for a FIFO). */
+  uint32_t rdev = (uint32_t)((min & 0xff) | (maj << 8) | ((min & ~0xfful) << 12));
   mode_t ft = type == AE_IFIFO ? S_IFIFO : type == AE_IFCHR ? S_IFCHR : S_IFBLK;
-  struct fp_minode *ino =
-      fp_mtree_inode(&q->tree, ft | drop_setid(q, archive_entry_perm(e) & 07777));
+  struct fp_minode *ino = fp_mtree_inode(&q->tree, ft | fp_entry_perm(e, q->privileged, q->stats));
   ino->rdev = rdev;
   set_owner(q, ino, e);
   set_mtime(q, ino, e);
