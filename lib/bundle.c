@@ -76,10 +76,12 @@ static int write_spec(int sfd, const char *json, size_t len, fpull_err *err)
 static int publish(int pfd, const char *sname, const char *base, const char *dest, int exists,
                    fpull_err *err)
 {
-  if (renameat2(pfd, sname, pfd, base, exists ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0)
+  if (!exists)
+    return fp_dest_publish_new(pfd, sname, base, dest, err);
+  if (renameat2(pfd, sname, pfd, base, RENAME_EXCHANGE) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cannot rename the bundle into %s: %s", dest,
-                         errno == EEXIST ? "it appeared meanwhile" : strerror(errno));
-  if (exists && fp_rm_rf_at(pfd, sname) < 0)
+                         strerror(errno));
+  if (fp_rm_rf_at(pfd, sname) < 0)
     fp_warn("cannot remove the old %s: %s", dest, fp_rm_strerror(errno));
   return 0;
 }

@@ -1,6 +1,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -67,6 +68,18 @@ int fp_dest_check(int pfd, const char *base, const char *dest, mode_t type, int 
                          type == S_IFDIR ? "directory" : "regular file");
   if (!force)
     return fpull_err_set(err, FPULL_EFAIL, "%s already exists (--force replaces it)", dest);
+  return 0;
+}
+
+int fp_dest_publish_new(int pfd, const char *tmp, const char *base, const char *dest,
+                        fpull_err *err)
+{
+  if (renameat2(pfd, tmp, pfd, base, RENAME_NOREPLACE) == 0)
+    return 0;
+  if (errno == EEXIST)
+    return fpull_err_set(err, FPULL_EFAIL, "%s appeared while we wrote it; not replacing it", dest);
+  if ((errno != EINVAL && errno != ENOSYS) || renameat(pfd, tmp, pfd, base) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot rename into %s: %s", dest, strerror(errno));
   return 0;
 }
 

@@ -29,6 +29,11 @@ void fp_dest_free(struct fp_dest *d);
 int fp_dest_check(int pfd, const char *base, const char *dest, mode_t type, int force, int *exists,
                   fpull_err *err);
 
+/* Renames tmp to base in pfd when nothing was at base: never over something that appeared
+ * meanwhile (RENAME_NOREPLACE; plain rename only where the filesystem lacks it). */
+int fp_dest_publish_new(int pfd, const char *tmp, const char *base, const char *dest,
+                        fpull_err *err);
+
 /* The names in pfd that start with prefix (NULL when none, or pfd cannot be read). */
 char **fp_dest_names_with_prefix(int pfd, const char *prefix);
 

@@ -154,14 +154,8 @@ static int make_tmp(int pfd, const char *base, char *name, size_t cap, fpull_err
 static int publish(int pfd, const char *tmp, const char *base, const char *dest, int exists,
                    fpull_err *err)
 {
-  if (!exists) {
-    if (renameat2(pfd, tmp, pfd, base, RENAME_NOREPLACE) == 0)
-      return 0;
-    if (errno == EEXIST)
-      return fpull_err_set(err, FPULL_EFAIL, "%s appeared while writing; not replacing it", dest);
-    if (errno != EINVAL && errno != ENOSYS)
-      return fpull_err_set(err, FPULL_EFAIL, "cannot rename into %s: %s", dest, strerror(errno));
-  }
+  if (!exists)
+    return fp_dest_publish_new(pfd, tmp, base, dest, err);
   /* rename(2) replaces a file atomically: DEST is the old image, then the new one. */
   if (renameat(pfd, tmp, pfd, base) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cannot rename into %s: %s", dest, strerror(errno));

@@ -332,17 +332,8 @@ static int make_staging(int pfd, const char *parent, const char *base, char *nam
 static int publish(int pfd, const char *sname, const char *base, const char *dest, int exists,
                    fpull_err *err)
 {
-  if (!exists) {
-    if (renameat2(pfd, sname, pfd, base, RENAME_NOREPLACE) == 0)
-      return 0;
-    if (errno == EEXIST)
-      return fpull_err_set(err, FPULL_EFAIL, "%s appeared while unpacking; not replacing it", dest);
-    if (errno != EINVAL && errno != ENOSYS)
-      return fpull_err_set(err, FPULL_EFAIL, "cannot rename into %s: %s", dest, strerror(errno));
-    if (renameat(pfd, sname, pfd, base) < 0)
-      return fpull_err_set(err, FPULL_EFAIL, "cannot rename into %s: %s", dest, strerror(errno));
-    return 0;
-  }
+  if (!exists)
+    return fp_dest_publish_new(pfd, sname, base, dest, err);
   /* One atomic swap: DEST is the old rootfs, then the new one, never missing. The old one
    * leaves under the staging name (removed below, or by the next run if we die first). */
   if (renameat2(pfd, sname, pfd, base, RENAME_EXCHANGE) < 0) {
