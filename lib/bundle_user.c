@@ -28,21 +28,10 @@ static char *read_in_root(int rootfs_fd, const char *path)
     return NULL;
   char proc[64];
   snprintf(proc, sizeof proc, "/proc/self/fd/%d", pfd);
-  cleanup_close int fd = open(proc, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    return NULL;
-  char *buf = fp_xmalloc((size_t)st.st_size + 1);
-  size_t got = 0;
-  while (got < (size_t)st.st_size) {
-    ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    got += (size_t)n;
-  }
-  buf[got] = '\0';
-  return buf;
+  /* Checked a regular file above: reading it through its descriptor cannot block. */
+  char *buf = NULL;
+  size_t len = 0;
+  return fp_read_file(proc, FP_DB_MAX, &buf, &len) == 0 ? buf : NULL;
 }
 
 /* Splits one line of a colon-separated database into at most max fields (in place). */

@@ -258,6 +258,20 @@ static int offline_hint(struct fp_session *s, const struct fpull_descriptor *d, 
                        how, s->reference);
 }
 
+/* The document an index entry names, which must be an image manifest (*f is set even when
+ * it is not, for the caller to free). */
+static int fetch_entry_manifest(struct fp_session *s, const struct fpull_descriptor *d,
+                                struct fpull_fetched **f, fpull_err *err)
+{
+  int kind = 0;
+  int rc = fetch_document(s, d->digest, f, err);
+  if (rc == 0)
+    rc = fpull_doc_kind(&kind, (*f)->data, (*f)->len, (*f)->content_type, err);
+  if (rc == 0 && kind != FPULL_DOC_MANIFEST)
+    rc = fpull_err_set(err, FPULL_EFAIL, "index entry %s is not an image manifest", d->digest);
+  return rc;
+}
+
 /* Fetches the manifest and config of the chosen entry; with gpu, while its config fails the
  * preflight, marks it and goes on with the next. chosen is -1 when none is left. */
 static int follow_chosen(struct fp_session *s, struct fp_resolved *r, int gpu, fpull_err *err)
@@ -265,12 +279,7 @@ static int follow_chosen(struct fp_session *s, struct fp_resolved *r, int gpu, f
   while (r->match->chosen >= 0) {
     const struct fpull_descriptor *d = &r->index->manifests[r->match->chosen];
     struct fpull_fetched *f = NULL;
-    int kind = 0;
-    int rc = fetch_document(s, d->digest, &f, err);
-    if (rc == 0)
-      rc = fpull_doc_kind(&kind, f->data, f->len, f->content_type, err);
-    if (rc == 0 && kind != FPULL_DOC_MANIFEST)
-      rc = fpull_err_set(err, FPULL_EFAIL, "index entry %s is not an image manifest", d->digest);
+    int rc = fetch_entry_manifest(s, d, &f, err);
     char *why = NULL;
     if (rc == 0)
       rc = load_manifest(s, r, f, gpu ? &why : NULL, err);
@@ -403,12 +412,7 @@ int fp_resolve_entry(struct fp_session *s, const struct fpull_descriptor *d, str
 {
   memset(r, 0, sizeof *r);
   struct fpull_fetched *f = NULL;
-  int kind = 0;
-  int rc = fetch_document(s, d->digest, &f, err);
-  if (rc == 0)
-    rc = fpull_doc_kind(&kind, f->data, f->len, f->content_type, err);
-  if (rc == 0 && kind != FPULL_DOC_MANIFEST)
-    rc = fpull_err_set(err, FPULL_EFAIL, "index entry %s is not an image manifest", d->digest);
+  int rc = fetch_entry_manifest(s, d, &f, err);
   if (rc == 0)
     rc = load_manifest(s, r, f, NULL, err);
   if (rc == 0)
