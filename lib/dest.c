@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -81,6 +82,20 @@ int fp_dest_publish_new(int pfd, const char *tmp, const char *base, const char *
   if ((errno != EINVAL && errno != ENOSYS) || renameat(pfd, tmp, pfd, base) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cannot rename into %s: %s", dest, strerror(errno));
   return 0;
+}
+
+void fp_dest_random_name(char *name, size_t cap, const char *prefix)
+{
+  static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  unsigned char rnd[8];
+  if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+    for (size_t i = 0; i < sizeof rnd; i++)
+      rnd[i] = (unsigned char)(rand() ^ getpid());
+  char suffix[sizeof rnd + 1];
+  for (size_t i = 0; i < sizeof rnd; i++)
+    suffix[i] = alphabet[rnd[i] % (sizeof alphabet - 1)];
+  suffix[sizeof rnd] = '\0';
+  snprintf(name, cap, "%s%s", prefix, suffix);
 }
 
 char **fp_dest_names_with_prefix(int pfd, const char *prefix)

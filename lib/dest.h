@@ -4,6 +4,7 @@
 #ifndef FP_DEST_H
 #define FP_DEST_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "fpull/error.h"
@@ -33,6 +34,10 @@ int fp_dest_check(int pfd, const char *base, const char *dest, mode_t type, int 
  * meanwhile (RENAME_NOREPLACE; plain rename only where the filesystem lacks it). */
 int fp_dest_publish_new(int pfd, const char *tmp, const char *base, const char *dest,
                         fpull_err *err);
+
+/* prefix followed by 8 random letters and digits, in name (cap bytes): the name of a
+ * temporary file or directory beside DEST, created by the caller with O_EXCL or mkdir. */
+void fp_dest_random_name(char *name, size_t cap, const char *prefix);
 
 /* The names in pfd that start with prefix (NULL when none, or pfd cannot be read). */
 char **fp_dest_names_with_prefix(int pfd, const char *prefix);

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -293,19 +292,10 @@ static void remove_leftovers(int pfd, const char *base)
 static int make_staging(int pfd, const char *parent, const char *base, char *name, size_t cap,
                         fpull_err *err)
 {
-  static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
   char prefix[NAME_MAX + 1];
   staging_prefix(prefix, sizeof prefix, base);
   for (int attempt = 0; attempt < 100; attempt++) {
-    unsigned char rnd[8];
-    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-      for (size_t i = 0; i < sizeof rnd; i++)
-        rnd[i] = (unsigned char)(rand() ^ getpid());
-    char suffix[sizeof rnd + 1];
-    for (size_t i = 0; i < sizeof rnd; i++)
-      suffix[i] = alphabet[rnd[i] % (sizeof alphabet - 1)];
-    suffix[sizeof rnd] = '\0';
-    snprintf(name, cap, "%s%s", prefix, suffix);
+    fp_dest_random_name(name, cap, prefix);
     if (mkdirat(pfd, name, 0700) == 0) {
       int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (fd < 0 || flock(fd, LOCK_EX) < 0 || fchmod(fd, 0700) < 0) {
