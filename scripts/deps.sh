@@ -8,8 +8,7 @@ FPULL_PKGS=(build-essential cmake pkg-config clang clang-format libclang-rt-14-d
   qemu-user
   slurm-wlm slurmctld slurmd munge libslurm-dev
   runc
-
-  libsquashfs-dev squashfs-tools squashfs-tools-ng squashfuse)
+  libsquashfs-dev squashfs-tools squashfs-tools-ng squashfuse fuse3)
 
 fpull_install_deps() {
   local missing=() p
