@@ -60,6 +60,8 @@ struct sqfs_sink {
   int privileged;
   uint32_t euid, egid;
   uint64_t max_file;
+  uint64_t max_tree; /* bytes the tree may hold */
+  size_t block;
   uint32_t count; /* inodes numbered */
   int in_file;    /* a file was begun and not ended (an error in its data) */
   int bp_finished;
@@ -99,7 +101,7 @@ static void set_xattrs(struct sqfs_sink *q, struct fp_minode *ino, struct archiv
     return;
   while (archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
     if (fp_xattr_allowed(name, size, q->privileged))
-      fp_mtree_xattr(ino, name, value, size);
+      fp_mtree_xattr(&q->tree, ino, name, value, size);
     else
       q->stats->xattrs_skipped++;
   }
@@ -154,6 +156,9 @@ static int write_file(struct sqfs_sink *q, struct archive *a, struct archive_ent
   if ((ret = sqfs_block_processor_end_file(q->bp)))
     return sq_fail(q, ret, err, "writing the image");
   ino->size = (uint64_t)pos;
+  /* libsquashfs's inode: one block, grown by a word per full data block. */
+  fp_mtree_account(&q->tree,
+                   (ptrdiff_t)(sizeof *ino->sq + sizeof(sqfs_u32) * ((uint64_t)pos / q->block)));
   fp_mtree_link(&q->tree, dir, base, ino);
   return 0;
 }
@@ -189,6 +194,7 @@ static int write_symlink(struct sqfs_sink *q, struct archive_entry *e, struct fp
     return fpull_err_set(err, FPULL_EUNSAFE, "symlink target too long");
   struct fp_minode *ino = fp_mtree_inode(&q->tree, S_IFLNK | 0777);
   ino->target = fp_xstrdup(target);
+  fp_mtree_account(&q->tree, (ptrdiff_t)strlen(target) + 1);
   set_owner(q, ino, e);
   set_mtime(q, ino, e);
   if (archive_entry_xattr_count(e))
@@ -286,6 +292,15 @@ static int sq_entry(struct fp_sink *s, struct archive *a, struct archive_entry *
   struct fp_mdirent *d;
   if (rc == 0 && (d = fp_mtree_lookup(&q->tree, dir, base)) != NULL)
     d->layer = q->tree.layer;
+  if (rc == 0 && q->tree.bytes > q->max_tree)
+    /* The tables can only be written once every layer is in, so the tree stays in memory
+     * until then; past the bound the pull stops rather than grow without limit. */
+    return fpull_err_set(err, FPULL_EFAIL,
+                         "the SquashFS output keeps the image's tree in memory and %llu entries "
+                         "take more than its %llu %s; pull this image with --format dir",
+                         (unsigned long long)q->tree.nentries,
+                         (unsigned long long)(q->max_tree >> (q->max_tree >> 20 ? 20 : 10)),
+                         q->max_tree >> 20 ? "MiB" : "KiB");
   return rc;
 }
 
@@ -592,6 +607,8 @@ static int sink_init(struct sqfs_sink *q, int fd, const struct fpull_unpack_opts
   q->euid = (uint32_t)geteuid();
   q->egid = (uint32_t)getegid();
   q->max_file = o->max_bytes ? o->max_bytes : FPULL_UNPACK_MAX_BYTES;
+  q->max_tree = so->max_tree_bytes ? so->max_tree_bytes : FPULL_SQFS_MAX_TREE_BYTES;
+  q->block = block;
   uint32_t now = (uint32_t)time(NULL);
   fp_mtree_init(&q->tree, q->euid, q->egid, now);
   sqfs_compressor_config_t cfg;

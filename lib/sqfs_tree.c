@@ -20,6 +20,21 @@ static uint64_t key(const struct fp_minode *dir, const char *name)
   return h * 0xbf58476d1ce4e5b9ull;
 }
 
+/* glibc's malloc: an 8-byte header, 16-byte granules, 32 bytes at least. */
+static uint64_t block_bytes(size_t size)
+{
+  size_t n = (size + 8 + 15) & ~(size_t)15;
+  return n < 32 ? 32 : n;
+}
+
+void fp_mtree_account(struct fp_mtree *t, ptrdiff_t size)
+{
+  if (size >= 0)
+    t->bytes += block_bytes((size_t)size);
+  else
+    t->bytes -= block_bytes((size_t)-size);
+}
+
 void fp_mtree_init(struct fp_mtree *t, uint32_t uid, uint32_t gid, uint32_t now)
 {
   memset(t, 0, sizeof *t);
@@ -28,6 +43,7 @@ void fp_mtree_init(struct fp_mtree *t, uint32_t uid, uint32_t gid, uint32_t now)
   t->now = now;
   t->nbuckets = 1024;
   t->buckets = fp_xcalloc(t->nbuckets, sizeof *t->buckets);
+  fp_mtree_account(t, (ptrdiff_t)(t->nbuckets * sizeof *t->buckets));
   t->root = fp_mtree_inode(t, S_IFDIR | 0755);
   t->root->parent = t->root;
 }
@@ -35,6 +51,7 @@ void fp_mtree_init(struct fp_mtree *t, uint32_t uid, uint32_t gid, uint32_t now)
 struct fp_minode *fp_mtree_inode(struct fp_mtree *t, uint32_t mode)
 {
   struct fp_minode *i = fp_xcalloc(1, sizeof *i);
+  fp_mtree_account(t, sizeof *i);
   i->mode = mode;
   i->uid = t->implicit_uid;
   i->gid = t->implicit_gid;
@@ -88,6 +105,8 @@ static void grow(struct fp_mtree *t)
       nb[j] = d;
     }
   free(t->buckets);
+  fp_mtree_account(t, -(ptrdiff_t)(t->nbuckets * sizeof *nb));
+  fp_mtree_account(t, (ptrdiff_t)(ncap * sizeof *nb));
   t->buckets = nb;
   t->nbuckets = ncap;
 }
@@ -112,6 +131,7 @@ static void unlink_one(struct fp_mtree *t, struct fp_mdirent *d)
   t->nentries--;
   if (d->ino->nlink && --d->ino->nlink == 0 && S_ISREG(d->ino->mode))
     t->dead_bytes += d->ino->size;
+  fp_mtree_account(t, -(ptrdiff_t)(sizeof *d + strlen(d->name) + 1));
   free(d);
 }
 
@@ -149,6 +169,7 @@ struct fp_mdirent *fp_mtree_link(struct fp_mtree *t, struct fp_minode *dir, cons
     grow(t);
   size_t len = strlen(name);
   struct fp_mdirent *d = fp_xcalloc(1, sizeof *d + len + 1);
+  fp_mtree_account(t, (ptrdiff_t)(sizeof *d + len + 1));
   memcpy(d->name, name, len + 1);
   d->dir = dir;
   d->ino = ino;
@@ -323,7 +344,8 @@ int fp_mtree_opaque(struct fp_mtree *t, const char *dir)
   return 0;
 }
 
-void fp_mtree_xattr(struct fp_minode *ino, const char *name, const void *value, size_t size)
+void fp_mtree_xattr(struct fp_mtree *t, struct fp_minode *ino, const char *name, const void *value,
+                    size_t size)
 {
   struct fp_mxattr *x = ino->xattrs;
   while (x && strcmp(x->name, name) != 0)
@@ -333,7 +355,12 @@ void fp_mtree_xattr(struct fp_minode *ino, const char *name, const void *value, 
     x->name = fp_xstrdup(name);
     x->next = ino->xattrs;
     ino->xattrs = x;
+    fp_mtree_account(t, sizeof *x);
+    fp_mtree_account(t, (ptrdiff_t)strlen(name) + 1);
+  } else {
+    fp_mtree_account(t, -(ptrdiff_t)(x->size ? x->size : 1));
   }
+  fp_mtree_account(t, (ptrdiff_t)(size ? size : 1));
   free(x->value);
   x->value = fp_xmalloc(size ? size : 1);
   memcpy(x->value, value, size);

@@ -58,6 +58,7 @@ struct fp_mtree {
   uint32_t implicit_gid;
   uint32_t now;
   uint64_t dead_bytes; /* file data written to the image whose file was later removed */
+  uint64_t bytes;      /* memory the tree holds, malloc's per-block overhead included */
 };
 
 void fp_mtree_init(struct fp_mtree *t, uint32_t uid, uint32_t gid, uint32_t now);
@@ -86,7 +87,11 @@ void fp_mtree_touch(struct fp_mtree *t, struct fp_minode *dir);
 int fp_mtree_whiteout(struct fp_mtree *t, const char *dir, const char *name);
 int fp_mtree_opaque(struct fp_mtree *t, const char *dir);
 
+/* Counts size bytes (one malloc'ed block) in t->bytes; a negative size gives them back. */
+void fp_mtree_account(struct fp_mtree *t, ptrdiff_t size);
+
 /* Sets (or replaces) one extended attribute of ino. */
-void fp_mtree_xattr(struct fp_minode *ino, const char *name, const void *value, size_t size);
+void fp_mtree_xattr(struct fp_mtree *t, struct fp_minode *ino, const char *name, const void *value,
+                    size_t size);
 
 #endif

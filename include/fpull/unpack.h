@@ -26,7 +26,14 @@ struct fpull_sqfs_opts {
   unsigned block_size;    /* a power of two, 4 KiB .. 1 MiB; 0: 128 KiB */
   int level;              /* 0: the compressor's default */
   unsigned threads;       /* compression threads, at most the CPUs we may use; 0: those */
+  /* Memory the image's directory tree may take (it is held until the tables are written at
+   * the end); an image that needs more fails (FPULL_EFAIL) instead of growing past the
+   * contract's memory bound. 0: FPULL_SQFS_MAX_TREE_BYTES. */
+  uint64_t max_tree_bytes;
 };
+/* Sized so that the whole pull stays under 256 MiB of peak RSS with the compressor's
+ * buffers: about 600,000 entries. */
+#define FPULL_SQFS_MAX_TREE_BYTES (160ull << 20)
 
 /* Options structs grow at the end: version says which layout the caller was compiled
  * with, and the library refuses versions it does not know (FPULL_EUSAGE). Start from
