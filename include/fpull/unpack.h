@@ -31,8 +31,8 @@ struct fpull_sqfs_opts {
    * contract's memory bound. 0: FPULL_SQFS_MAX_TREE_BYTES. */
   uint64_t max_tree_bytes;
 };
-/* Sized so that the whole pull stays under 256 MiB of peak RSS with the compressor's
- * buffers: about 600,000 entries. */
+/* About 500,000 entries; with the process (about 20 MiB) and the compressors (up to 3.5 MiB
+ * per thread) a pull stays under 256 MiB of peak RSS with up to 16 threads. */
 #define FPULL_SQFS_MAX_TREE_BYTES (160ull << 20)
 
 /* Options structs grow at the end: version says which layout the caller was compiled
