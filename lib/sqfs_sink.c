@@ -11,6 +11,7 @@
  * layer twice (names first, data second), would cost a second decompression of every layer
  * and could not overlap unpacking with downloading. */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +61,7 @@ struct sqfs_sink {
   int privileged;
   uint32_t euid, egid;
   uint64_t max_file;
-  uint64_t max_tree; /* bytes the tree may hold */
+  unsigned since_check; /* entries since RSS was last read */
   size_t block;
   uint32_t count; /* inodes numbered */
   int in_file;    /* a file was begun and not ended (an error in its data) */
@@ -123,6 +124,7 @@ static int write_file(struct sqfs_sink *q, struct archive *a, struct archive_ent
   int ret = sqfs_block_processor_begin_file(q->bp, &ino->sq, NULL, 0);
   if (ret)
     return sq_fail(q, ret, err, "writing the image");
+  fp_mtree_file(&q->tree, ino);
   q->in_file = 1;
   const void *buf;
   size_t len;
@@ -157,8 +159,6 @@ static int write_file(struct sqfs_sink *q, struct archive *a, struct archive_ent
     return sq_fail(q, ret, err, "writing the image");
   ino->size = (uint64_t)pos;
   /* libsquashfs's inode: one block, grown by a word per full data block. */
-  fp_mtree_account(&q->tree,
-                   (ptrdiff_t)(sizeof *ino->sq + sizeof(sqfs_u32) * ((uint64_t)pos / q->block)));
   fp_mtree_link(&q->tree, dir, base, ino);
   return 0;
 }
@@ -193,13 +193,34 @@ static int write_symlink(struct sqfs_sink *q, struct archive_entry *e, struct fp
   if (strlen(target) > FP_PATH_MAX)
     return fpull_err_set(err, FPULL_EUNSAFE, "symlink target too long");
   struct fp_minode *ino = fp_mtree_inode(&q->tree, S_IFLNK | 0777);
-  ino->target = fp_xstrdup(target);
-  fp_mtree_account(&q->tree, (ptrdiff_t)strlen(target) + 1);
+  ino->target = fp_mtree_strdup(&q->tree, target);
   set_owner(q, ino, e);
   set_mtime(q, ino, e);
   if (archive_entry_xattr_count(e))
     q->stats->xattrs_skipped += (uint64_t)archive_entry_xattr_count(e);
   fp_mtree_link(&q->tree, dir, base, ino);
+  return 0;
+}
+
+/* Every 256 entries or inodes: past the tree's resident bound (fp_mtree_over), the file
+ * inodes the block processor is done with go into the arena and the arena's pages are given
+ * back; the data stays in its file. */
+static int check_memory(struct sqfs_sink *q, fpull_err *err)
+{
+  if (q->tree.spill_errno)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot grow the image's temporary tree file: %s",
+                         strerror(q->tree.spill_errno));
+  if (++q->since_check < 256)
+    return 0;
+  q->since_check = 0;
+  if (!fp_mtree_over(&q->tree))
+    return 0;
+  uint64_t rss = fp_resident_bytes();
+  if (q->bp_finished || sqfs_block_processor_sync(q->bp) == 0)
+    fp_mtree_compact(&q->tree, q->block);
+  fp_mtree_release(&q->tree);
+  fp_debug("squashfs: %llu MiB resident, %llu MiB after moving the tree out to its file",
+           (unsigned long long)(rss >> 20), (unsigned long long)(q->tree.rss_after_release >> 20));
   return 0;
 }
 
@@ -292,15 +313,8 @@ static int sq_entry(struct fp_sink *s, struct archive *a, struct archive_entry *
   struct fp_mdirent *d;
   if (rc == 0 && (d = fp_mtree_lookup(&q->tree, dir, base)) != NULL)
     d->layer = q->tree.layer;
-  if (rc == 0 && q->tree.bytes > q->max_tree)
-    /* The tables can only be written once every layer is in, so the tree stays in memory
-     * until then; past the bound the pull stops rather than grow without limit. */
-    return fpull_err_set(err, FPULL_EFAIL,
-                         "the SquashFS output keeps the image's tree in memory and %llu entries "
-                         "take more than its %llu %s; pull this image with --format dir",
-                         (unsigned long long)q->tree.nentries,
-                         (unsigned long long)(q->max_tree >> (q->max_tree >> 20 ? 20 : 10)),
-                         q->max_tree >> 20 ? "MiB" : "KiB");
+  if (rc == 0)
+    rc = check_memory(q, err);
   return rc;
 }
 
@@ -321,19 +335,22 @@ static int sq_opaque(struct fp_sink *s, const char *dir)
 
 /* ---- the tables, once every layer is in ---- */
 
-static int cmp_dirent(const void *a, const void *b)
+static int cmp_dirent(const void *a, const void *b, void *tree)
 {
+  fp_mtree_tick(tree);
   return strcmp((*(struct fp_mdirent *const *)a)->name, (*(struct fp_mdirent *const *)b)->name);
 }
 
 /* The names of dir in SquashFS order (sorted by bytes); free the array. */
-static struct fp_mdirent **sorted(const struct fp_minode *dir)
+static struct fp_mdirent **sorted(struct fp_mtree *t, const struct fp_minode *dir)
 {
   struct fp_mdirent **v = fp_xmalloc((dir->nchildren ? dir->nchildren : 1) * sizeof *v);
   size_t i = 0;
-  for (struct fp_mdirent *d = dir->first; d; d = d->next)
+  for (struct fp_mdirent *d = dir->first; d; d = d->next) {
+    fp_mtree_tick(t);
     v[i++] = d;
-  qsort(v, i, sizeof *v, cmp_dirent);
+  }
+  qsort_r(v, i, sizeof *v, cmp_dirent, t);
   return v;
 }
 
@@ -346,6 +363,7 @@ static void number(struct sqfs_sink *q, struct fp_minode *dir)
       number(q, d->ino);
     else if (!d->ino->ino_num)
       d->ino->ino_num = ++q->count;
+    (void)check_memory(q, NULL);
   }
   dir->ino_num = ++q->count;
 }
@@ -390,6 +408,7 @@ static int xattr_index(struct sqfs_sink *q, const struct fp_minode *ino, sqfs_u3
 static int write_leaf(struct sqfs_sink *q, struct fp_minode *ino, fpull_err *err)
 {
   sqfs_u32 xi;
+  (void)check_memory(q, NULL);
   int rc = xattr_index(q, ino, &xi, err);
   if (rc)
     return rc;
@@ -428,7 +447,7 @@ static int write_leaf(struct sqfs_sink *q, struct fp_minode *ino, fpull_err *err
 
 static int write_dir_inode(struct sqfs_sink *q, struct fp_minode *dir, fpull_err *err)
 {
-  cleanup_free struct fp_mdirent **v = sorted(dir);
+  cleanup_free struct fp_mdirent **v = sorted(&q->tree, dir);
   size_t subdirs = 0;
   int rc, ret;
   for (size_t i = 0; i < dir->nchildren; i++) {
@@ -444,7 +463,8 @@ static int write_dir_inode(struct sqfs_sink *q, struct fp_minode *dir, fpull_err
   if ((ret = sqfs_dir_writer_begin(q->dw, 0)))
     return sq_fail(q, ret, err, "directory table");
   for (size_t i = 0; i < dir->nchildren; i++)
-    if ((ret = sqfs_dir_writer_add_entry(q->dw, v[i]->name, v[i]->ino->ino_num, v[i]->ino->ref,
+    if ((fp_mtree_tick(&q->tree),
+         ret = sqfs_dir_writer_add_entry(q->dw, v[i]->name, v[i]->ino->ino_num, v[i]->ino->ref,
                                          (sqfs_u16)v[i]->ino->mode)))
       return sq_fail(q, ret, err, "directory table");
   if ((ret = sqfs_dir_writer_end(q->dw)))
@@ -595,8 +615,9 @@ int fpull_sqfs_opts_check(const struct fpull_sqfs_opts *so, fpull_err *err)
   return rc ? rc : compressor_config(&cfg, so, block, err);
 }
 
-static int sink_init(struct sqfs_sink *q, int fd, const struct fpull_unpack_opts *o,
-                     struct fpull_unpack_stats *stats, fpull_err *err)
+static int sink_init(struct sqfs_sink *q, const struct fp_image_dest *d,
+                     const struct fpull_unpack_opts *o, struct fpull_unpack_stats *stats,
+                     fpull_err *err)
 {
   const struct fpull_sqfs_opts *so = &o->sqfs;
   size_t block = so->block_size ? so->block_size : SQFS_DEFAULT_BLOCK_SIZE;
@@ -607,12 +628,14 @@ static int sink_init(struct sqfs_sink *q, int fd, const struct fpull_unpack_opts
   q->euid = (uint32_t)geteuid();
   q->egid = (uint32_t)getegid();
   q->max_file = o->max_bytes ? o->max_bytes : FPULL_UNPACK_MAX_BYTES;
-  q->max_tree = so->max_tree_bytes ? so->max_tree_bytes : FPULL_SQFS_MAX_TREE_BYTES;
   q->block = block;
   uint32_t now = (uint32_t)time(NULL);
-  fp_mtree_init(&q->tree, q->euid, q->egid, now);
+  int rc = fp_mtree_init(&q->tree, q->euid, q->egid, now, d->pfd, d->where.parent, err);
+  if (rc)
+    return rc;
+  q->tree.max_resident = so->max_resident ? so->max_resident : FPULL_SQFS_MAX_RESIDENT;
   sqfs_compressor_config_t cfg;
-  int rc = check_block(block, err);
+  rc = check_block(block, err);
   if (!rc)
     rc = compressor_config(&cfg, so, block, err);
   if (rc)
@@ -620,7 +643,7 @@ static int sink_init(struct sqfs_sink *q, int fd, const struct fpull_unpack_opts
   int ret = sqfs_compressor_create(&cfg, &q->cmp);
   if (ret)
     return fpull_err_set(err, FPULL_EUSAGE, "squashfs compressor: libsquashfs error %d", ret);
-  q->file = fp_fd_file_new(fd);
+  q->file = fp_fd_file_new(d->fd);
   sqfs_file_t *f = &q->file->base;
   if (sqfs_super_init(&q->super, block, now, (SQFS_COMPRESSOR)cfg.id))
     return fpull_err_set(err, FPULL_EUSAGE, "squashfs block size %zu not accepted", block);
@@ -676,7 +699,7 @@ int fpull_unpack_squashfs(const char *dest, const struct fpull_layer *layers, si
   int rc = fp_image_open(&d, dest, o.force, err);
   if (!rc) {
     struct sqfs_sink q;
-    rc = sink_init(&q, d.fd, &o, stats, err);
+    rc = sink_init(&q, &d, &o, stats, err);
     if (!rc)
       rc = fp_unpack_feed(&q.base, layers, n, &o, stats, err);
     sink_free(&q);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <sqfs/inode.h>
 #include <sqfs/predef.h>
 
 #include "inroot.h"
@@ -20,93 +21,166 @@ static uint64_t key(const struct fp_minode *dir, const char *name)
   return h * 0xbf58476d1ce4e5b9ull;
 }
 
-/* glibc's malloc: an 8-byte header, 16-byte granules, 32 bytes at least. */
-static uint64_t block_bytes(size_t size)
+static void *push_ptr(void ***v, size_t *n, size_t *cap, void *p)
 {
-  size_t n = (size + 8 + 15) & ~(size_t)15;
-  return n < 32 ? 32 : n;
+  if (*n == *cap) {
+    *cap = *cap ? *cap * 2 : 256;
+    *v = fp_xrealloc(*v, *cap * sizeof **v);
+  }
+  (*v)[(*n)++] = p;
+  return p;
 }
 
-void fp_mtree_account(struct fp_mtree *t, ptrdiff_t size)
+/* Zeroed bytes in the arena; on the heap when there is none or it cannot grow (the error is
+ * kept for the sink to report: the pull fails, but the tree stays consistent until then). */
+static void *tree_alloc(struct fp_mtree *t, size_t size)
 {
-  if (size >= 0)
-    t->bytes += block_bytes((size_t)size);
-  else
-    t->bytes -= block_bytes((size_t)-size);
+  if (t->arena.base && !t->spill_errno) {
+    void *p = fp_arena_alloc(&t->arena, size);
+    if (p)
+      return p;
+    t->spill_errno = errno ? errno : ENOMEM;
+  }
+  return push_ptr(&t->heap, &t->nheap, &t->capheap, fp_xcalloc(1, size));
 }
 
-void fp_mtree_init(struct fp_mtree *t, uint32_t uid, uint32_t gid, uint32_t now)
+int fp_mtree_over(const struct fp_mtree *t)
+{
+  if (!t->arena.base)
+    return 0;
+  uint64_t rss = fp_resident_bytes();
+  uint64_t slack = t->max_resident / 8 < (16u << 20) ? t->max_resident / 8 : (16u << 20);
+  return rss > t->max_resident && rss >= t->rss_after_release + slack;
+}
+
+void fp_mtree_release(struct fp_mtree *t)
+{
+  fp_arena_release(&t->arena);
+  t->moved_out = 1;
+  t->rss_after_release = fp_resident_bytes();
+}
+
+void fp_mtree_tick(struct fp_mtree *t)
+{
+  if (t->moved_out && ++t->ticks % 256 == 0 && fp_mtree_over(t))
+    fp_mtree_release(t);
+}
+
+char *fp_mtree_strdup(struct fp_mtree *t, const char *s)
+{
+  size_t n = strlen(s) + 1;
+  return memcpy(tree_alloc(t, n), s, n);
+}
+
+int fp_mtree_init(struct fp_mtree *t, uint32_t uid, uint32_t gid, uint32_t now, int dirfd,
+                  const char *dirname, fpull_err *err)
 {
   memset(t, 0, sizeof *t);
+  t->arena.fd = -1;
+  if (dirfd >= 0) {
+    int rc = fp_arena_open(&t->arena, dirfd, dirname, err);
+    if (rc)
+      return rc;
+  }
   t->implicit_uid = uid;
   t->implicit_gid = gid;
   t->now = now;
   t->nbuckets = 1024;
-  t->buckets = fp_xcalloc(t->nbuckets, sizeof *t->buckets);
-  fp_mtree_account(t, (ptrdiff_t)(t->nbuckets * sizeof *t->buckets));
+  t->buckets = tree_alloc(t, t->nbuckets * sizeof *t->buckets);
   t->root = fp_mtree_inode(t, S_IFDIR | 0755);
   t->root->parent = t->root;
+  return 0;
 }
 
 struct fp_minode *fp_mtree_inode(struct fp_mtree *t, uint32_t mode)
 {
-  struct fp_minode *i = fp_xcalloc(1, sizeof *i);
-  fp_mtree_account(t, sizeof *i);
+  struct fp_minode *i = tree_alloc(t, sizeof *i);
   i->mode = mode;
   i->uid = t->implicit_uid;
   i->gid = t->implicit_gid;
   i->mtime = t->now;
-  i->all_next = t->all;
-  t->all = i;
   return i;
+}
+
+void fp_mtree_file(struct fp_mtree *t, struct fp_minode *ino)
+{
+  push_ptr((void ***)&t->files, &t->nfiles, &t->capfiles, ino);
+}
+
+/* Done with by the block processor: its data blocks are written (nothing is in flight) and
+ * a tail fragment has its place. A tail that was all zeros never gets one (it is a sparse
+ * block): such an inode stays where it is. */
+static int file_done(const struct fp_minode *ino, size_t block)
+{
+  sqfs_u32 index, offset;
+  if (ino->size % block == 0)
+    return 1;
+  return sqfs_inode_get_frag_location(ino->sq, &index, &offset) == 0 && index != 0xFFFFFFFF;
+}
+
+void fp_mtree_compact(struct fp_mtree *t, size_t block)
+{
+  size_t keep = 0;
+  for (size_t k = 0; k < t->nfiles; k++) {
+    struct fp_minode *ino = t->files[k];
+    if (!ino->sq || !file_done(ino, block) || !t->arena.base || t->spill_errno) {
+      t->files[keep++] = ino;
+      continue;
+    }
+    size_t size = sizeof *ino->sq + ino->sq->payload_bytes_used;
+    sqfs_inode_generic_t *copy = fp_arena_alloc(&t->arena, size);
+    if (!copy) {
+      t->spill_errno = errno ? errno : ENOMEM;
+      t->files[keep++] = ino;
+      continue;
+    }
+    memcpy(copy, ino->sq, size);
+    copy->payload_bytes_available = copy->payload_bytes_used;
+    sqfs_free(ino->sq);
+    ino->sq = copy;
+  }
+  t->nfiles = keep;
 }
 
 void fp_mtree_free(struct fp_mtree *t)
 {
-  for (size_t b = 0; b < t->nbuckets; b++)
-    for (struct fp_mdirent *d = t->buckets[b], *n; d; d = n) {
-      n = d->hnext;
-      free(d);
-    }
-  free(t->buckets);
-  for (struct fp_minode *i = t->all, *n; i; i = n) {
-    n = i->all_next;
-    for (struct fp_mxattr *x = i->xattrs, *nx; x; x = nx) {
-      nx = x->next;
-      free(x->name);
-      free(x->value);
-      free(x);
-    }
-    free(i->target);
-    sqfs_free(i->sq);
-    free(i);
-  }
+  /* Only what is on the heap: walking the arena would bring every page of it back. */
+  for (size_t k = 0; k < t->nfiles; k++)
+    sqfs_free(t->files[k]->sq);
+  free(t->files);
+  for (size_t k = 0; k < t->nheap; k++)
+    free(t->heap[k]);
+  free(t->heap);
+  fp_arena_close(&t->arena);
   memset(t, 0, sizeof *t);
+  t->arena.fd = -1;
 }
 
-struct fp_mdirent *fp_mtree_lookup(const struct fp_mtree *t, const struct fp_minode *dir,
+struct fp_mdirent *fp_mtree_lookup(struct fp_mtree *t, const struct fp_minode *dir,
                                    const char *name)
 {
-  for (struct fp_mdirent *d = t->buckets[key(dir, name) & (t->nbuckets - 1)]; d; d = d->hnext)
+  for (struct fp_mdirent *d = t->buckets[key(dir, name) & (t->nbuckets - 1)]; d; d = d->hnext) {
+    fp_mtree_tick(t);
     if (d->dir == dir && strcmp(d->name, name) == 0)
       return d;
+  }
   return NULL;
 }
 
+/* Rehashing touches every name: the pages are given back as it goes (fp_mtree_tick). */
 static void grow(struct fp_mtree *t)
 {
   size_t ncap = t->nbuckets * 2;
-  struct fp_mdirent **nb = fp_xcalloc(ncap, sizeof *nb);
+  struct fp_mdirent **nb = tree_alloc(t, ncap * sizeof *nb);
   for (size_t b = 0; b < t->nbuckets; b++)
     for (struct fp_mdirent *d = t->buckets[b], *n; d; d = n) {
       n = d->hnext;
       size_t j = key(d->dir, d->name) & (ncap - 1);
       d->hnext = nb[j];
       nb[j] = d;
+      fp_mtree_tick(t);
     }
-  free(t->buckets);
-  fp_mtree_account(t, -(ptrdiff_t)(t->nbuckets * sizeof *nb));
-  fp_mtree_account(t, (ptrdiff_t)(ncap * sizeof *nb));
+  /* The old table stays where it is (arena space is not reused). */
   t->buckets = nb;
   t->nbuckets = ncap;
 }
@@ -131,8 +205,7 @@ static void unlink_one(struct fp_mtree *t, struct fp_mdirent *d)
   t->nentries--;
   if (d->ino->nlink && --d->ino->nlink == 0 && S_ISREG(d->ino->mode))
     t->dead_bytes += d->ino->size;
-  fp_mtree_account(t, -(ptrdiff_t)(sizeof *d + strlen(d->name) + 1));
-  free(d);
+  /* Its space is not reused: the arena never reuses, heap blocks are freed at the end. */
 }
 
 /* Iterative: depth costs no stack. Directories know the one above them. */
@@ -144,6 +217,7 @@ void fp_mtree_remove(struct fp_mtree *t, struct fp_mdirent *d)
     return;
   struct fp_minode *cur = top;
   for (;;) {
+    fp_mtree_tick(t);
     struct fp_mdirent *c = cur->first;
     if (c && S_ISDIR(c->ino->mode) && c->ino->first) {
       cur = c->ino;
@@ -168,8 +242,7 @@ struct fp_mdirent *fp_mtree_link(struct fp_mtree *t, struct fp_minode *dir, cons
   if ((t->nentries + 1) > t->nbuckets)
     grow(t);
   size_t len = strlen(name);
-  struct fp_mdirent *d = fp_xcalloc(1, sizeof *d + len + 1);
-  fp_mtree_account(t, (ptrdiff_t)(sizeof *d + len + 1));
+  struct fp_mdirent *d = tree_alloc(t, sizeof *d + len + 1);
   memcpy(d->name, name, len + 1);
   d->dir = dir;
   d->ino = ino;
@@ -307,6 +380,7 @@ static void prune(struct fp_mtree *t, struct fp_minode *dir)
 {
   for (struct fp_mdirent *d = dir->first, *n; d; d = n) {
     n = d->next;
+    fp_mtree_tick(t);
     if (!layer_wrote(t, d))
       fp_mtree_remove(t, d);
     else if (S_ISDIR(d->ino->mode))
@@ -351,18 +425,13 @@ void fp_mtree_xattr(struct fp_mtree *t, struct fp_minode *ino, const char *name,
   while (x && strcmp(x->name, name) != 0)
     x = x->next;
   if (!x) {
-    x = fp_xcalloc(1, sizeof *x);
-    x->name = fp_xstrdup(name);
+    x = tree_alloc(t, sizeof *x);
+    x->name = fp_mtree_strdup(t, name);
     x->next = ino->xattrs;
     ino->xattrs = x;
-    fp_mtree_account(t, sizeof *x);
-    fp_mtree_account(t, (ptrdiff_t)strlen(name) + 1);
-  } else {
-    fp_mtree_account(t, -(ptrdiff_t)(x->size ? x->size : 1));
   }
-  fp_mtree_account(t, (ptrdiff_t)(size ? size : 1));
-  free(x->value);
-  x->value = fp_xmalloc(size ? size : 1);
+  /* A replaced value's space is not reused. */
+  x->value = tree_alloc(t, size ? size : 1);
   memcpy(x->value, value, size);
   x->size = size;
 }

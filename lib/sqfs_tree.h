@@ -12,6 +12,9 @@
 
 #include <sqfs/predef.h>
 
+#include "arena.h"
+#include "fpull/error.h"
+
 struct fp_mxattr {
   struct fp_mxattr *next;
   size_t size;
@@ -37,7 +40,6 @@ struct fp_minode {
   uint32_t ino_num;         /* set when the tables are written */
   uint64_t ref;
   int written;
-  struct fp_minode *all_next; /* every inode made, freed together at the end */
 };
 
 struct fp_mdirent {
@@ -58,15 +60,34 @@ struct fp_mtree {
   uint32_t implicit_gid;
   uint32_t now;
   uint64_t dead_bytes; /* file data written to the image whose file was later removed */
-  uint64_t bytes;      /* memory the tree holds, malloc's per-block overhead included */
+  /* Nodes, names and finished file inodes live in the arena, a temporary file beside the
+   * image, so that resident memory does not grow with the entries; without one (or when it
+   * cannot grow: spill_errno) they are on the heap, listed in heap to be freed. */
+  struct fp_arena arena;
+  /* Past max_resident (the process's RSS) the arena's pages are given back: checked every
+   * 256 nodes touched once that has happened, because a read fault maps 64 KiB of the file
+   * around the page (fault-around), so that a walk over the tree would soon make all of it
+   * resident again. rss_after_release: RSS right after the last time. */
+  uint64_t max_resident, rss_after_release;
+  unsigned ticks;
+  int moved_out;
+  int spill_errno;
+  void **heap;
+  size_t nheap, capheap;
+  /* File inodes libsquashfs allocated, not yet moved into the arena. */
+  struct fp_minode **files;
+  size_t nfiles, capfiles;
 };
 
-void fp_mtree_init(struct fp_mtree *t, uint32_t uid, uint32_t gid, uint32_t now);
+/* An empty tree whose arena is a temporary file in dirfd (dirname for messages); dirfd < 0:
+ * everything on the heap. */
+int fp_mtree_init(struct fp_mtree *t, uint32_t uid, uint32_t gid, uint32_t now, int dirfd,
+                  const char *dirname, fpull_err *err);
 void fp_mtree_free(struct fp_mtree *t);
 
 /* A new inode (owned by the tree, freed with it). */
 struct fp_minode *fp_mtree_inode(struct fp_mtree *t, uint32_t mode);
-struct fp_mdirent *fp_mtree_lookup(const struct fp_mtree *t, const struct fp_minode *dir,
+struct fp_mdirent *fp_mtree_lookup(struct fp_mtree *t, const struct fp_minode *dir,
                                    const char *name);
 /* Links ino as name in dir, replacing what was there (a directory with all below it). */
 struct fp_mdirent *fp_mtree_link(struct fp_mtree *t, struct fp_minode *dir, const char *name,
@@ -87,8 +108,21 @@ void fp_mtree_touch(struct fp_mtree *t, struct fp_minode *dir);
 int fp_mtree_whiteout(struct fp_mtree *t, const char *dir, const char *name);
 int fp_mtree_opaque(struct fp_mtree *t, const char *dir);
 
-/* Counts size bytes (one malloc'ed block) in t->bytes; a negative size gives them back. */
-void fp_mtree_account(struct fp_mtree *t, ptrdiff_t size);
+/* Is RSS past t->max_resident, and grown by an eighth of it (16 MiB at most) since the last
+ * release? (So that memory the tree does not own cannot make every check a release.) */
+int fp_mtree_over(const struct fp_mtree *t);
+/* Gives the arena's pages back; their data stays in its file. */
+void fp_mtree_release(struct fp_mtree *t);
+/* One node touched: every 256, once the tree has been moved out, fp_mtree_release. */
+void fp_mtree_tick(struct fp_mtree *t);
+
+/* A copy of s owned by the tree. */
+char *fp_mtree_strdup(struct fp_mtree *t, const char *s);
+/* ino's inode (ino->sq) was allocated by libsquashfs's block processor. */
+void fp_mtree_file(struct fp_mtree *t, struct fp_minode *ino);
+/* Once the block processor has nothing in flight (sqfs_block_processor_sync): moves the
+ * file inodes it is done with into the arena. block: the image's block size. */
+void fp_mtree_compact(struct fp_mtree *t, size_t block);
 
 /* Sets (or replaces) one extended attribute of ino. */
 void fp_mtree_xattr(struct fp_mtree *t, struct fp_minode *ino, const char *name, const void *value,

@@ -26,14 +26,12 @@ struct fpull_sqfs_opts {
   unsigned block_size;    /* a power of two, 4 KiB .. 1 MiB; 0: 128 KiB */
   int level;              /* 0: the compressor's default */
   unsigned threads;       /* compression threads, at most the CPUs we may use; 0: those */
-  /* Memory the image's directory tree may take (it is held until the tables are written at
-   * the end); an image that needs more fails (FPULL_EFAIL) instead of growing past the
-   * contract's memory bound. 0: FPULL_SQFS_MAX_TREE_BYTES. */
-  uint64_t max_tree_bytes;
+  /* The image's tree is held until the tables are written at the end: past this much
+   * resident memory (the process's RSS) it is moved out to a temporary file beside DEST,
+   * so that memory does not grow with the entries. 0: FPULL_SQFS_MAX_RESIDENT. */
+  uint64_t max_resident;
 };
-/* About 500,000 entries; with the process (about 20 MiB) and the compressors (up to 3.5 MiB
- * per thread) a pull stays under 256 MiB of peak RSS with up to 16 threads. */
-#define FPULL_SQFS_MAX_TREE_BYTES (160ull << 20)
+#define FPULL_SQFS_MAX_RESIDENT (160ull << 20)
 
 /* Options structs grow at the end: version says which layout the caller was compiled
  * with, and the library refuses versions it does not know (FPULL_EUSAGE). Start from
