@@ -39,7 +39,14 @@ static void *tree_alloc(struct fp_mtree *t, size_t size)
     void *p = fp_arena_alloc(&t->arena, size);
     if (p)
       return p;
-    t->spill_errno = errno ? errno : ENOMEM;
+    if (t->arena.used == 0) {
+      /* A file system that cannot map the file at all: the tree stays in memory, as in
+       * mksquashfs. Once it could, failing to grow (a full disk) fails the pull. */
+      fp_debug("squashfs: the tree stays in memory (its temporary file: %s)", strerror(errno));
+      fp_arena_close(&t->arena);
+    } else {
+      t->spill_errno = errno ? errno : ENOMEM;
+    }
   }
   return push_ptr(&t->heap, &t->nheap, &t->capheap, fp_xcalloc(1, size));
 }

@@ -5,6 +5,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,4 +216,57 @@ TEST(tree_moved_out_gives_the_same_image)
   snprintf(cmd, sizeof cmd, "%s '%.4096s' '%.4096s' '%.4096s' >&2", py,
            th_src("tests/fixtures/sqfs_trees.py"), dest, held);
   CHECK(system(cmd) == 0);
+}
+
+/* Runs the squashfs output of layer in a child whose files may not grow past fsize bytes
+ * (RLIMIT_FSIZE: the tree's file cannot grow, as on a full disk); the child's exit status
+ * is the pull's, its message goes to msg. */
+static int pull_with_fsize(const char *layer, const char *img, rlim_t fsize, char *msg, size_t cap)
+{
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = {fsize, fsize};
+    if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+      _exit(99);
+    struct fpull_layer l = {layer, MT_GZ, "sha256:many", NULL, 0};
+    fpull_err err;
+    struct fpull_unpack_stats st;
+    int rc = squashfs(&l, 1, img, 0, &st, &err);
+    if (rc && write(fds[1], err.msg, strlen(err.msg)) < 0)
+      _exit(98);
+    _exit(rc);
+  }
+  close(fds[1]);
+  ssize_t n = read(fds[0], msg, cap - 1);
+  msg[n > 0 ? n : 0] = '\0';
+  close(fds[0]);
+  int status;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+TEST(tree_file_that_cannot_grow_keeps_the_tree_in_memory_or_fails_cleanly)
+{
+  char out[4200], img[4300], msg[1100], cmd[9000];
+  snprintf(out, sizeof out, "%s/out", th_tmpdir());
+  CHECK(mkdir(out, 0700) == 0);
+  snprintf(img, sizeof img, "%s/small.sqsh", out);
+  /* Not even its first 8 MiB: the tree stays in memory and the image is whole. */
+  CHECK_INT_EQ(pull_with_fsize(empty_files_layer(2000), img, 1 << 20, msg, sizeof msg), 0);
+  snprintf(cmd, sizeof cmd, "unsquashfs -s '%.4200s' | grep -qx 'Number of inodes 2003'", img);
+  CHECK(system(cmd) == 0);
+  CHECK(unlink(img) == 0);
+  /* Its first 8 MiB, not more (60,000 entries need about 18): the pull fails, names the
+   * reason, and leaves nothing. */
+  CHECK_INT_EQ(pull_with_fsize(empty_files_layer(60000), img, 9 << 20, msg, sizeof msg),
+               FPULL_EFAIL);
+  CHECK_CONTAINS(msg, "layer sha256:many");
+  CHECK_CONTAINS(msg, "cannot grow the image's temporary tree file: File too large");
+  CHECK_INT_EQ(count_entries(out), 0);
 }
