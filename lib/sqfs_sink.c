@@ -630,12 +630,10 @@ static int sink_init(struct sqfs_sink *q, const struct fp_image_dest *d,
   q->max_file = o->max_bytes ? o->max_bytes : FPULL_UNPACK_MAX_BYTES;
   q->block = block;
   uint32_t now = (uint32_t)time(NULL);
-  int rc = fp_mtree_init(&q->tree, q->euid, q->egid, now, d->pfd, d->where.parent, err);
-  if (rc)
-    return rc;
+  fp_mtree_init(&q->tree, q->euid, q->egid, now, d->pfd, d->where.parent);
   q->tree.max_resident = so->max_resident ? so->max_resident : FPULL_SQFS_MAX_RESIDENT;
   sqfs_compressor_config_t cfg;
-  rc = check_block(block, err);
+  int rc = check_block(block, err);
   if (!rc)
     rc = compressor_config(&cfg, so, block, err);
   if (rc)

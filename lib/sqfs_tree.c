@@ -79,16 +79,16 @@ char *fp_mtree_strdup(struct fp_mtree *t, const char *s)
   return memcpy(tree_alloc(t, n), s, n);
 }
 
-int fp_mtree_init(struct fp_mtree *t, uint32_t uid, uint32_t gid, uint32_t now, int dirfd,
-                  const char *dirname, fpull_err *err)
+void fp_mtree_init(struct fp_mtree *t, uint32_t uid, uint32_t gid, uint32_t now, int dirfd,
+                   const char *dirname)
 {
   memset(t, 0, sizeof *t);
   t->arena.fd = -1;
-  if (dirfd >= 0) {
-    int rc = fp_arena_open(&t->arena, dirfd, dirname, err);
-    if (rc)
-      return rc;
-  }
+  fpull_err err;
+  /* Without its file (no address space to reserve on a 32-bit system, a directory that
+   * takes no more files) the tree stays in memory, as in mksquashfs. */
+  if (dirfd >= 0 && fp_arena_open(&t->arena, dirfd, dirname, &err) != 0)
+    fp_debug("squashfs: the tree stays in memory: %s", err.msg);
   t->implicit_uid = uid;
   t->implicit_gid = gid;
   t->now = now;
@@ -96,7 +96,6 @@ int fp_mtree_init(struct fp_mtree *t, uint32_t uid, uint32_t gid, uint32_t now, 
   t->buckets = tree_alloc(t, t->nbuckets * sizeof *t->buckets);
   t->root = fp_mtree_inode(t, S_IFDIR | 0755);
   t->root->parent = t->root;
-  return 0;
 }
 
 struct fp_minode *fp_mtree_inode(struct fp_mtree *t, uint32_t mode)

@@ -79,10 +79,10 @@ struct fp_mtree {
   size_t nfiles, capfiles;
 };
 
-/* An empty tree whose arena is a temporary file in dirfd (dirname for messages); dirfd < 0:
- * everything on the heap. */
-int fp_mtree_init(struct fp_mtree *t, uint32_t uid, uint32_t gid, uint32_t now, int dirfd,
-                  const char *dirname, fpull_err *err);
+/* An empty tree whose arena is a temporary file in dirfd (dirname for messages); dirfd < 0,
+ * or no file to be had: everything on the heap. */
+void fp_mtree_init(struct fp_mtree *t, uint32_t uid, uint32_t gid, uint32_t now, int dirfd,
+                   const char *dirname);
 void fp_mtree_free(struct fp_mtree *t);
 
 /* A new inode (owned by the tree, freed with it). */
