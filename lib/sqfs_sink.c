@@ -11,7 +11,6 @@
  * layer twice (names first, data second), would cost a second decompression of every layer
  * and could not overlap unpacking with downloading. */
 #include <errno.h>
-#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,7 +157,6 @@ static int write_file(struct sqfs_sink *q, struct archive *a, struct archive_ent
   if ((ret = sqfs_block_processor_end_file(q->bp)))
     return sq_fail(q, ret, err, "writing the image");
   ino->size = (uint64_t)pos;
-  /* libsquashfs's inode: one block, grown by a word per full data block. */
   fp_mtree_link(&q->tree, dir, base, ino);
   return 0;
 }
@@ -213,9 +211,9 @@ static int check_memory(struct sqfs_sink *q, fpull_err *err)
   if (++q->since_check < 256)
     return 0;
   q->since_check = 0;
-  if (!fp_mtree_over(&q->tree))
+  uint64_t rss = fp_mtree_over(&q->tree);
+  if (!rss)
     return 0;
-  uint64_t rss = fp_resident_bytes();
   if (q->bp_finished || sqfs_block_processor_sync(q->bp) == 0)
     fp_mtree_compact(&q->tree, q->block);
   fp_mtree_release(&q->tree);

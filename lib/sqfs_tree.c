@@ -51,13 +51,13 @@ static void *tree_alloc(struct fp_mtree *t, size_t size)
   return push_ptr(&t->heap, &t->nheap, &t->capheap, fp_xcalloc(1, size));
 }
 
-int fp_mtree_over(const struct fp_mtree *t)
+uint64_t fp_mtree_over(const struct fp_mtree *t)
 {
   if (!t->arena.base)
     return 0;
   uint64_t rss = fp_resident_bytes();
   uint64_t slack = t->max_resident / 8 < (16u << 20) ? t->max_resident / 8 : (16u << 20);
-  return rss > t->max_resident && rss >= t->rss_after_release + slack;
+  return rss > t->max_resident && rss >= t->rss_after_release + slack ? rss : 0;
 }
 
 void fp_mtree_release(struct fp_mtree *t)
@@ -126,10 +126,12 @@ static int file_done(const struct fp_minode *ino, size_t block)
 
 void fp_mtree_compact(struct fp_mtree *t, size_t block)
 {
+  if (!t->arena.base || t->spill_errno)
+    return;
   size_t keep = 0;
   for (size_t k = 0; k < t->nfiles; k++) {
     struct fp_minode *ino = t->files[k];
-    if (!ino->sq || !file_done(ino, block) || !t->arena.base || t->spill_errno) {
+    if (!ino->sq || !file_done(ino, block) || t->spill_errno) {
       t->files[keep++] = ino;
       continue;
     }

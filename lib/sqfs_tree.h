@@ -13,7 +13,6 @@
 #include <sqfs/predef.h>
 
 #include "arena.h"
-#include "fpull/error.h"
 
 struct fp_mxattr {
   struct fp_mxattr *next;
@@ -108,9 +107,10 @@ void fp_mtree_touch(struct fp_mtree *t, struct fp_minode *dir);
 int fp_mtree_whiteout(struct fp_mtree *t, const char *dir, const char *name);
 int fp_mtree_opaque(struct fp_mtree *t, const char *dir);
 
-/* Is RSS past t->max_resident, and grown by an eighth of it (16 MiB at most) since the last
- * release? (So that memory the tree does not own cannot make every check a release.) */
-int fp_mtree_over(const struct fp_mtree *t);
+/* RSS when it is past t->max_resident and has grown by an eighth of it (16 MiB at most)
+ * since the last release (so that memory the tree does not own cannot make every check a
+ * release), else 0. */
+uint64_t fp_mtree_over(const struct fp_mtree *t);
 /* Gives the arena's pages back; their data stays in its file. */
 void fp_mtree_release(struct fp_mtree *t);
 /* One node touched: every 256, once the tree has been moved out, fp_mtree_release. */
