@@ -21,17 +21,10 @@ static int tmp_file(int dirfd)
     return fd;
   /* File systems without O_TMPFILE: a random name, unlinked before anything is in it. */
   char name[64];
-  for (int attempt = 0; attempt < 100; attempt++) {
-    fp_dest_random_name(name, sizeof name, ".fpull-tree-");
-    fd = openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      (void)unlinkat(dirfd, name, 0);
-      return fd;
-    }
-    if (errno != EEXIST)
-      break;
-  }
-  return -1;
+  fd = fp_dest_create_random(dirfd, ".fpull-tree-", 0600, name, sizeof name);
+  if (fd >= 0)
+    (void)unlinkat(dirfd, name, 0);
+  return fd;
 }
 
 int fp_arena_open(struct fp_arena *a, int dirfd, const char *dirname, fpull_err *err)

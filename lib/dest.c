@@ -98,6 +98,17 @@ void fp_dest_random_name(char *name, size_t cap, const char *prefix)
   snprintf(name, cap, "%s%s", prefix, suffix);
 }
 
+int fp_dest_create_random(int pfd, const char *prefix, mode_t mode, char *name, size_t cap)
+{
+  for (int attempt = 0; attempt < 100; attempt++) {
+    fp_dest_random_name(name, cap, prefix);
+    int fd = openat(pfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd >= 0 || errno != EEXIST)
+      return fd;
+  }
+  return -1;
+}
+
 char **fp_dest_names_with_prefix(int pfd, const char *prefix)
 {
   int rfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

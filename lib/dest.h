@@ -38,6 +38,9 @@ int fp_dest_publish_new(int pfd, const char *tmp, const char *base, const char *
 /* prefix followed by 8 random letters and digits, in name (cap bytes): the name of a
  * temporary file or directory beside DEST, created by the caller with O_EXCL or mkdir. */
 void fp_dest_random_name(char *name, size_t cap, const char *prefix);
+/* A new file prefix + random letters in pfd (its name in name), opened read-write with
+ * O_EXCL and O_NOFOLLOW; a name taken is tried again, up to 100 times. -1 with errno. */
+int fp_dest_create_random(int pfd, const char *prefix, mode_t mode, char *name, size_t cap);
 
 /* The names in pfd that start with prefix (NULL when none, or pfd cannot be read). */
 char **fp_dest_names_with_prefix(int pfd, const char *prefix);

@@ -121,24 +121,20 @@ static int make_tmp(int pfd, const char *base, char *name, size_t cap, fpull_err
 {
   char prefix[NAME_MAX + 1];
   tmp_prefix(prefix, sizeof prefix, base);
-  for (int attempt = 0; attempt < 100; attempt++) {
-    fp_dest_random_name(name, cap, prefix);
-    int fd = openat(pfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      if (flock(fd, LOCK_EX) < 0) {
-        int saved = errno;
-        close(fd);
-        unlinkat(pfd, name, 0);
-        return fpull_err_set(err, FPULL_EFAIL, "cannot lock %s: %s", name, strerror(saved)), -1;
-      }
-      return fd;
-    }
-    if (errno != EEXIST)
-      return fpull_err_set(err, FPULL_EFAIL, "cannot create an image file beside %s: %s", base,
-                           strerror(errno)),
-             -1;
+  int fd = fp_dest_create_random(pfd, prefix, 0644, name, cap);
+  if (fd < 0 && errno == EEXIST)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot create an image file beside %s", base), -1;
+  if (fd < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot create an image file beside %s: %s", base,
+                         strerror(errno)),
+           -1;
+  if (flock(fd, LOCK_EX) < 0) {
+    int saved = errno;
+    close(fd);
+    unlinkat(pfd, name, 0);
+    return fpull_err_set(err, FPULL_EFAIL, "cannot lock %s: %s", name, strerror(saved)), -1;
   }
-  return fpull_err_set(err, FPULL_EFAIL, "cannot create an image file beside %s", base), -1;
+  return fd;
 }
 
 static int publish(int pfd, const char *tmp, const char *base, const char *dest, int exists,
