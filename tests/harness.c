@@ -1,10 +1,13 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -70,6 +73,35 @@ const char *th_src(const char *rel)
   const char *src = getenv("FPULL_SRC_DIR");
   snprintf(buf, sizeof buf, "%s/%s", src ? src : ".", rel);
   return buf;
+}
+
+int th_count_entries(const char *dir)
+{
+  DIR *d = opendir(dir);
+  CHECK(d != NULL);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+      n++;
+  closedir(d);
+  return n;
+}
+
+void th_child_peak_rss(int (*fn)(void *), void *ud, long max_kib)
+{
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0)
+    _exit(fn(ud));
+  int status;
+  struct rusage ru;
+  CHECK(wait4(pid, &status, 0, &ru) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK_INT_EQ(WEXITSTATUS(status), 0);
+  fprintf(stderr, "peak RSS of the child: %ld KiB\n", ru.ru_maxrss);
+  if (!th_asan())
+    CHECK(ru.ru_maxrss < max_kib);
 }
 
 int main(int argc, char **argv)

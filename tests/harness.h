@@ -17,6 +17,12 @@ const char *th_tmpdir(void);
 int th_asan(void);
 /* Path of a file under the source tree (FPULL_SRC_DIR). Static buffer. */
 const char *th_src(const char *rel);
+/* The entries of directory dir, "." and ".." not counted. */
+int th_count_entries(const char *dir);
+/* Runs fn(ud) in a child process, which must exit 0 (fn's return value is its status), and
+ * checks its peak RSS is under max_kib (printed; not checked under AddressSanitizer, where
+ * the peak is its quarantine and shadow memory: the plain build's run checks it). */
+void th_child_peak_rss(int (*fn)(void *), void *ud, long max_kib);
 
 #define TEST(name)                                                                                 \
   static void test_##name(void);                                                                   \

@@ -1,4 +1,3 @@
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -49,15 +48,8 @@ static const char *priv(void)
 static int count_entries(const fpull_cache *c, const char *rel)
 {
   char *p = path_in(fpull_cache_dir(c), rel);
-  DIR *d = opendir(p);
+  int n = th_count_entries(p);
   free(p);
-  CHECK(d != NULL);
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)))
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-      n++;
-  closedir(d);
   return n;
 }
 

@@ -1049,10 +1049,9 @@ TEST(removed_directory_metadata_never_lands_on_a_new_one)
  * "sN" -> "." with 249-byte names make every entry a new ~3.8 KB spelling of the directory
  * d: 100,000 directory entries, each a different path to the same directory. Deferred
  * directory metadata kept a record and a path copy per spelling (456 MB for this layer).
- * The unpack runs in a child so that its peak RSS is its own (ru_maxrss of wait4). */
+ * The unpack runs in a child so that its peak RSS is its own (th_child_peak_rss). */
 #include <archive.h>
 #include <archive_entry.h>
-#include <sys/resource.h>
 
 #define SPELLINGS 100000
 
@@ -1105,37 +1104,27 @@ static void build_spellings_layer(const char *path)
   archive_write_free(a);
 }
 
+/* The unpack in a child of its own, so that its peak RSS is its own. */
+static int spellings_child(void *layer)
+{
+  struct fpull_layer l = {layer, MT_GZ, "sha256:spellings", NULL, 0};
+  struct fpull_unpack_opts o = {.version = FPULL_UNPACK_OPTS_VERSION, .resolve_fallback = fallback};
+  struct fpull_unpack_stats st;
+  fpull_err err;
+  if (fpull_unpack_rootfs(dest, &l, 1, &o, &st, &err) != 0) {
+    fprintf(stderr, "child: %s\n", err.msg);
+    return 91;
+  }
+  return st.entries == SPELLINGS + 16 ? 0 : 92;
+}
+
 static void c_spellings_rss(void)
 {
   static char layer[4200];
   snprintf(layer, sizeof layer, "%s/spellings.tar.gz", th_tmpdir());
   if (access(layer, F_OK) != 0)
     build_spellings_layer(layer);
-  pid_t pid = fork();
-  CHECK(pid >= 0);
-  if (pid == 0) {
-    struct fpull_layer l = {layer, MT_GZ, "sha256:spellings", NULL, 0};
-    struct fpull_unpack_opts o = {.version = FPULL_UNPACK_OPTS_VERSION,
-                                  .resolve_fallback = fallback};
-    struct fpull_unpack_stats st;
-    fpull_err err;
-    if (fpull_unpack_rootfs(dest, &l, 1, &o, &st, &err) != 0) {
-      fprintf(stderr, "child: %s\n", err.msg);
-      _exit(91);
-    }
-    _exit(st.entries == SPELLINGS + 16 ? 0 : 92);
-  }
-  int status;
-  struct rusage ru;
-  CHECK(wait4(pid, &status, 0, &ru) == pid);
-  CHECK(WIFEXITED(status));
-  CHECK_INT_EQ(WEXITSTATUS(status), 0);
-  fprintf(stderr, "peak RSS of the unpack: %ld KiB\n", ru.ru_maxrss);
-  /* Under AddressSanitizer the peak is its quarantine of freed memory (256 MiB by default)
-   * and shadow pages, not what the unpacker keeps: the bound is checked by the plain
-   * build's run of this test. */
-  if (!th_asan())
-    CHECK(ru.ru_maxrss < 64 * 1024);
+  th_child_peak_rss(spellings_child, layer, 64 * 1024);
   struct stat s;
   CHECK(lstat(fmt("%s/d", dest), &s) == 0 && S_ISDIR(s.st_mode));
   CHECK_INT_EQ(s.st_mode & 07777, 0755);
