@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dest.h"
+#include "unpack/dest.h"
 #include "resolve.h"
 #include "util.h"
 #include "fpull/unpack.h"

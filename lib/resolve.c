@@ -2,9 +2,9 @@
  * the index entry for the target, the manifest and its config. */
 #include <string.h>
 
-#include "blob_memory.h"
+#include "registry/blob_memory.h"
 #include "opts.h"
-#include "preflight.h"
+#include "select/preflight.h"
 #include "resolve.h"
 #include "util.h"
 #include "fpull/config.h"

@@ -8,7 +8,7 @@
 #include "fpull/features.h"
 #include "fpull/ref.h"
 #include "fpull/spec.h"
-#include "names.h"
+#include "select/names.h"
 #include "util.h"
 #include "yaml_doc.h"
 

@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "inroot.h"
+#include "unpack/inroot.h"
 #include "job_dir.h"
 #include "util.h"
 

@@ -7,10 +7,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cpuid.h"
+#include "detect/cpuid.h"
 #include "fpull/config.h"
 #include "fpull/features.h"
-#include "hwcap.h"
+#include "detect/hwcap.h"
 #include "names.h"
 #include "tagdb.h"
 #include "util.h"

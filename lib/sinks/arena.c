@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "arena.h"
-#include "dest.h"
+#include "unpack/dest.h"
 #include "util.h"
 
 /* Address space only: 64 GiB of tree is far past the 10 million entries a layer may hold. */

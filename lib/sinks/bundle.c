@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "bundle.h"
-#include "inroot.h"
-#include "dest.h"
+#include "unpack/inroot.h"
+#include "unpack/dest.h"
 #include "util.h"
 #include "fpull/bundle.h"
 #include "fpull/cache.h"

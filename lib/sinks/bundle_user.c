@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "bundle_user.h"
-#include "inroot.h"
+#include "unpack/inroot.h"
 #include "util.h"
 
 #define FP_DB_MAX (4u * 1024 * 1024)

@@ -9,7 +9,7 @@
 
 #include <sqfs/io.h>
 
-#include "dest.h"
+#include "unpack/dest.h"
 #include "fpull/error.h"
 
 /* Positioned reads and writes on fd (not closed by destroy), the size kept by us. */

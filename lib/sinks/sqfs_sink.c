@@ -33,13 +33,13 @@
 #include <sqfs/super.h>
 #include <sqfs/xattr_writer.h>
 
-#include "entry_write.h"
+#include "unpack/entry_write.h"
 #include "fpull/unpack.h"
-#include "inroot.h"
-#include "sink.h"
+#include "unpack/inroot.h"
+#include "unpack/sink.h"
 #include "sqfs_file.h"
 #include "sqfs_tree.h"
-#include "unpack_internal.h"
+#include "unpack/unpack_internal.h"
 #include "util.h"
 
 /* ---- the sink ---- */

@@ -8,7 +8,7 @@
 #include <sqfs/inode.h>
 #include <sqfs/predef.h>
 
-#include "inroot.h"
+#include "unpack/inroot.h"
 #include "sqfs_tree.h"
 #include "util.h"
 

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "fpull/unpack.h"
-#include "inroot.h"
+#include "unpack/inroot.h"
 
 #define MAX_LAYERS 4
 #define VICTIM_DATA "victim"

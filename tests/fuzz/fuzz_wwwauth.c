@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wwwauth.h"
+#include "registry/wwwauth.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,4 +1,4 @@
-# CPU detection on arm64 and ppc64le CPUs we do not have: lib/hwcap.c cross-built statically
+# CPU detection on arm64 and ppc64le CPUs we do not have: lib/detect/hwcap.c cross-built statically
 # (with tests/qemu/hwcap_probe.c, nothing else from libfpull) and run under qemu-user's CPU
 # models; tests/qemu/run.py feeds what it reports to fpull and checks the tags against what
 # GCC's tables say that CPU is. One ctest test per (architecture, model); skipped (77) with
@@ -26,9 +26,9 @@ foreach(arch ${FPULL_QEMU_ARCHS})
       OUTPUT ${probe}
       COMMAND ${FPULL_QEMU_${arch}_CC_PATH} -std=c11 -O2 -static -Wall -Wextra -Werror
               -I${CMAKE_SOURCE_DIR}/lib ${CMAKE_CURRENT_LIST_DIR}/hwcap_probe.c
-              ${CMAKE_SOURCE_DIR}/lib/hwcap.c -o ${probe}
-      DEPENDS ${CMAKE_CURRENT_LIST_DIR}/hwcap_probe.c ${CMAKE_SOURCE_DIR}/lib/hwcap.c
-              ${CMAKE_SOURCE_DIR}/lib/hwcap.h
+              ${CMAKE_SOURCE_DIR}/lib/detect/hwcap.c -o ${probe}
+      DEPENDS ${CMAKE_CURRENT_LIST_DIR}/hwcap_probe.c ${CMAKE_SOURCE_DIR}/lib/detect/hwcap.c
+              ${CMAKE_SOURCE_DIR}/lib/detect/hwcap.h
       COMMENT "Cross-building the ${arch} hwcap probe")
     add_custom_target(hwcap-probe-${arch} ALL DEPENDS ${probe})
   endif()

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <sys/auxv.h>
 
-#include "hwcap.h"
+#include "detect/hwcap.h"
 
 int main(void)
 {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpuid.h"
+#include "detect/cpuid.h"
 #include "fpull/detect.h"
 #include "fpull/features.h"
 #include "harness.h"

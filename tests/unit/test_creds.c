@@ -1,4 +1,4 @@
-#include "creds.h"
+#include "registry/creds.h"
 #include "harness.h"
 
 #include <stdio.h>

@@ -8,8 +8,8 @@
 
 #include "fpull/features.h"
 #include "harness.h"
-#include "hwcap.h"
-#include "tagdb.h"
+#include "detect/hwcap.h"
+#include "select/tagdb.h"
 #include "util.h"
 
 /* Kernel hwcap names (arch/arm64/include/uapi/asm/hwcap.h, bit order) for building words. */

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "inroot.h"
+#include "unpack/inroot.h"
 #include "util.h"
 
 static void clean_ok(const char *in, const char *want)

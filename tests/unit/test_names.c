@@ -7,10 +7,10 @@
 
 #include "fpull/config.h"
 #include "fpull/features.h"
-#include "cpuid.h"
+#include "detect/cpuid.h"
 #include "harness.h"
-#include "hwcap.h"
-#include "tagdb.h"
+#include "detect/hwcap.h"
+#include "select/tagdb.h"
 #include "util.h"
 
 static struct fpull_tagdb *load(void)

@@ -7,7 +7,7 @@
 
 #include "fpull/features.h"
 #include "harness.h"
-#include "preflight.h"
+#include "select/preflight.h"
 #include "util.h"
 
 static struct fpull_tagdb *db;

@@ -1,6 +1,6 @@
 #include "fpull/config.h"
 #include "harness.h"
-#include "registry_internal.h"
+#include "registry/registry_internal.h"
 
 #include <stdlib.h>
 

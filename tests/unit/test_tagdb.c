@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpuid.h"
+#include "detect/cpuid.h"
 #include "fpull/config.h"
 #include "fpull/features.h"
 #include "harness.h"
-#include "tagdb.h"
+#include "select/tagdb.h"
 #include "util.h"
 
 static struct fpull_tagdb *load_shipped(void)

@@ -11,7 +11,7 @@
 
 #include "fpull/unpack.h"
 #include "harness.h"
-#include "whiteout.h"
+#include "unpack/whiteout.h"
 
 TEST(kind_classifies_names)
 {

@@ -1,5 +1,5 @@
 #include "harness.h"
-#include "wwwauth.h"
+#include "registry/wwwauth.h"
 
 #include <stdlib.h>
 
