@@ -40,19 +40,20 @@ static int image_config(char **json, size_t *len, const struct fpull_pull_result
   return rc;
 }
 
-static int write_spec(int sfd, const char *json, size_t len, fpull_err *err)
+static int write_spec(int sfd, const char *json, size_t len, int rootless, fpull_err *err)
 {
   cleanup_close int rootfs = openat(sfd, "rootfs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (rootfs < 0)
     return fpull_err_set(err, FPULL_EFAIL, "bundle: no rootfs: %s", strerror(errno));
   /* The unpacker keeps a rootfs without an entry for "/" at its staging mode, 0700: the
-   * container's own "/" must be searchable by the image's User (runc execs as that uid). */
+   * container's own "/" must be searchable by the image's User (runc execs as that uid).
+   * As root that opens nothing to other users: the bundle directory above stays 0700. */
   struct stat st;
   cleanup_close int rfd = openat(sfd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (rfd >= 0 && fstat(rfd, &st) == 0 && (st.st_mode & 07777) == 0700 && fchmod(rfd, 0755) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "bundle: rootfs: %s", strerror(errno));
   cleanup_free char *spec = NULL;
-  int rc = fp_bundle_spec(&spec, json, len, rootfs, geteuid() != 0, err);
+  int rc = fp_bundle_spec(&spec, json, len, rootfs, rootless, err);
   if (rc)
     return rc;
   cleanup_close int fd =
@@ -106,6 +107,14 @@ static void remove_leftovers(int pfd, const char *base)
   }
 }
 
+/* Whether name in dfd (not followed; AT_FDCWD: a path, followed) is the file fd holds. */
+static int same_file(int dfd, const char *name, int fd)
+{
+  struct stat a, b;
+  return fstatat(dfd, name, &a, dfd == AT_FDCWD ? 0 : AT_SYMLINK_NOFOLLOW) == 0 &&
+         fstat(fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 static int build(struct fpull_pull_result **out, const char *image, const char *parent,
                  const char *base, const char *dest, const struct fpull_pull_opts *o,
                  fpull_err *err)
@@ -129,22 +138,40 @@ static int build(struct fpull_pull_result **out, const char *image, const char *
     fp_rm_rf_at(pfd, sname);
     return rc;
   }
-  cleanup_free char *rootfs = fp_xasprintf("%s/rootfs", staging);
+  /* The inner pull names the staging directory through the descriptor we hold, never by
+   * its path again after the network: whatever is renamed beside DEST meanwhile, the
+   * rootfs goes into this directory. */
+  char fdpath[64];
+  snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", sfd);
+  cleanup_free char *rootfs =
+      fp_xasprintf("%s/rootfs", same_file(AT_FDCWD, fdpath, sfd) ? fdpath : staging);
   struct fpull_pull_opts po = *o;
   po.unpack.force = 0;
   rc = fpull_pull(out, image, rootfs, &po, err);
   cleanup_free char *json = NULL;
   size_t len = 0;
+  int rootless = geteuid() != 0;
   if (rc == 0)
     rc = image_config(&json, &len, *out, o, err);
   if (rc == 0)
-    rc = write_spec(sfd, json, len, err);
-  /* mkdtemp made it 0700; a bundle is a directory like any other (runtimes as other users
-   * read it). */
-  if (rc == 0 && fchmod(sfd, 0755) < 0)
+    rc = write_spec(sfd, json, len, rootless, err);
+  /* mkdtemp made it 0700. As root it stays so: the rootfs keeps setuid-root files, file
+   * capabilities and device nodes, and the runtimes that run it are root too (contract
+   * v4). A rootless bundle has none of those, and runtimes as other users may read it. */
+  if (rc == 0 && rootless && fchmod(sfd, 0755) < 0)
     rc = fpull_err_set(err, FPULL_EFAIL, "%s: %s", staging, strerror(errno));
   if (rc == 0 && exists)
     rc = fp_dest_check(pfd, base, dest, S_IFDIR, 1, &exists, err);
+  /* The rename below goes by name: it must still be the directory we built. */
+  if (!same_file(pfd, sname, sfd)) {
+    if (rc == 0)
+      rc = fpull_err_set(err, FPULL_EFAIL, "%s was replaced while the bundle was built", staging);
+    /* What is there now is not ours to remove; ours, wherever it went, is emptied. */
+    if (fp_rm_rf_at(sfd, "rootfs") < 0)
+      fp_warn("cannot remove a bundle's rootfs: %s", fp_rm_strerror(errno));
+    (void)unlinkat(sfd, "config.json", 0);
+    return rc;
+  }
   if (rc == 0)
     rc = publish(pfd, sname, base, dest, exists, err);
   if (rc && fp_rm_rf_at(pfd, sname) < 0)

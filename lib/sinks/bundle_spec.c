@@ -1,7 +1,11 @@
 /* config.json for a bundle: the runtime-spec defaults umoci unpack starts from (those of
  * `runc spec`), with the image config applied as umoci applies it: args = Entrypoint + Cmd,
  * Env over the default PATH and TERM, cwd = WorkingDir, the User resolved in the rootfs,
- * HOME from /etc/passwd when the image does not set it, Labels as annotations. */
+ * HOME from /etc/passwd when the image does not set it, Labels as annotations. Two
+ * departures, because the image is untrusted and the runtime trusts config.json: only the
+ * org.opencontainers.image.* Labels become annotations (crun acts on run.oci.*, runc on
+ * org.criu.config, Kata, CRI-O and containerd on their own prefixes), and Env entries that
+ * are no NAME=VALUE are dropped. Both with a warning count. */
 #include <string.h>
 #include <unistd.h>
 
@@ -76,10 +80,21 @@ static cJSON *process(const cJSON *ic, const struct fp_exec_user *u, int rootles
   cJSON *env = cJSON_AddArrayToObject(p, "env");
   cJSON_AddItemToArray(env, cJSON_CreateString(FP_DEFAULT_PATH));
   cJSON_AddItemToArray(env, cJSON_CreateString("TERM=xterm"));
+  size_t bad_env = 0;
   for (const cJSON *e = cJSON_IsArray(member(ic, "Env")) ? member(ic, "Env")->child : NULL; e;
-       e = e->next)
-    if (cJSON_IsString(e))
+       e = e->next) {
+    if (!cJSON_IsString(e))
+      continue;
+    /* "A" or "=x" is no variable: runtimes would pass it on as it is. */
+    const char *eq = strchr(e->valuestring, '=');
+    if (!eq || eq == e->valuestring)
+      bad_env++;
+    else
       env_set(env, e->valuestring);
+  }
+  if (bad_env)
+    fp_warn("%zu Env entr%s of the image without NAME=VALUE not in config.json", bad_env,
+            bad_env == 1 ? "y" : "ies");
   if (u->home && !env_has(env, "HOME")) {
     cleanup_free char *home = fp_xasprintf("HOME=%s", u->home);
     env_set(env, home);
@@ -185,14 +200,26 @@ static cJSON *linux_section(int rootless)
   return l;
 }
 
-/* Labels, and the image's own facts under org.opencontainers.image.* (as umoci). */
+/* The org.opencontainers.image.* Labels (the others are dropped: an annotation is an
+ * instruction to some runtime, and the image must not give those), and the image's own
+ * facts under the same names (as umoci). */
 static cJSON *annotations(const cJSON *cfg, const cJSON *ic)
 {
+  static const char keep[] = "org.opencontainers.image.";
   cJSON *a = cJSON_CreateObject();
   const cJSON *labels = member(ic, "Labels");
-  for (const cJSON *l = cJSON_IsObject(labels) ? labels->child : NULL; l; l = l->next)
-    if (cJSON_IsString(l))
+  size_t dropped = 0;
+  for (const cJSON *l = cJSON_IsObject(labels) ? labels->child : NULL; l; l = l->next) {
+    if (!cJSON_IsString(l))
+      continue;
+    if (strncmp(l->string, keep, sizeof keep - 1) == 0)
       cJSON_AddStringToObject(a, l->string, l->valuestring);
+    else
+      dropped++;
+  }
+  if (dropped)
+    fp_warn("%zu image label(s) not made annotations: only %s* are (runtimes act on others)",
+            dropped, keep);
   static const char *const top[][2] = {{"architecture", "org.opencontainers.image.architecture"},
                                        {"author", "org.opencontainers.image.author"},
                                        {"created", "org.opencontainers.image.created"},

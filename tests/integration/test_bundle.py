@@ -3,10 +3,13 @@ image config (issue 13.3), cross-checked against what umoci unpack writes for th
 image, and run with runc. Against the real registry."""
 import json
 import os
+import stat
 import subprocess
+import time
 import uuid
 
 import cases
+import faultproxy
 import fpull
 import images
 
@@ -114,7 +117,9 @@ class Bundle(cases.RegistryCase):
         self.assertEqual(ours["process"]["args"], ["/hello", "from-entrypoint", "from-cmd"])
         self.assertIn("LD_LIBRARY_PATH=/usr/local/nvidia/lib64", ours["process"]["env"])
         self.assertIn("HOME=/home/app", ours["process"]["env"])
-        self.assertEqual(ours["annotations"]["site"], "hpc")
+        # Labels other than org.opencontainers.image.* are no annotations (issue 20).
+        self.assertNotIn("site", ours["annotations"])
+        self.assertEqual(ours["annotations"]["org.opencontainers.image.architecture"], "amd64")
 
     def test_bundle_runs_with_runc(self):
         ref = self.push("app")
@@ -145,6 +150,8 @@ class Bundle(cases.RegistryCase):
                             env=env, preexec_fn=as_nobody, capture_output=True, text=True,
                             timeout=60)
         self.assertEqual(cp.returncode, 0, cp.stderr)
+        # A rootless bundle holds nothing privileged: open to runtimes run by others.
+        self.assertEqual(os.stat(dest).st_mode & 0o7777, 0o755)
         ours = self.read_config(dest)
         theirs = self.umoci_config(ref, rootless=True)
         self.assert_same_process(ours, theirs)
@@ -217,3 +224,111 @@ class Bundle(cases.RegistryCase):
                    ref, dest], check=0)
         self.assertFalse(os.path.exists(old))
         self.assertTrue(os.path.isdir(young))
+
+    def test_root_bundle_stays_private_with_setuid_and_devices(self):
+        # Issue 20.1: as root the bundle keeps a setuid-root binary and a 0666 device node;
+        # nobody else may reach them, so the bundle directory stays 0700.
+        if os.geteuid() != 0:
+            self.skipTest("a root bundle needs root")
+        self.layers[0] += [
+            {"path": "bin/rootsh", "type": "file", "data": "#!/bin/sh\nid\n", "mode": 0o4755,
+             "uid": 0, "gid": 0},
+            {"path": "dev/sda", "type": "blockdev", "devmajor": 8, "devminor": 0,
+             "mode": 0o666}]
+        ref = self.push("app", "priv")
+        dest = os.path.join(self.tmp, "bundle")
+        self.fpull_bundle(ref, dest)
+        rootfs = os.path.join(dest, "rootfs")
+        # Kept as root (runtimes run the image as built) ...
+        st = os.lstat(os.path.join(rootfs, "bin", "rootsh"))
+        self.assertEqual((st.st_mode & 0o7777, st.st_uid), (0o4755, 0))
+        st = os.lstat(os.path.join(rootfs, "dev", "sda"))
+        self.assertTrue(stat.S_ISBLK(st.st_mode))
+        self.assertEqual(st.st_mode & 0o7777, 0o666)
+        # ... and out of every other user's reach.
+        self.assertEqual(os.stat(dest).st_mode & 0o7777, 0o700)
+        self.assertEqual(os.stat(dest).st_uid, 0)
+
+        def nobody(*cmd):
+            return subprocess.run(["runuser", "-u", "nobody", "--"] + list(cmd),
+                                  capture_output=True).returncode
+
+        self.assertEqual(nobody("stat", self.tmp), 0)  # the parent is open to nobody
+        self.assertNotEqual(nobody("test", "-r", os.path.join(rootfs, "bin", "rootsh")), 0)
+        self.assertNotEqual(nobody("stat", rootfs), 0)
+        self.assertNotEqual(nobody("stat", os.path.join(rootfs, "dev", "sda")), 0)
+        # The runtime, as root, still runs the image as its User.
+        name = "fpull-test-" + uuid.uuid4().hex[:12]
+        cp = subprocess.run(["runc", "run", "--bundle", dest, name], capture_output=True,
+                            text=True, timeout=60, stdin=subprocess.DEVNULL)
+        subprocess.run(["runc", "delete", "--force", name], capture_output=True)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertEqual(cp.stdout.splitlines()[0], "uid=1234 gid=2345 cwd=/work")
+
+    def test_runtime_annotations_from_labels_are_dropped(self):
+        # Issue 20: crun acts on run.oci.* annotations, runc on org.criu.config, CRI-O,
+        # containerd and Kata on their own: an image's Labels must not choose how the
+        # runtime runs it. Only org.opencontainers.image.* Labels become annotations.
+        labels = {"site": "hpc", "org.opencontainers.image.title": "t",
+                  "run.oci.handler": "krun", "run.oci.keep_original_groups": "1",
+                  "io.kubernetes.cri-o.Devices": "/dev/sda", "io.containerd.x": "y",
+                  "io.katacontainers.config.hypervisor.path": "/x", "org.criu.config": "/c",
+                  "module.wasm.image/variant": "compat"}
+        ref = self.push("app", "labels", Labels=labels)
+        dest = os.path.join(self.tmp, "bundle")
+        cp = fpull.run(["pull", "--format", "bundle", "--cache-dir", self.cache, ref, dest],
+                       check=0)
+        ann = self.read_config(dest)["annotations"]
+        self.assertEqual(ann["org.opencontainers.image.title"], "t")
+        self.assertEqual([k for k in ann if not k.startswith("org.opencontainers.image.")], [])
+        self.assertIn("fpull: warning: 8 image label(s) not made annotations", cp.stderr)
+
+    def test_env_entries_without_a_name_are_dropped(self):
+        # Issue 20: "A" and "=x" are no environment variables; runtimes pass them on as is.
+        ref = self.push("app", "env", Env=["A", "=x", "B=1", "", "PATH=/bin"])
+        dest = os.path.join(self.tmp, "bundle")
+        cp = fpull.run(["pull", "--format", "bundle", "--cache-dir", self.cache, ref, dest],
+                       check=0)
+        env = self.read_config(dest)["process"]["env"]
+        self.assertEqual(env, ["PATH=/bin", "TERM=xterm", "B=1", "HOME=/home/app"])
+        self.assertIn("fpull: warning: 3 Env entr", cp.stderr)
+
+
+class BundleStaging(cases.RegistryCase):
+    """Issue 20: the inner pull of a bundle works from the staging directory's descriptor,
+    never from its path again after network time."""
+    tmp_prefix = "fpull-bundle-staging-"
+
+    def test_staging_replaced_during_the_pull_is_never_written_through(self):
+        images.push_image(self.client, "hpc/run", "v1",
+                          [[{"path": "etc/passwd", "type": "file", "data": PASSWD},
+                            {"path": "hello", "type": "file", "data": "x", "mode": 0o755}]])
+        proxy = faultproxy.FaultProxy(self.reg.url).start()
+        self.addCleanup(proxy.stop)
+        # The manifest arrives slowly: time to swap the staging directory for a symlink.
+        proxy.add(r"/manifests/", method="GET", trickle=(16, 0.1))
+        dest = os.path.join(self.tmp, "bundle")
+        victim = os.path.join(self.tmp, "victim")
+        os.mkdir(victim)
+        p = subprocess.Popen([fpull.binary(), "pull", "-q", "--format", "bundle", "--cache-dir",
+                              os.path.join(self.tmp, "cache"),
+                              "127.0.0.1:%d/hpc/run:v1" % proxy.port, dest],
+                             env=fpull.base_env({}), stderr=subprocess.PIPE, text=True)
+        staging = None
+        for _ in range(3000):
+            names = [n for n in os.listdir(self.tmp) if n.startswith(".bundle.fpull-bundle-")]
+            if names:
+                staging = os.path.join(self.tmp, names[0])
+                break
+            if p.poll() is not None:
+                break
+            time.sleep(0.01)
+        self.assertIsNotNone(staging, "no staging directory appeared")
+        os.rename(staging, os.path.join(self.tmp, "moved"))
+        os.symlink(victim, staging)
+        _, stderr = p.communicate(timeout=120)
+        self.assertEqual(os.listdir(victim), [])  # nothing written through the symlink
+        self.assertEqual(p.returncode, 1, stderr)
+        self.assertIn("replaced while the bundle was built", fpull.error_line(stderr))
+        self.assertFalse(os.path.lexists(dest))
+        self.assertEqual(os.listdir(os.path.join(self.tmp, "moved")), [])
