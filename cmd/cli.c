@@ -36,6 +36,8 @@ static const struct cli_opt all_opts[] = {
     {OPT_SQFS_LEVEL, "sqfs-level", 0, "N", "SquashFS compression level (default: mksquashfs's)"},
     {OPT_SQFS_THREADS, "sqfs-threads", 0, "N",
      "SquashFS compression threads (default and at most: the CPUs fpull may use)"},
+    {OPT_KEEP_PRIV, "keep-privileged", 0, NULL,
+     "as root: keep setuid/setgid bits, file capabilities and devices in the SquashFS image"},
 };
 
 static const char *const format_names[] = {"dir", "bundle", "squashfs", NULL};
@@ -226,6 +228,7 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
     case OPT_SQFS_BLOCK_SIZE:
     case OPT_SQFS_LEVEL:
     case OPT_SQFS_THREADS:
+    case OPT_KEEP_PRIV:
       if (cli_sqfs_parse(cmd, o->id, optarg, s))
         return FPULL_EUSAGE;
       break;

@@ -33,6 +33,7 @@ enum cli_opt_id {
   OPT_SQFS_BLOCK_SIZE,
   OPT_SQFS_LEVEL,
   OPT_SQFS_THREADS,
+  OPT_KEEP_PRIV,
 };
 
 /* pull --format: what DEST becomes. */
@@ -73,7 +74,8 @@ struct cli_settings {
   enum cli_format format; /* pull --format */
   /* --format squashfs's options (cli_sqfs.c) */
   struct fpull_sqfs_opts sqfs;
-  int sqfs_given; /* some --sqfs-* option was given */
+  int sqfs_given;      /* some --sqfs-* option was given */
+  int keep_privileged; /* --keep-privileged (squashfs, root only) */
 };
 
 struct cli_cmd {

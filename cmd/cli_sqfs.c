@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -54,6 +55,13 @@ int cli_sqfs_parse(const struct cli_cmd *cmd, enum cli_opt_id id, const char *ar
       return bad(cmd, "--sqfs-threads takes a number from 1 to 4096, not", arg);
     s->sqfs.threads = (unsigned)n;
     break;
+  case OPT_KEEP_PRIV:
+    /* Refused as non-root before any work: the image could not hold what it asks for. */
+    if (geteuid() != 0)
+      return bad(cmd, "--keep-privileged needs root (an image of a non-root pull holds no",
+                 "setuid bits, capabilities or devices)");
+    s->keep_privileged = 1;
+    break;
   default:
     return 0;
   }
@@ -65,7 +73,7 @@ int cli_sqfs_check(const struct cli_cmd *cmd, const struct cli_settings *s)
 {
   int squashfs = s->format == CLI_FORMAT_SQUASHFS;
   if (s->sqfs_given && !squashfs)
-    return bad(cmd, "the --sqfs-* options need", "--format squashfs");
+    return bad(cmd, "the --sqfs-* options and --keep-privileged need", "--format squashfs");
   if (!squashfs)
     return 0;
   fpull_err err = {0};
@@ -82,4 +90,5 @@ void cli_sqfs_pull_opts(struct fpull_pull_opts *o, const struct cli_settings *s)
     return;
   o->unpack.format = FPULL_FORMAT_SQUASHFS;
   o->unpack.sqfs = s->sqfs;
+  o->unpack.keep_privileged = s->keep_privileged;
 }

@@ -50,6 +50,9 @@ struct fpull_unpack_opts {
   void *wait_ud;
   int format; /* enum fpull_unpack_format, for fpull_pull */
   struct fpull_sqfs_opts sqfs;
+  /* SquashFS output as root: keep setuid/setgid bits, file capabilities and device nodes
+   * (dropped and counted by default: others mount the image). FPULL_EUSAGE as non-root. */
+  int keep_privileged;
 };
 #define FPULL_UNPACK_OPTS_INIT                                                                     \
   {                                                                                                \
@@ -67,7 +70,10 @@ struct fpull_unpack_stats {
   uint64_t bytes;          /* uncompressed layer bytes read */
   uint64_t xattrs_skipped; /* not on the allowlist, or refused by the file system */
   uint64_t owners_failed;  /* as root, where the file system refused chown */
-  uint64_t setid_dropped;  /* as non-root: setuid/setgid bits of files not kept */
+  /* Not kept as non-root, nor as root in a SquashFS image without keep_privileged (as
+   * devices_skipped): */
+  uint64_t setid_dropped; /* setuid/setgid bits of files */
+  uint64_t caps_dropped;  /* file capabilities (security.capability xattrs) */
   /* SquashFS: file data written into the image before a later layer removed the file (the
    * price of streaming each layer once) and the image's size. */
   uint64_t sqfs_dead_bytes;

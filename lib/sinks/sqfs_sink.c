@@ -100,7 +100,7 @@ static void set_xattrs(struct sqfs_sink *q, struct fp_minode *ino, struct archiv
   if (archive_entry_xattr_reset(e) == 0)
     return;
   while (archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
-    if (fp_xattr_allowed(name, size, q->privileged))
+    if (fp_xattr_allowed(name, size, q->privileged, q->stats))
       fp_mtree_xattr(&q->tree, ino, name, value, size);
     else
       q->stats->xattrs_skipped++;
@@ -622,7 +622,7 @@ static int sink_init(struct sqfs_sink *q, const struct fp_image_dest *d,
   memset(q, 0, sizeof *q);
   q->base.ops = &sqfs_sink_ops;
   q->stats = stats;
-  q->privileged = geteuid() == 0 && !o->unprivileged;
+  q->privileged = fp_priv_policy(o, 1);
   q->euid = (uint32_t)geteuid();
   q->egid = (uint32_t)getegid();
   q->max_file = o->max_bytes ? o->max_bytes : FPULL_UNPACK_MAX_BYTES;
@@ -691,6 +691,9 @@ int fpull_unpack_squashfs(const char *dest, const struct fpull_layer *layers, si
   if (!stats)
     stats = &local;
   memset(stats, 0, sizeof *stats);
+  if (o.keep_privileged && fp_priv_policy(&o, 1) == 0)
+    return fpull_err_set(err, FPULL_EUSAGE,
+                         "keeping setuid bits, capabilities and devices in an image needs root");
   struct fp_image_dest d;
   int rc = fp_image_open(&d, dest, o.force, err);
   if (!rc) {

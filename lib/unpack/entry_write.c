@@ -246,7 +246,7 @@ static void apply_xattrs(struct fp_writer *w, struct archive_entry *e, int fd)
   if (archive_entry_xattr_reset(e) == 0)
     return;
   while (archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
-    if (!fp_xattr_allowed(name, size, w->privileged) || fd < 0 ||
+    if (!fp_xattr_allowed(name, size, w->privileged, w->stats) || fd < 0 ||
         fsetxattr(fd, name, value, size, 0) < 0)
       w->stats->xattrs_skipped++;
   }
@@ -274,12 +274,20 @@ static int needs_chown(const struct fp_writer *w, struct archive_entry *e, int o
                            (gid_t)archive_entry_gid(e) != w->egid);
 }
 
+int fp_priv_policy(const struct fpull_unpack_opts *o, int image)
+{
+  if (geteuid() != 0 || o->unprivileged)
+    return 0;
+  return FP_PRIV_OWNERS | (!image || o->keep_privileged ? FP_PRIV_SPECIAL : 0);
+}
+
 /* As non-root the kernel still lets the owner set setuid and setgid: a shared rootfs would
- * hand other users a program that runs as us (contract v3, "Rootfs"). Dropped and counted. */
+ * hand other users a program that runs as us (contract v3, "Rootfs"); a root's SquashFS
+ * image mounted without nosuid, one that runs as root (v4). Dropped and counted. */
 mode_t fp_entry_perm(struct archive_entry *e, int privileged, struct fpull_unpack_stats *stats)
 {
   mode_t perm = archive_entry_perm(e) & 07777;
-  if (!privileged && (perm & (S_ISUID | S_ISGID))) {
+  if (!(privileged & FP_PRIV_SPECIAL) && (perm & (S_ISUID | S_ISGID))) {
     stats->setid_dropped++;
     perm &= (mode_t) ~(S_ISUID | S_ISGID);
   }
@@ -297,7 +305,7 @@ int fp_entry_node(struct archive_entry *e, int privileged, struct fpull_unpack_s
   *min = (unsigned long)archive_entry_rdevminor(e);
   if (*maj >= (1ul << 12) || *min >= (1ul << 20))
     return fpull_err_set(err, FPULL_EUNSAFE, "device number %lu:%lu out of range", *maj, *min);
-  if (!privileged) {
+  if (!(privileged & FP_PRIV_SPECIAL)) {
     stats->devices_skipped++;
     *make = 0;
   }
@@ -559,10 +567,13 @@ int fp_entry_check(struct archive_entry *e, const char *path, fpull_err *err)
   return 0;
 }
 
-int fp_xattr_allowed(const char *name, size_t size, int privileged)
+int fp_xattr_allowed(const char *name, size_t size, int privileged,
+                     struct fpull_unpack_stats *stats)
 {
-  return (strncmp(name, "user.", 5) == 0 ||
-          (privileged && strcmp(name, "security.capability") == 0)) &&
+  int cap = strcmp(name, "security.capability") == 0;
+  if (cap && !(privileged & FP_PRIV_SPECIAL))
+    stats->caps_dropped++;
+  return (strncmp(name, "user.", 5) == 0 || (cap && (privileged & FP_PRIV_SPECIAL))) &&
          strlen(name) <= 255 && size <= 65536;
 }
 

@@ -35,7 +35,7 @@ struct fp_dirmeta {
 
 struct fp_writer {
   struct fp_root root;
-  int privileged;    /* owners, devices, security.capability */
+  int privileged;    /* FP_PRIV_* (fp_priv_policy) */
   uint64_t max_file; /* largest (apparent) file size accepted */
   struct fpull_unpack_stats *stats;
   struct fp_layerset layer; /* what the current layer wrote, for its whiteouts */
@@ -82,17 +82,28 @@ void fp_writer_layer_begin(struct fp_writer *w);
  * nothing to write, the root keeps its private mode), or FPULL_EUNSAFE. */
 #define FP_ENTRY_ROOT (-1)
 int fp_entry_check(struct archive_entry *e, const char *path, fpull_err *err);
+/* What a sink keeps of an entry's privileges: the one policy of both sinks (contract,
+ * "Rootfs"). The "privileged" argument below is a set of these; 0 is a non-root caller's. */
+#define FP_PRIV_OWNERS 1  /* the entries' owners (else the caller's) */
+#define FP_PRIV_SPECIAL 2 /* setuid/setgid bits, file capabilities, device nodes */
+/* The set for a caller: nothing as non-root (or o->unprivileged). As root the owners, and
+ * the special bits too in a rootfs directory, which stays 0700 (nobody else reaches it);
+ * an image file is mounted by others, so there only with o->keep_privileged. */
+int fp_priv_policy(const struct fpull_unpack_opts *o, int image);
 /* The permission bits of e for a file or node: setuid and setgid dropped, and counted,
- * when not privileged (contract v3: a shared rootfs must not hand out the caller's uid). */
+ * without FP_PRIV_SPECIAL (contract v3: a shared rootfs must not hand out the caller's
+ * uid; v4: nor a SquashFS image root's). */
 mode_t fp_entry_perm(struct archive_entry *e, int privileged, struct fpull_unpack_stats *stats);
 /* A device or FIFO entry: 0 with *make set when the node is to be made (device numbers
  * checked: Linux has 12-bit majors and 20-bit minors, beyond is FPULL_EUNSAFE), *make 0
- * when it is skipped (devices need privilege; counted). */
+ * when it is skipped (devices need FP_PRIV_SPECIAL; counted). */
 int fp_entry_node(struct archive_entry *e, int privileged, struct fpull_unpack_stats *stats,
                   int *make, unsigned long *maj, unsigned long *min, fpull_err *err);
-/* The xattr allowlist: user.* always, security.capability as root; bounded names and
- * values. trusted.*, system.* (ACLs) and the rest are dropped and counted by the sinks. */
-int fp_xattr_allowed(const char *name, size_t size, int privileged);
+/* The xattr allowlist: user.* always, security.capability with FP_PRIV_SPECIAL (a dropped
+ * one is counted in stats->caps_dropped); bounded names and values. trusted.*, system.*
+ * (ACLs) and the rest are dropped and counted by the sinks. */
+int fp_xattr_allowed(const char *name, size_t size, int privileged,
+                     struct fpull_unpack_stats *stats);
 
 /* Writes the entry e (its data read from a) at cleaned path. Errors: FPULL_EUNSAFE for
  * entries that cannot be written safely or are invalid (message names the reason, the

@@ -237,12 +237,17 @@ int fp_unpack_feed(struct fp_sink *sink, const struct fpull_layer *layers, size_
     uselocale(old);
     freelocale(loc);
   }
+  /* As root only an image drops them (fp_priv_policy): the option says how to keep them. */
+  const char *needs = geteuid() == 0 && !o->unprivileged ? "--keep-privileged" : "root";
   if (!rc && stats->devices_skipped)
-    fp_warn("%llu device node(s) skipped: creating them needs root",
-            (unsigned long long)stats->devices_skipped);
+    fp_warn("%llu device node(s) skipped: creating them needs %s",
+            (unsigned long long)stats->devices_skipped, needs);
   if (!rc && stats->setid_dropped)
-    fp_warn("%llu setuid/setgid bit(s) dropped: keeping them needs root",
-            (unsigned long long)stats->setid_dropped);
+    fp_warn("%llu setuid/setgid bit(s) dropped: keeping them needs %s",
+            (unsigned long long)stats->setid_dropped, needs);
+  if (!rc && stats->caps_dropped)
+    fp_warn("%llu file capabilit%s dropped: keeping them needs %s",
+            (unsigned long long)stats->caps_dropped, stats->caps_dropped == 1 ? "y" : "ies", needs);
   if (!rc && stats->xattrs_skipped)
     fp_debug("%llu extended attribute(s) not restored (not allowed or not supported)",
              (unsigned long long)stats->xattrs_skipped);
@@ -254,7 +259,7 @@ static int build(int sfd, const struct fpull_layer *layers, size_t n,
                  fpull_err *err)
 {
   struct dir_sink ds = {.base.ops = &dir_sink_ops};
-  fp_writer_init(&ds.w, sfd, o->resolve_fallback, geteuid() == 0 && !o->unprivileged, stats);
+  fp_writer_init(&ds.w, sfd, o->resolve_fallback, fp_priv_policy(o, 0), stats);
   ds.w.max_file = o->max_bytes ? o->max_bytes : FPULL_UNPACK_MAX_BYTES;
   int rc = fp_unpack_feed(&ds.base, layers, n, o, stats, err);
   fp_writer_free(&ds.w);

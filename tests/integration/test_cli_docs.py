@@ -42,6 +42,22 @@ class CliDocs(unittest.TestCase):
         for section in ("EXIT STATUS", "FEATURES", "MATCHING", "SECURITY", "ENVIRONMENT"):
             self.assertIn(section, plain)
 
+    def test_every_mount_the_docs_show_is_nosuid_nodev(self):
+        # Issue 20.2: an image mounted as the docs say must not run a setuid file as its
+        # owner or open a device node on the host (as enroot, Apptainer, squashfuse mount).
+        shown = 0
+        for rel in ("man/fpull.1", "README.md", "docs/cluster.md"):
+            with open(os.path.join(SRC, rel)) as f:
+                text = f.read().replace("\\-", "-")
+            # Code spans and man page .B/.BR lines: where a command is shown.
+            for cmd in re.findall(r"`([^`]+)`|^\.BR? (.*)$", text, re.M):
+                cmd = cmd[0] or cmd[1]
+                if re.search(r"(^|\s)(squashfuse|mount -t|mount -o)\b", cmd):
+                    shown += 1
+                    self.assertIn("nosuid", cmd, "%s: %s" % (rel, cmd))
+                    self.assertIn("nodev", cmd, "%s: %s" % (rel, cmd))
+        self.assertGreaterEqual(shown, 4)
+
     def test_usage_errors_exit_2_with_one_line(self):
         for args in (["pull", "--no-such-option", "x"], ["pull"], ["pull", "Bad/Ref"],
                      ["inspect", "a", "b"], ["pull", "--jobs", "0", "x"],

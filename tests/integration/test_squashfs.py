@@ -55,7 +55,10 @@ class SquashfsCase(PullTestCase):
         ref = self.ref(repo, "tag")
         d, img = self.path("dirout"), self.path("img.sqsh")
         self.fpull(["pull", ref, d], check=0)
-        cp, doc = self.pull_json(["--format", "squashfs"] + list(extra) + [ref, img])
+        # As root the image holds setuid bits, capabilities and devices only when asked;
+        # asked here, to hold what the root directory output holds.
+        keep = ["--keep-privileged"] if os.geteuid() == 0 else []
+        cp, doc = self.pull_json(["--format", "squashfs"] + keep + list(extra) + [ref, img])
         self.assertEqual(doc["rootfs"], os.path.realpath(img))
         return d, img
 
@@ -144,7 +147,7 @@ class SquashfsTree(SquashfsCase):
         d, img = self.pull_both()
         mnt = self.path("mnt")
         os.mkdir(mnt)
-        cp = subprocess.run(["squashfuse", img, mnt], stdout=subprocess.PIPE,
+        cp = subprocess.run(["squashfuse", "-o", "nosuid,nodev", img, mnt], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
         if cp.returncode != 0:
             self.skipTest("squashfuse cannot mount here: %s" % cp.stderr.strip())
@@ -172,7 +175,7 @@ class SquashfsTree(SquashfsCase):
         d, img = self.pull_both()
         mnt = self.path("kmnt")
         os.mkdir(mnt)
-        cp = subprocess.run(["mount", "-t", "squashfs", "-o", "loop,ro", img, mnt],
+        cp = subprocess.run(["mount", "-t", "squashfs", "-o", "loop,ro,nosuid,nodev", img, mnt],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if cp.returncode != 0:
             self.skipTest("the kernel cannot mount squashfs here: %s" % cp.stderr.strip())
@@ -264,6 +267,76 @@ class SquashfsRules(SquashfsCase):
         # The registry was never asked: the options were refused first.
         self.assertNotIn("/v2/x/y/", self.reg.log())
         self.assertEqual(sorted(n for n in os.listdir(self.tmp) if n != "cache"), [])
+
+    def test_sqfs_root_keeps_setuid_caps_devices_only_with_keep_privileged(self):
+        # Issue 20.2: others mount a root's image; without nosuid a setuid-root file of it
+        # runs as root. Dropped (and counted) unless --keep-privileged asks for them.
+        if os.geteuid() != 0:
+            self.skipTest("needs root")
+        self.push([KINDS, UPPER])
+        ref = self.ref("x/y", "tag")
+        img = self.path("img.sqsh")
+        cp = self.fpull(["pull", "--format", "squashfs", ref, img], check=0)
+        # own/f is 04750 in the lower layer and 02755 in the upper: one bit each.
+        for needle in ("2 setuid/setgid bit(s) dropped: keeping them needs --keep-privileged",
+                       "2 device node(s) skipped: creating them needs --keep-privileged",
+                       "1 file capability dropped: keeping them needs --keep-privileged"):
+            self.assertIn("fpull: warning: " + needle, cp.stderr)
+        tree = walk_tar(self.sqfs2tar(img))[0]
+        self.assertEqual(tree["own/f"]["mode"], 0o755)  # 02755 in the layer
+        self.assertEqual((tree["own/f"]["uid"], tree["own/f"]["gid"]), (7, 8))  # owners kept
+        self.assertNotIn("dev/null", tree)
+        self.assertNotIn("dev/big", tree)
+        self.assertNotIn("security.capability", tree["own/cap"].get("xattrs", {}))
+        ls = self.unsquashfs_lls(img)
+        self.assertNotIn("squashfs-root/dev/null", ls)
+        modes = [l.split()[0] for l in ls.splitlines() if "squashfs-root" in l]
+        self.assertEqual(len(modes), len(tree) + 1, ls)  # and the root
+        self.assertEqual([m for m in modes if m[0] in "bc" or "s" in m.lower()], [], ls)
+
+        kept = self.path("kept.sqsh")
+        cp = self.fpull(["pull", "--format", "squashfs", "--keep-privileged", ref, kept],
+                        check=0)
+        self.assertNotIn("warning", cp.stderr)
+        tree = walk_tar(self.sqfs2tar(kept))[0]
+        self.assertEqual(tree["own/f"]["mode"], 0o2755)
+        self.assertEqual(tree["dev/null"]["rdev"], (1, 3))
+        self.assertIn("security.capability", tree["own/cap"]["xattrs"])
+        self.assertIn("crw-rw-rw- root/root", self.unsquashfs_lls(kept))
+
+    def unsquashfs_lls(self, img):
+        cp = subprocess.run(["unsquashfs", "-lls", "-n", img], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, errors="replace")
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        return cp.stdout
+
+    def test_sqfs_keep_privileged_is_root_only_and_squashfs_only(self):
+        ref = self.ref("x/y", "tag")
+        cp = self.fpull(["pull", "--keep-privileged", ref, self.path("d")])
+        self.assert_failed(cp, 2, "--keep-privileged", "--format squashfs")
+        if os.geteuid() == 0:
+            home = self.path("home")
+            os.mkdir(home)
+            os.chown(home, 65534, 65534)
+
+            def as_nobody():
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+
+            cp = subprocess.run([fpull.binary(), "pull", "--format", "squashfs",
+                                 "--keep-privileged", ref, os.path.join(home, "img.sqsh")],
+                                env=fpull.base_env({"HOME": home, "FPULL_CACHE": None}),
+                                preexec_fn=as_nobody, capture_output=True, text=True,
+                                timeout=60)
+        else:
+            cp = self.fpull(["pull", "--format", "squashfs", "--keep-privileged", ref,
+                             self.path("img.sqsh")])
+            home = self.tmp
+        self.assert_failed(cp, 2, "--keep-privileged needs root")
+        self.assertEqual(len(cp.stderr.strip().splitlines()), 1, cp.stderr)
+        self.assertNotIn("/v2/x/y/", self.reg.log())
+        self.assertFalse(os.path.exists(os.path.join(home, "img.sqsh")))
 
     def test_sqfs_threads_bounded_by_affinity(self):
         if shutil.which("taskset") is None:

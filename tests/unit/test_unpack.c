@@ -546,6 +546,99 @@ TEST(nonroot_child_unpacks_with_user_semantics)
   run_both(c_nonroot);
 }
 
+/* Issue 20.2: one privilege policy (fp_priv_policy) for both outputs. As root the rootfs
+ * directory keeps setuid bits, file capabilities and devices (it stays 0700); a SquashFS
+ * image, which others mount, keeps them only with keep_privileged, which non-root callers
+ * cannot ask for. */
+#define PRIV_LAYER                                                                                 \
+  "file bin/rootsh data=sh mode=4755 uid=0\nfile bin/sg data=sg mode=2755\n"                       \
+  "blockdev dev/sda major=8 minor=0 mode=666\n"                                                    \
+  "file bin/ping data=p xattr.security.capability=\\x01\\x00\\x00\\x02\\x00\\x20\\x00\\x00"        \
+  "\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\n"
+
+static void c_priv_dir_root(void)
+{
+  if (geteuid() != 0)
+    return;
+  fpull_err err;
+  struct fpull_unpack_stats st;
+  struct built b;
+  build(&b, "none", PRIV_LAYER);
+  expect_ok(unpack(&b, 1, NULL, &err, &st), &err);
+  struct stat s;
+  CHECK(lstat(fmt("%s/bin/rootsh", dest), &s) == 0);
+  CHECK_INT_EQ(s.st_mode & 07777, 04755);
+  CHECK(lstat(fmt("%s/dev/sda", dest), &s) == 0 && S_ISBLK(s.st_mode));
+  char v[32];
+  CHECK_INT_EQ(lgetxattr(fmt("%s/bin/ping", dest), "security.capability", v, sizeof v), 20);
+  CHECK_INT_EQ(st.setid_dropped + st.devices_skipped + st.caps_dropped, 0);
+  /* DEST itself stays private: nothing in it is reachable by other users. */
+  CHECK(stat(dest, &s) == 0);
+  CHECK_INT_EQ(s.st_mode & 07777, 0700);
+}
+TEST(root_directory_keeps_setuid_caps_devices_in_a_private_dest)
+{
+  run_both(c_priv_dir_root);
+}
+
+/* What unsquashfs lists of the image at img (owners, modes, devices), and the xattr names
+ * sqfs2tar writes for it (pax SCHILY.xattr.NAME records). */
+static char *sqfs_listing(const char *img)
+{
+  static char out[16384];
+  FILE *p = popen(
+      fmt("unsquashfs -lls -n '%s' 2>&1; sqfs2tar '%s' 2>&1 | grep -ao 'SCHILY.xattr.[a-z.]*'", img,
+          img),
+      "r");
+  CHECK(p != NULL);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  pclose(p);
+  return out;
+}
+
+TEST(root_squashfs_keeps_setuid_caps_devices_only_when_asked)
+{
+  if (geteuid() != 0 || access("/usr/bin/unsquashfs", X_OK) != 0 ||
+      access("/usr/bin/sqfs2tar", X_OK) != 0) {
+    fprintf(stderr, "skipped: needs root, unsquashfs and sqfs2tar\n");
+    return;
+  }
+  struct built b;
+  build(&b, "none", PRIV_LAYER);
+  struct fpull_layer l = {b.path, b.mt, b.digest, b.diff_id, 0};
+  struct fpull_unpack_opts o = FPULL_UNPACK_OPTS_INIT;
+  struct fpull_unpack_stats st;
+  fpull_err err;
+  const char *img = fmt("%s/priv-default.sqsh", th_tmpdir());
+  expect_ok(fpull_unpack_squashfs(img, &l, 1, &o, &st, &err), &err);
+  CHECK_INT_EQ(st.setid_dropped, 2);
+  CHECK_INT_EQ(st.devices_skipped, 1);
+  CHECK_INT_EQ(st.caps_dropped, 1);
+  char *ls = sqfs_listing(img);
+  CHECK(strstr(ls, "-rwxr-xr-x root/root") != NULL); /* bin/rootsh, its owner kept */
+  CHECK(strstr(ls, "rws") == NULL && strstr(ls, "r-s") == NULL);
+  CHECK(strstr(ls, "dev/sda") == NULL);
+  CHECK(strstr(ls, "security.capability") == NULL);
+  CHECK(strstr(ls, "squashfs-root/bin/ping") != NULL);
+
+  o.keep_privileged = 1;
+  img = fmt("%s/priv-kept.sqsh", th_tmpdir());
+  expect_ok(fpull_unpack_squashfs(img, &l, 1, &o, &st, &err), &err);
+  CHECK_INT_EQ(st.setid_dropped + st.devices_skipped + st.caps_dropped, 0);
+  ls = sqfs_listing(img);
+  CHECK(strstr(ls, "-rwsr-xr-x root/root") != NULL);
+  CHECK(strstr(ls, "brw-rw-rw- root/root") != NULL);
+  CHECK(strstr(ls, "security.capability") != NULL);
+
+  /* Only root may ask: as a non-root caller it is a usage error, and nothing is written. */
+  o.unprivileged = 1;
+  img = fmt("%s/priv-refused.sqsh", th_tmpdir());
+  CHECK_INT_EQ(fpull_unpack_squashfs(img, &l, 1, &o, &st, &err), FPULL_EUSAGE);
+  CHECK(strstr(err.msg, "needs root") != NULL);
+  CHECK(access(img, F_OK) != 0);
+}
+
 static void c_xattrs(void)
 {
   fpull_err err;

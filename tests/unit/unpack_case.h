@@ -170,7 +170,13 @@ static void sqfs_twin(const struct fpull_layer *layers, size_t n, const struct f
   fpull_err serr;
   struct fpull_unpack_stats sst;
   fpull_err_clear(&serr);
-  int src = fpull_unpack_squashfs(img, layers, n, o, &sst, &serr);
+  /* As root the image keeps setuid bits, capabilities and devices only when asked: asked
+   * here, to hold what the root directory output holds. */
+  struct fpull_unpack_opts so = FPULL_UNPACK_OPTS_INIT;
+  if (o)
+    so = *o;
+  so.keep_privileged = geteuid() == 0 && !so.unprivileged;
+  int src = fpull_unpack_squashfs(img, layers, n, &so, &sst, &serr);
   if (src != rc)
     th_fail(__FILE__, __LINE__, "squashfs: exit %d (%s), the directory output: %d (%s)", src,
             serr.msg, rc, err->msg);
@@ -180,6 +186,7 @@ static void sqfs_twin(const struct fpull_layer *layers, size_t n, const struct f
     CHECK_INT_EQ(sst.whiteouts, st->whiteouts);
     CHECK_INT_EQ(sst.devices_skipped, st->devices_skipped);
     CHECK_INT_EQ(sst.setid_dropped, st->setid_dropped);
+    CHECK_INT_EQ(sst.caps_dropped, st->caps_dropped);
     const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
     snprintf(cmd, sizeof cmd, "%s '%.4096s' '%.4096s' '%.4096s' >&2", py,
              th_src("tests/fixtures/sqfs_trees.py"), dest, img);
