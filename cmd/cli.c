@@ -8,7 +8,8 @@
 
 static const struct cli_opt all_opts[] = {
     {OPT_HELP, "help", 'h', NULL, "show this help and exit"},
-    {OPT_OUTPUT, "output", 'o', "DIR", "destination rootfs directory (default ./NAME)"},
+    {OPT_OUTPUT, "output", 'o', "DEST",
+     "what pull writes: the rootfs, the bundle or the SquashFS file (default ./NAME)"},
     {OPT_FORCE, "force", 0, NULL, "replace DEST once the new rootfs is complete"},
     {OPT_FEATURES, "features", 0, "LIST", "comma-separated features replacing the detected ones"},
     {OPT_PLATFORM, "platform", 0, "OS/ARCH[/VARIANT][:FEATURE...]", "the target platform"},

@@ -5,13 +5,24 @@
 
 #include "cli.h"
 
+/* The target and all its features (85 on a recent GPU node), wrapped at 79 columns under
+ * the first one, as fpull features lists them one per line. */
+#define TARGET_WIDTH 79
+#define TARGET_INDENT "        "
 static void print_target(FILE *out, const struct fpull_target *t)
 {
-  fprintf(out, "target: %s/%s%s%s", t->os, t->architecture, t->variant ? "/" : "",
-          t->variant ? t->variant : "");
+  int col = fprintf(out, "target: %s/%s%s%s", t->os, t->architecture, t->variant ? "/" : "",
+                    t->variant ? t->variant : "");
   size_t n = fpull_featureset_count(t->features);
-  for (size_t i = 0; i < n; i++)
-    fprintf(out, "%c%s", i ? ',' : ' ', fpull_featureset_get(t->features, i, NULL));
+  for (size_t i = 0; i < n; i++) {
+    const char *f = fpull_featureset_get(t->features, i, NULL);
+    /* A name and the comma after it must fit; the first one goes on the first line. */
+    if (i && col + 1 + (int)strlen(f) + (i + 1 < n) > TARGET_WIDTH)
+      col = fprintf(out, ",\n" TARGET_INDENT) - 2;
+    else
+      col += fprintf(out, "%c", i ? ',' : ' ');
+    col += fprintf(out, "%s", f);
+  }
   fputc('\n', out);
 }
 

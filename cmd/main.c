@@ -23,7 +23,8 @@ static void usage(FILE *out)
 {
   fprintf(out, "Usage: fpull [COMMAND] [OPTIONS] ...\n"
                "       fpull IMAGE [DEST]          (the same as fpull pull IMAGE [DEST])\n\n"
-               "Feature-aware pull of OCI and Docker images into a rootfs directory.\n\n"
+               "Feature-aware pull of OCI and Docker images into a rootfs directory, an OCI\n"
+               "runtime bundle or a SquashFS image (pull --format dir|bundle|squashfs).\n\n"
                "Commands:\n");
   for (size_t i = 0; i < N_COMMANDS; i++)
     fprintf(out, "  %-10s %s\n", commands[i]->name, commands[i]->summary);

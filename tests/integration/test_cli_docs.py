@@ -73,6 +73,10 @@ class CliDocs(unittest.TestCase):
         self.assertEqual(r.returncode, 0)
         for cmd in COMMANDS:
             self.assertIn(cmd, r.stdout)
+        # pull writes three formats (issue 25): the help names them all.
+        self.assertNotIn("into a rootfs directory.", r.stdout)
+        for fmt in ("bundle", "SquashFS"):
+            self.assertIn(fmt, r.stdout)
         r = fpull.run(["version"])
         self.assertEqual(r.returncode, 0)
         self.assertRegex(r.stdout, r"^fpull \d+\.\d+\.\d+\n")

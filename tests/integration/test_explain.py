@@ -48,6 +48,24 @@ class ExplainRanking(cases.RegistryCase):
         (e,) = [e for e in doc["entries"] if e["rank"] == rank]
         return e["why"]
 
+    def test_target_with_many_features_is_wrapped_not_one_line(self):
+        # Issue 25: all 85 features of a GPU node's target were one line of inspect.
+        self.index("wrap", [{"features": ["skylake-avx512"]}, {}])
+        doc, table = self.inspect(
+            "wrap", "linux/amd64:skylake-avx512:nv-compute-9-0:nvidia-550-54-14:cuda-12-4")
+        feats = doc["target"]["features"]
+        self.assertGreater(len(", ".join(feats)), 200)  # many: these need several lines
+        lines = table.splitlines()
+        start = [i for i, l in enumerate(lines) if l.startswith("target: ")][0]
+        end = [i for i, l in enumerate(lines) if l.startswith("RANK ")][0]
+        target = lines[start:end]
+        self.assertGreater(len(target), 2)
+        for line in target:
+            self.assertLessEqual(len(line), 79, line)
+        self.assertTrue(all(l.startswith("        ") for l in target[1:]), target)
+        text = " ".join(l.strip() for l in target).split(" ", 2)[2]  # after "target: OS/ARCH"
+        self.assertEqual(text.replace(", ", ",").split(","), feats)  # all, in order
+
     def test_rule_1_more_features(self):
         # The issue's case: with a skylake-avx512 target, broadwell+nv-compute-5-2 beats
         # skylake-avx512 on the number of features alone.
