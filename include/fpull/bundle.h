@@ -9,9 +9,11 @@
  * unpacks it, and dest/config.json, a runtime-spec config generated from the image config
  * as `umoci unpack` does (process args = Entrypoint + Cmd, env, cwd, user resolved in the
  * rootfs's /etc/passwd and /etc/group; as non-root, umoci --rootless's mappings of the
- * caller's own uid and gid). The bundle is built beside dest and renamed into place, so
- * dest appears only complete; opts->unpack.force replaces an existing dest. (*out)->rootfs
- * is the absolute dest/rootfs. Returns the contract's codes. */
+ * caller's own uid and gid; only org.opencontainers.image.* Labels as annotations). The
+ * bundle is built beside dest and renamed into place, so dest appears only complete;
+ * opts->unpack.force replaces an existing dest. As root dest stays mode 0700 (its rootfs
+ * keeps setuid files, capabilities and devices); rootless it is 0755. (*out)->rootfs is
+ * the absolute dest/rootfs. Returns the contract's codes. */
 FPULL_API int fpull_pull_bundle(struct fpull_pull_result **out, const char *image, const char *dest,
                                 const struct fpull_pull_opts *opts, fpull_err *err);
 
