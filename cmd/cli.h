@@ -33,6 +33,7 @@ enum cli_opt_id {
   OPT_SQFS_BLOCK_SIZE,
   OPT_SQFS_LEVEL,
   OPT_SQFS_THREADS,
+  OPT_PASSWORD, /* login -p */
 };
 
 /* pull --format: what DEST becomes. */
@@ -68,6 +69,7 @@ struct cli_settings {
   const char *type;
   const char *username;
   int password_stdin;
+  const char *password; /* login -p */
   int list_known;
   int all;                /* prefetch --all */
   enum cli_format format; /* pull --format */
