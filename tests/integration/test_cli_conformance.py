@@ -1,7 +1,10 @@
 """What docker users type (issue 23, contract v4): other tools' command words are refused
 as commands (exit 2) with what fpull offers instead, and never reach a registry; inspect
 says the same as pull when nothing fits."""
+import ast
 import os
+import re
+import unittest
 
 import cases
 import fpull
@@ -120,6 +123,31 @@ class SameNoFitMessage(cases.RegistryCase):
         self.assertIn("the image is for linux/arm64, the target is linux/amd64", line)
 
 
+
+
+class TagRulesDocumented(unittest.TestCase):
+    """What gen-cputags leaves out of, or adds to, the tag sets is named in the man page
+    (issue 23: LWP was in neither the bdver sets nor the man page's list)."""
+
+    def test_every_rule_of_the_generator_is_in_the_man_page(self):
+        src = os.environ["FPULL_SRC_DIR"]
+        with open(os.path.join(src, "scripts", "gen-cputags")) as f:
+            script = f.read()
+        with open(os.path.join(src, "man", "fpull.1")) as f:
+            man = f.read().replace("\\-", "-")
+        left_out = ast.literal_eval(re.search(r"^LEFT_OUT = (\{.*?\})", script,
+                                              re.M | re.S).group(1))
+        self.assertIn("lwp", left_out)
+        for ext in sorted(left_out):
+            self.assertRegex(man, r"\b%s\b" % re.escape(ext.upper()), ext)
+        kept = ast.literal_eval(re.search(r"^ARM_NO_MACRO = (\{.*?\})", script,
+                                          re.M | re.S).group(1))
+        dropped = ast.literal_eval(re.search(r"^ARM_NO_MACRO_LEFT_OUT = (\{.*?\})", script,
+                                             re.M | re.S).group(1))
+        self.assertIn("pauth", kept)
+        for ext in sorted(set(kept.values()) | (dropped - {"memtag"})):
+            self.assertRegex(man, r"\b%s\b" % re.escape(ext), ext)
+
+
 if __name__ == "__main__":
-    import unittest
     unittest.main()
