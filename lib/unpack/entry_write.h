@@ -82,6 +82,10 @@ void fp_writer_layer_begin(struct fp_writer *w);
  * nothing to write, the root keeps its private mode), or FPULL_EUNSAFE. */
 #define FP_ENTRY_ROOT (-1)
 int fp_entry_check(struct archive_entry *e, const char *path, fpull_err *err);
+/* The error when the parent directory of path could not be resolved (errno as the resolver
+ * left it): a path through a file or a device (ENOTDIR) and a symlink loop (ELOOP) are
+ * content fpull refuses (FPULL_EUNSAFE, naming the rule); anything else is FPULL_EFAIL. */
+int fp_entry_parent_error(const char *path, fpull_err *err);
 /* The permission bits of e for a file or node: setuid and setgid dropped, and counted,
  * when not privileged (contract v3: a shared rootfs must not hand out the caller's uid). */
 mode_t fp_entry_perm(struct archive_entry *e, int privileged, struct fpull_unpack_stats *stats);
