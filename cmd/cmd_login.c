@@ -39,11 +39,14 @@ static void restore_tty_and_die(int sig)
 /* docker login's prompt: on the terminal, the password typed without echo. */
 static char *prompt_password(void)
 {
-  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP};
-  struct sigaction sa = {.sa_handler = restore_tty_and_die}, old[5];
+  /* Not SIGTSTP: a stopped job gets its terminal modes back from the shell, and echo must
+   * stay off when it goes on reading. */
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+  struct sigaction sa = {.sa_handler = restore_tty_and_die}, old[4];
   sigemptyset(&sa.sa_mask);
-  if (tcgetattr(STDIN_FILENO, &saved_tty) == 0) {
-    for (size_t i = 0; i < 5; i++)
+  int hooked = tcgetattr(STDIN_FILENO, &saved_tty) == 0;
+  if (hooked) {
+    for (size_t i = 0; i < 4; i++)
       sigaction(sigs[i], &sa, &old[i]);
     struct termios quiet = saved_tty;
     quiet.c_lflag &= ~(tcflag_t)ECHO;
@@ -54,12 +57,11 @@ static char *prompt_password(void)
   fputs("Password: ", stderr);
   fflush(stderr);
   char *line = read_line();
-  if (tty_changed) {
+  if (tty_changed)
     tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tty);
-    tty_changed = 0;
-    for (size_t i = 0; i < 5; i++)
-      sigaction(sigs[i], &old[i], NULL);
-  }
+  tty_changed = 0;
+  for (size_t i = 0; hooked && i < 4; i++)
+    sigaction(sigs[i], &old[i], NULL);
   return line;
 }
 
