@@ -27,6 +27,8 @@ static const struct cli_opt all_opts[] = {
     {OPT_TYPE, "type", 0, "oci|docker", "index type to push (default oci)"},
     {OPT_USERNAME, "username", 'u', "USER", "user name"},
     {OPT_PASSWORD_STDIN, "password-stdin", 0, NULL, "read the password from standard input"},
+    {OPT_PASSWORD, "password", 'p', "PASSWORD",
+     "the password (seen by other users of the machine: prefer --password-stdin)"},
     {OPT_LIST_KNOWN, "list-known", 0, NULL, "list every feature name fpull accepts, and exit"},
     {OPT_ALL, "all", 0, NULL, "every image entry of the index, for nodes of every kind"},
     {OPT_FORMAT, "format", 0, "dir|bundle|squashfs",
@@ -203,6 +205,9 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
       break;
     case OPT_PASSWORD_STDIN:
       s->password_stdin = 1;
+      break;
+    case OPT_PASSWORD:
+      s->password = optarg;
       break;
     case OPT_LIST_KNOWN:
       s->list_known = 1;

@@ -34,6 +34,7 @@ enum cli_opt_id {
   OPT_SQFS_LEVEL,
   OPT_SQFS_THREADS,
   OPT_KEEP_PRIV,
+  OPT_PASSWORD, /* login -p */
 };
 
 /* pull --format: what DEST becomes. */
@@ -69,6 +70,7 @@ struct cli_settings {
   const char *type;
   const char *username;
   int password_stdin;
+  const char *password; /* login -p */
   int list_known;
   int all;                /* prefetch --all */
   enum cli_format format; /* pull --format */

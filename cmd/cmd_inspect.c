@@ -142,9 +142,11 @@ static int run_inspect(struct cli_settings *s, int argc, char **argv)
       cli_print_json(inspect_json(r, env.target, env.tagdb));
     else
       print_table(r, env.target, env.tagdb);
-    if (r->match->chosen < 0)
-      rc = fpull_err_set(&err, FPULL_ENOMATCH, "%s: no entry fits the target platform",
-                         r->reference);
+    /* The same message as pull's: what the user has to change is the same. */
+    if (r->match->chosen < 0) {
+      rc = fpull_match_no_fit(r->match, r->entries, !r->index_digest, env.target, &err);
+      fpull_err_prefix(&err, "%s", r->reference);
+    }
   }
   fpull_inspect_result_free(r);
   cli_env_free(&env);

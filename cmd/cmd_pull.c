@@ -77,11 +77,12 @@ static int run_pull(struct cli_settings *s, int argc, char **argv)
   fpull_err err = {0};
   struct cli_env env = {0};
   const char *dest = argc > 1 ? argv[1] : s->output;
-  if (argc > 1 && s->output) {
-    fpull_err_set(&err, FPULL_EUSAGE, "pull: give DEST either as an argument or with -o, not both");
-    return cli_fail(&err);
-  }
-  int rc = cli_env_load(&env, s, 1, &err);
+  int rc = 0;
+  if (argc > 1 && s->output)
+    rc = fpull_err_set(&err, FPULL_EUSAGE,
+                       "pull: give DEST either as an argument or with -o, not both");
+  if (rc == 0)
+    rc = cli_env_load(&env, s, 1, &err);
   if (rc == 0) {
     struct fpull_pull_opts o;
     cli_pull_opts(&o, &env, s);
@@ -95,6 +96,9 @@ static int run_pull(struct cli_settings *s, int argc, char **argv)
     fpull_pull_result_free(r);
   }
   cli_env_free(&env);
+  /* --json fails with an object too, as prefetch's entries do (contract v4). */
+  if (rc && s->json)
+    cli_print_json(cli_pull_error_json(argv[0], &err));
   return rc ? cli_fail(&err) : 0;
 }
 

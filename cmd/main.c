@@ -53,6 +53,43 @@ static int mistyped_command(const char *word)
   return 1;
 }
 
+/* Other tools' command words (docker, podman, crane) are refused as commands, with what
+ * fpull offers instead: "fpull images" pulling docker.io/library/images:latest is never what
+ * was meant (contract v4). A full reference (with / : @ .) stays a pull. */
+static const struct {
+  const char *word, *instead;
+} foreign_words[] = {
+    {"images", "'fpull cache ls' lists the cached images"},
+    {"ls", "'fpull cache ls' lists the cached images"},
+    {"list", "'fpull cache ls' lists the cached images"},
+    {"rm", "'fpull cache rm IMAGE' removes an image from the cache"},
+    {"rmi", "'fpull cache rm IMAGE' removes an image from the cache"},
+    {"run", "fpull runs no containers: 'fpull pull --format bundle IMAGE DIR' makes a bundle "
+            "for crun or runc"},
+    {"exec", "fpull runs no containers: 'fpull pull --format bundle IMAGE DIR' makes a bundle "
+             "for crun or runc"},
+    {"ps", "fpull runs no containers; 'fpull cache ls' lists the cached images"},
+    {"search", "'fpull inspect IMAGE' shows an image's entries"},
+    {"info", "'fpull features' shows this node's platform, 'fpull version' the versions"},
+    {"tag", "'fpull manifest push SPEC.yaml' publishes an index under a tag"},
+    {"push", "'fpull manifest push SPEC.yaml' pushes an index"},
+    {"build", "fpull builds no images; 'fpull manifest push SPEC.yaml' publishes an index of "
+              "images built elsewhere"},
+};
+
+static int foreign_command(const char *word)
+{
+  for (size_t i = 0; i < sizeof foreign_words / sizeof foreign_words[0]; i++)
+    if (strcmp(word, foreign_words[i].word) == 0) {
+      fprintf(stderr,
+              "fpull: unknown command '%s' (%s); to pull an image of that name, use 'fpull "
+              "pull %s'\n",
+              word, foreign_words[i].instead, word);
+      return 1;
+    }
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   if (argc < 2) {
@@ -90,7 +127,7 @@ int main(int argc, char **argv)
     argv[1] = "version";
   const struct cli_cmd *cmd = find(argv[1]);
   int shift = 1;
-  if (!cmd && mistyped_command(argv[1]))
+  if (!cmd && (foreign_command(argv[1]) || mistyped_command(argv[1])))
     return FPULL_EUSAGE;
   if (!cmd) {
     /* "fpull IMAGE [DEST]" and "fpull --json IMAGE" are pull. */

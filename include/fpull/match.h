@@ -14,4 +14,12 @@
 FPULL_API char *fpull_match_why(const struct fpull_match *m, const struct fpull_descriptor *entries,
                                 size_t i, const struct fpull_tagdb *db);
 
+/* The error when nothing fits (m->chosen < 0), the same for pull and inspect: for an index,
+ * the closest entry for the target's os/architecture and the features it needs, or the
+ * entry the GPU preflight refused; for a single manifest (single != 0, one entry), the
+ * platform it is for. Sets FPULL_ENOMATCH in err and returns it. */
+FPULL_API int fpull_match_no_fit(const struct fpull_match *m,
+                                 const struct fpull_descriptor *entries, int single,
+                                 const struct fpull_target *t, fpull_err *err);
+
 #endif

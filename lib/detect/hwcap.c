@@ -40,6 +40,8 @@ enum {
   A_SHA512 = 21,
   A_SVE = 22,
   A_ASIMDFHM = 23,
+  A_FLAGM = 27,
+  A_SB = 29,
   A_PACA = 30,
   A_PACG = 31,
 };
@@ -63,6 +65,7 @@ enum {
   A2_BTI = 17,
   A2_MTE = 18,
   A2_SME = 23,
+  A2_MOPS = 43,
 };
 
 static const struct cap arm64[] = {
@@ -92,6 +95,11 @@ static const struct cap arm64[] = {
     {B(A_SVE), 0, "sve"},
     {B(A_ASIMDFHM), 0, "fp16_fml"},
     {B(A_PACA) | B(A_PACG), 0, "pauth"},
+    /* Extensions GCC enables under -mcpu/-march without a macro (gen-cputags), named as
+     * GCC's +EXT. */
+    {B(A_FLAGM), 0, "flagm"},
+    {B(A_SB), 0, "sb"},
+    {0, B(A2_MOPS), "mops"},
     {B(A_SVE), B(A2_SVE2), "sve2"},
     {B(A_SVE), B(A2_SVE2) | B(A2_SVEAES) | B(A2_SVEPMULL), "sve2_aes"},
     {B(A_SVE), B(A2_SVE2) | B(A2_SVEBITPERM), "sve2_bitperm"},

@@ -5,7 +5,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "creds.h"
+#include "opts.h"
+#include "registry_internal.h"
 #include "util.h"
 #include "fpull/login.h"
 
@@ -126,4 +127,50 @@ int fpull_logout(const char *registry, int *removed, fpull_err *err)
   if (removed)
     *removed = 1;
   return store(doc, path, err);
+}
+
+/* What docker login does: GET /v2/ with the credentials (Basic), or, when the registry
+ * answers with a Bearer challenge, a token for no scope from its realm with them, then
+ * GET /v2/ with that token. The registry itself is asked, never a mirror, and the stored
+ * credentials play no part. */
+int fpull_login_check(const char *registry, const char *username, const char *password,
+                      const struct fpull_registry_opts *opts, fpull_err *err)
+{
+  struct fpull_registry_opts o = FPULL_REGISTRY_OPTS_INIT;
+  if (opts) {
+    if (FP_OPTS_CHECK(opts, FPULL_REGISTRY_OPTS, "fpull_registry_opts", err))
+      return FPULL_EUSAGE;
+    o = *opts;
+  }
+  o.mirrors = NULL;
+  fpull_registry *r = NULL;
+  int rc = fpull_registry_open(&r, registry, &o, err);
+  if (rc)
+    return rc;
+  struct fp_endpoint *ep = &r->eps[r->neps - 1];
+  fp_creds_free(&ep->creds);
+  ep->creds.username = fp_xstrdup(username);
+  ep->creds.password = fp_xstrdup(password);
+  ep->creds.source = fp_xstrdup("fpull login");
+  struct fp_call c = {
+      .method = "GET", .path = "/v2/", .repo = "", .scope = "", .max_body = FP_ERRBODY_MAX};
+  struct fp_http_resp resp;
+  rc = fp_reg_call(r, ep, &c, &resp, err);
+  if (rc == FPULL_EAUTH && err) {
+    /* The token server refused them: its words, without the repository-shaped prefix. */
+    char said[sizeof err->msg];
+    const char *ts = strstr(err->msg, "token server");
+    snprintf(said, sizeof said, "%s", ts ? ts : err->msg);
+    rc = fpull_err_set(err, FPULL_EAUTH, "login to %s refused for %s: %s", ep->hostport, username,
+                       said);
+  } else if (rc == 0) {
+    if (resp.status == 401 || resp.status == 403)
+      rc = fpull_err_set(err, FPULL_EAUTH, "login to %s refused for %s (HTTP %ld)", ep->hostport,
+                         username, resp.status);
+    else if (resp.status < 200 || resp.status > 299)
+      rc = fp_reg_map_status(ep, &resp, "/v2/", "the login check", err);
+    fp_http_resp_free(&resp);
+  }
+  fpull_registry_free(r);
+  return rc;
 }

@@ -266,3 +266,58 @@ char *fpull_match_why(const struct fpull_match *m, const struct fpull_descriptor
   rank_key_fill(&b, next, &entries[next], fb, db);
   return explain(&a, &b, r, entries);
 }
+
+/* For an index: only entries whose platform fits and that lack features count as
+ * "closest" (an arm64 entry is never close to an amd64 target), since what they lack is
+ * what the user has to change. */
+static int index_no_fit(const struct fpull_match *m, const struct fpull_descriptor *entries,
+                        const char *plat, fpull_err *err)
+{
+  long best = -1;
+  size_t best_missing = 0;
+  for (size_t i = 0; i < m->n; i++) {
+    size_t nm = fpull_strv_len(m->entries[i].missing);
+    const char *why = m->entries[i].why;
+    if (!entries[i].platform || entries[i].ref_type || nm == 0 || !why ||
+        strncmp(why, "lacks", 5) != 0)
+      continue;
+    if (best < 0 || nm < best_missing) {
+      best = (long)i;
+      best_missing = nm;
+    }
+  }
+  for (size_t i = 0; best < 0 && i < m->n; i++)
+    if (m->entries[i].why && strncmp(m->entries[i].why, "requires ", 9) == 0)
+      return fpull_err_set(err, FPULL_ENOMATCH, "no entry of the index fits %s; %s %s", plat,
+                           entries[i].digest, m->entries[i].why);
+  if (best < 0)
+    return fpull_err_set(err, FPULL_ENOMATCH, "no entry of the index fits %s (%zu entries)", plat,
+                         m->n);
+  char lacks[512] = "";
+  for (char **f = m->entries[best].missing; *f; f++) {
+    size_t l = strlen(lacks);
+    snprintf(lacks + l, sizeof lacks - l, "%s%s", l ? "," : "", *f);
+  }
+  return fpull_err_set(err, FPULL_ENOMATCH,
+                       "no entry of the index fits %s; closest is %s, which needs %s", plat,
+                       entries[best].digest, lacks);
+}
+
+int fpull_match_no_fit(const struct fpull_match *m, const struct fpull_descriptor *entries,
+                       int single, const struct fpull_target *t, fpull_err *err)
+{
+  char plat[128];
+  snprintf(plat, sizeof plat, "%s/%s%s%s", t->os, t->architecture, t->variant ? "/" : "",
+           t->variant ? t->variant : "");
+  if (!single || m->n != 1)
+    return index_no_fit(m, entries, plat, err);
+  const struct fpull_platform *p = entries[0].platform;
+  const char *why = m->entries[0].why ? m->entries[0].why : "does not fit";
+  if (p && (strncmp(why, "os ", 3) == 0 || strncmp(why, "architecture ", 13) == 0))
+    return fpull_err_set(err, FPULL_ENOMATCH, "the image is for %s/%s, the target is %s/%s",
+                         p->os ? p->os : "?", p->architecture ? p->architecture : "?", t->os,
+                         t->architecture);
+  if (strncmp(why, "requires ", 9) == 0)
+    return fpull_err_set(err, FPULL_ENOMATCH, "the image %s", why);
+  return fpull_err_set(err, FPULL_ENOMATCH, "the image does not fit %s: %s", plat, why);
+}

@@ -294,8 +294,7 @@ static int sq_entry(struct fp_sink *s, struct archive *a, struct archive_entry *
   const char *base;
   struct fp_minode *dir = fp_mtree_parent(&q->tree, path, 1, &base);
   if (!dir)
-    return fpull_err_set(err, errno == ELOOP ? FPULL_EUNSAFE : FPULL_EFAIL,
-                         "cannot resolve parent directory: %s", strerror(errno));
+    return fp_entry_parent_error(path, err);
   fp_mtree_touch(&q->tree, dir);
   mode_t type = archive_entry_filetype(e);
   if (archive_entry_hardlink(e))

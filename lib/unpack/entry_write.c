@@ -557,7 +557,8 @@ int fp_entry_check(struct archive_entry *e, const char *path, fpull_err *err)
     /* The root keeps its type and its private mode (umoci CVE-2021-29136). */
     if (hl || type != AE_IFDIR)
       return fpull_err_set(err, FPULL_EUNSAFE,
-                           "refusing to change the type of the rootfs root (entry is a %s)",
+                           "refusing to change the type of the rootfs root: an empty name, / "
+                           "or . names it, and it stays a directory (entry is a %s)",
                            hl ? "hardlink" : type_name(type));
     return FP_ENTRY_ROOT;
   }
@@ -565,6 +566,21 @@ int fp_entry_check(struct archive_entry *e, const char *path, fpull_err *err)
       type != AE_IFCHR && type != AE_IFBLK)
     return fpull_err_set(err, FPULL_EUNSAFE, "unsupported entry type (%s)", type_name(type));
   return 0;
+}
+
+int fp_entry_parent_error(const char *path, fpull_err *err)
+{
+  int e = errno;
+  if (e == ENOTDIR) {
+    /* umoci replaces a file met as a directory (file, then file/child); docker's overlay
+     * fails. Refused as content: the layer contradicts itself or its lower layers. */
+    const char *slash = strrchr(path, '/');
+    return fpull_err_set(err, FPULL_EUNSAFE,
+                         "parent %.*s is not a directory: a path through a file is refused",
+                         slash ? (int)(slash - path) : 0, path);
+  }
+  return fpull_err_set(err, e == ELOOP ? FPULL_EUNSAFE : FPULL_EFAIL,
+                       "cannot resolve parent directory: %s", strerror(e));
 }
 
 int fp_xattr_allowed(const char *name, size_t size, int privileged,
@@ -590,8 +606,7 @@ int fp_entry_write(struct fp_writer *w, struct archive *a, struct archive_entry 
   const struct stat *pst;
   int dfd = get_parent(w, path, &base, &own_gid, &pst);
   if (dfd < 0)
-    return fpull_err_set(err, errno == ELOOP ? FPULL_EUNSAFE : FPULL_EFAIL,
-                         "cannot resolve parent directory: %s", strerror(errno));
+    return fp_entry_parent_error(path, err);
   if (hl) {
     rc = write_hardlink(w, e, path, dfd, base, err);
   } else {

@@ -90,6 +90,10 @@ int fp_entry_check(struct archive_entry *e, const char *path, fpull_err *err);
  * the special bits too in a rootfs directory, which stays 0700 (nobody else reaches it);
  * an image file is mounted by others, so there only with o->keep_privileged. */
 int fp_priv_policy(const struct fpull_unpack_opts *o, int image);
+/* The error when the parent directory of path could not be resolved (errno as the resolver
+ * left it): a path through a file or a device (ENOTDIR) and a symlink loop (ELOOP) are
+ * content fpull refuses (FPULL_EUNSAFE, naming the rule); anything else is FPULL_EFAIL. */
+int fp_entry_parent_error(const char *path, fpull_err *err);
 /* The permission bits of e for a file or node: setuid and setgid dropped, and counted,
  * without FP_PRIV_SPECIAL (contract v3: a shared rootfs must not hand out the caller's
  * uid; v4: nor a SquashFS image root's). */

@@ -69,6 +69,30 @@ class Json(cases.RegistryCase):
         self.assertIn("error", sec)
         self.assertRegex(sec, r"code.*message")
 
+    def test_pull_json_failure_is_an_error_object(self):
+        # Issue 23: pull --json printed nothing on failure; now the shape of prefetch's
+        # failed entries, with the exit code and the one failure line unchanged.
+        dest = os.path.join(self.tmp, "root")
+        cp, doc = fpull.run_json(["pull", "--cache-dir", self.cache, self.ref("j/absent"),
+                                  dest], check=5)
+        self.assertEqual(doc, {"reference": self.ref("j/absent"), "error": {
+            "code": 5, "message": fpull.error_line(cp.stderr)[len("fpull: "):]}})
+        self.assertIn("j/absent", doc["error"]["message"])
+        self.assertFalse(os.path.lexists(dest))
+        # The same object as prefetch gives for the same image.
+        _, pre = fpull.run_json(["prefetch", "--cache-dir", self.cache, self.ref("j/absent")],
+                                check=5)
+        self.assertEqual(pre, [doc])
+        # Another code, and a reference that does not parse (kept as given, exit 2).
+        cp, doc = fpull.run_json(["pull", "--platform", "linux/arm64", "--cache-dir",
+                                  self.cache, self.ref("j/good"), dest], check=3)
+        self.assertEqual(sorted(doc), ["error", "reference"])
+        self.assertEqual(doc["error"]["code"], 3)
+        cp, doc = fpull.run_json(["pull", "Upper/Case:1", dest], check=2)
+        self.assertEqual(doc["reference"], "Upper/Case:1")
+        self.assertEqual(doc["error"]["code"], 2)
+        self.assertEqual(doc["error"]["message"], fpull.error_line(cp.stderr)[len("fpull: "):])
+
     def test_inspect_reason_for_every_entry_that_does_not_fit(self):
         plat = {"os": "linux", "architecture": "amd64"}
         imgs = [images.push_image(self.client, "j/multi", None, [layer("e%d" % i)])

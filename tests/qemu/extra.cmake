@@ -7,7 +7,7 @@
 set(FPULL_QEMU_ARCHS aarch64 ppc64le)
 set(FPULL_QEMU_aarch64_CC aarch64-linux-gnu-gcc)
 set(FPULL_QEMU_aarch64_QEMU qemu-aarch64)
-set(FPULL_QEMU_aarch64_MODELS a64fx neoverse-n1 cortex-a72 max)
+set(FPULL_QEMU_aarch64_MODELS a64fx neoverse-n1 cortex-a76 cortex-a72 max)
 set(FPULL_QEMU_ppc64le_CC powerpc64le-linux-gnu-gcc)
 set(FPULL_QEMU_ppc64le_QEMU qemu-ppc64le)
 set(FPULL_QEMU_ppc64le_MODELS power8 power9 power10)

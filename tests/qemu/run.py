@@ -19,15 +19,25 @@ EXPECT = {
     # Armv8.2-A with SVE; no dot product (neoverse-n1), no JSCVT (armv8.3-a), no SVE2.
     "a64fx": ("arm64", ["a64fx", "armv8.2-a", "armv8-a"],
               ["armv8.3-a", "neoverse-n1", "neoverse-v1", "neoverse-v2", "cortex-a510"]),
-    # Armv8.2-A with dot product and FP16; no SVE (a64fx, neoverse-v1), no JSCVT/FCMA.
-    "neoverse-n1": ("arm64", ["neoverse-n1", "cortex-a76", "armv8.2-a"],
-                    ["neoverse-v1", "a64fx", "armv8.3-a", "neoverse-n2"]),
+    # Armv8.2-A with dot product, FP16 and RCpc; no SVE (a64fx, neoverse-v1), no JSCVT/FCMA,
+    # no pointer authentication (cortex-a78c and cortex-x1c, whose GCC definitions have it
+    # without a macro: issue 23).
+    "neoverse-n1": ("arm64", ["neoverse-n1", "cortex-a76", "cortex-a55", "armv8.2-a"],
+                    ["neoverse-v1", "a64fx", "armv8.3-a", "neoverse-n2", "cortex-a78c",
+                     "cortex-x1c", "pauth"]),
+    # The same registers as qemu's neoverse-n1: a Cortex-A76 is an N1 to GCC, and not a
+    # Cortex-A78C or X1C (no PAuth, no FlagM).
+    "cortex-a76": ("arm64", ["cortex-a76", "neoverse-n1", "cortex-a55", "armv8.2-a"],
+                   ["cortex-a78c", "cortex-x1c", "pauth", "flagm", "armv8.3-a", "neoverse-v1",
+                    "a64fx"]),
     # Armv8.0-A with CRC32 (and crypto); no LSE atomics (armv8.1-a, cortex-a55).
     "cortex-a72": ("arm64", ["cortex-a72", "cortex-a53", "armv8-a"],
                    ["armv8.1-a", "cortex-a55", "neoverse-n1", "thunderx2t99"]),
-    # qemu's everything model: SVE2 with I8MM and BF16, so the newest GCC tags too.
+    # qemu's everything model: SVE2 with I8MM and BF16, PAuth, FlagM, SB and RCpc, so the
+    # newest GCC tags too. (qemu 7.2 has no MOPS, which armv8.8-a has in GCC without a
+    # macro; a later qemu's max may.)
     "max": ("arm64", ["neoverse-v2", "grace", "neoverse-v1", "neoverse-n2", "a64fx", "armv9-a",
-                      "armv8.8-a", "thunderx3t110"], []),
+                      "armv8.7-a", "thunderx3t110", "cortex-a78c", "apple-m2", "pauth"], []),
     # ISA 2.07; no ISA 3.00.
     "power8": ("ppc64le", ["power8"], ["power9", "power10"]),
     # ISA 3.00 with IEEE128; no ISA 3.1 or MMA.

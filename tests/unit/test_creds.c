@@ -1,4 +1,6 @@
+#include "fpull/login.h"
 #include "registry/creds.h"
+#include "util.h"
 #include "harness.h"
 
 #include <stdio.h>
@@ -242,4 +244,28 @@ TEST(root_skips_helpers_of_other_users)
   CHECK_INT_EQ(fp_creds_lookup(&c, "helped:5000", &err), 0);
   CHECK_STR_EQ(c.password, "hs");
   fp_creds_free(&c);
+}
+
+/* Docker Hub is stored under docker's key, and found again under each of its names. (The
+ * CLI's login asks the registry first, so this is checked here, without docker.io.) */
+TEST(login_save_docker_hub_key)
+{
+  const char *dir = setup_env();
+  char p[4200];
+  snprintf(p, sizeof p, "%s/dc", dir);
+  setenv("DOCKER_CONFIG", p, 1);
+  fpull_err err = {0};
+  CHECK_INT_EQ(fpull_login_save("docker.io", "bob", "pw", &err), 0);
+  snprintf(p, sizeof p, "%s/dc/config.json", dir);
+  char *text = NULL;
+  size_t len = 0;
+  CHECK(fp_read_file(p, 1 << 20, &text, &len) >= 0);
+  CHECK_CONTAINS(text, "\"https://index.docker.io/v1/\"");
+  free(text);
+  struct fp_creds c;
+  CHECK_INT_EQ(fp_creds_lookup(&c, "registry-1.docker.io", &err), 0);
+  CHECK_STR_EQ(c.username, "bob");
+  CHECK_STR_EQ(c.password, "pw");
+  fp_creds_free(&c);
+  unsetenv("DOCKER_CONFIG");
 }

@@ -104,7 +104,10 @@ TEST(graviton2_is_neoverse_n1)
                                           "fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp ssbs");
   static const char *const yes[] = {"neoverse-n1", "neoverse_n1", "armv8.2-a", "cortex-a76",
                                     "dotprod",     "crypto",      NULL};
-  static const char *const no[] = {"neoverse-v1", "a64fx", "sve", "armv8.3-a", "x86-64-v2", NULL};
+  /* Issue 23: no pointer authentication (paca, pacg), so none of the cores GCC defines
+   * with it, although their macro sets are Neoverse N1's. */
+  static const char *const no[] = {"neoverse-v1", "a64fx",      "sve",   "armv8.3-a", "x86-64-v2",
+                                   "cortex-a78c", "cortex-x1c", "pauth", NULL};
   want(t, db, yes, no);
   CHECK_STR_EQ(t->variant, "v8");
   fpull_target_free(t);
@@ -146,6 +149,38 @@ TEST(grace_is_neoverse_v2)
   fpull_tagdb_free(db);
 }
 
+/* A Cortex-A78C (its kernel's Features line): PAuth and FlagM on top of Neoverse N1's
+ * set, which is what GCC's -mcpu=cortex-a78c has without a macro for either. */
+TEST(cortex_a78c_needs_pauth_and_flagm)
+{
+  struct fpull_tagdb *db = load_db();
+  static const char *const a78c =
+      "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc "
+      "dcpop asimddp uscat ilrcpc flagm ssbs paca pacg";
+  struct fpull_target *t = arm_target(db, a78c);
+  static const char *const yes[] = {"cortex-a78c", "cortex-x1c", "neoverse-n1",
+                                    "pauth",       "flagm",      NULL};
+  static const char *const no[] = {"armv8.3-a", "neoverse-v1", NULL};
+  want(t, db, yes, no);
+  fpull_target_free(t);
+  /* Without FlagM it is still an X1C (GCC 13: armv8.2-a+...+pauth), not an A78C. */
+  static const char *const x1c =
+      "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc "
+      "dcpop asimddp ssbs paca pacg";
+  t = arm_target(db, x1c);
+  static const char *const yes2[] = {"cortex-x1c", NULL};
+  static const char *const no2[] = {"cortex-a78c", NULL};
+  want(t, db, yes2, no2);
+  fpull_target_free(t);
+  /* Neither without RCpc, which every one of these cores has in GCC (lrcpc). */
+  t = arm_target(db, "fp asimd aes pmull sha1 sha2 crc32 atomics fphp asimdhp asimdrdm asimddp");
+  static const char *const none[] = {NULL};
+  static const char *const no3[] = {"neoverse-n1", "cortex-a55", "cortex-a76", NULL};
+  want(t, db, none, no3);
+  fpull_target_free(t);
+  fpull_tagdb_free(db);
+}
+
 /* Each HWCAP bit stands for its macro and nothing else. */
 TEST(arm64_bits_map_to_macros)
 {
@@ -171,6 +206,18 @@ TEST(arm64_bits_map_to_macros)
       th_fail(__FILE__, __LINE__, "HWCAP2 bit %u: %zu names, want sve %s", two[i].bit2, n,
               two[i].name);
   }
+  /* The extensions GCC enables without a macro: FlagM, SB (AT_HWCAP), MOPS (AT_HWCAP2). */
+  static const struct {
+    uint64_t hw, hw2;
+    const char *name;
+  } nomacro[] = {{1ull << 27, 0, "flagm"}, {1ull << 29, 0, "sb"}, {0, 1ull << 43, "mops"}};
+  for (size_t i = 0; i < sizeof nomacro / sizeof nomacro[0]; i++) {
+    n = fp_hwcap_arm64(nomacro[i].hw, nomacro[i].hw2, names, FP_HWCAP_MAX);
+    if (n != 1 || strcmp(names[0], nomacro[i].name) != 0)
+      th_fail(__FILE__, __LINE__, "%s: %zu names", nomacro[i].name, n);
+  }
+  /* PAuth is both keys' instructions: PACA alone is not enough. */
+  CHECK_INT_EQ(fp_hwcap_arm64(1ull << 30, 0, names, FP_HWCAP_MAX), 0);
   /* A short buffer is never overrun. */
   CHECK_INT_EQ(fp_hwcap_arm64(~0ull, ~0ull, names, 3), 3);
 }

@@ -6,6 +6,7 @@
 
 #include "fpull/config.h"
 #include "fpull/features.h"
+#include "fpull/match.h"
 #include "harness.h"
 #include "util.h"
 
@@ -589,4 +590,38 @@ TEST(implied_and_aliased_features_match)
               m->entries[0].eligible, m->entries[0].why ? m->entries[0].why : "");
     fpull_match_free(m);
   }
+}
+
+/* The no-fit error pull and inspect share: the closest entry of the target's architecture
+ * and what it needs; for a single manifest, the platform it is for. */
+TEST(no_fit_names_the_closest)
+{
+  if (!db)
+    load_db(NULL);
+  struct fpull_target_opts o = {
+      .version = FPULL_TARGET_OPTS_VERSION, .platform = "linux/amd64", .tagdb = db, .no_detect = 1};
+  struct fpull_target *t = NULL;
+  fpull_err err = {0};
+  CHECK_INT_EQ(fpull_target_build(&t, &o, &err), 0);
+  static const struct entry_spec specs[] = {
+      {"arm", "linux/arm64 avx2"}, {"a", "linux/amd64 avx512f,avx2"}, {"b", "linux/amd64 avx512f"}};
+  struct fpull_descriptor *d = make_index(specs, 3);
+  struct fpull_match *m = NULL;
+  CHECK_INT_EQ(fpull_match_entries(&m, t, d, 3, db, &err), 0);
+  CHECK_INT_EQ(fpull_match_no_fit(m, d, 0, t, &err), FPULL_ENOMATCH);
+  CHECK_INT_EQ(err.code, FPULL_ENOMATCH);
+  CHECK_CONTAINS(err.msg, "no entry of the index fits linux/amd64/v1; closest is sha256:");
+  CHECK_CONTAINS(err.msg, "0003, which needs avx512f");
+  fpull_match_free(m);
+  /* Nothing of the target's architecture: the count. */
+  m = NULL;
+  CHECK_INT_EQ(fpull_match_entries(&m, t, d, 1, db, &err), 0);
+  CHECK_INT_EQ(fpull_match_no_fit(m, d, 0, t, &err), FPULL_ENOMATCH);
+  CHECK_CONTAINS(err.msg, "no entry of the index fits linux/amd64/v1 (1 entries)");
+  /* The same one entry as a single-platform image. */
+  CHECK_INT_EQ(fpull_match_no_fit(m, d, 1, t, &err), FPULL_ENOMATCH);
+  CHECK_STR_EQ(err.msg, "the image is for linux/arm64, the target is linux/amd64");
+  fpull_match_free(m);
+  free_index(d, 3);
+  fpull_target_free(t);
 }
