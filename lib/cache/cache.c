@@ -120,7 +120,7 @@ static void clean_stale(fpull_cache *c)
     char lock[80];
     snprintf(lock, sizeof lock, "%.64s.lock", name);
     int lfd;
-    if (fp_lock_take(c->locks_fd, lock, 0, &lfd) != 0)
+    if (fp_lock_take(c->locks_fd, lock, 0600, 0, &lfd) != 0)
       continue; /* someone is resuming it right now */
     if (is_stale(c->priv_fd, name, now)) {
       fp_debug("cache: removing stale partial download %s", name);
@@ -139,7 +139,7 @@ static void clean_stale(fpull_cache *c)
     if (e->d_name[0] == '.' || !is_stale(c->locks_fd, e->d_name, now))
       continue;
     int lfd;
-    if (fp_lock_take(c->locks_fd, e->d_name, 0, &lfd) == 0)
+    if (fp_lock_take(c->locks_fd, e->d_name, 0600, 0, &lfd) == 0)
       fp_lock_drop(c->locks_fd, e->d_name, lfd);
   }
   if (d)

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <time.h>
@@ -53,18 +52,9 @@ int fpull_cache_tag_record(fpull_cache *c, const char *reference, const char *di
                          "cache %s: tag record for %s: no private working "
                          "directory in tmp/",
                          c->dir, reference);
-  char base[40];
-  cleanup_close int fd = -1;
-  for (int i = 0; i < 100 && fd < 0; i++) {
-    unsigned char r[6];
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-      break;
-    snprintf(base, sizeof base, "tag-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5]);
-    struct stat st;
-    fd = fp_trust_open_file(c->priv_fd, base, O_WRONLY | O_CREAT | O_EXCL, 0644, &st);
-    if (fd < 0 && errno != EEXIST)
-      break;
-  }
+  char base[64];
+  struct stat st;
+  cleanup_close int fd = fp_trust_create_random(c->priv_fd, "tag", 0644, base, sizeof base, &st);
   if (fd < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: tag record: %s", c->dir, strerror(errno));
   /* Readable by the cache's other users, writable by nobody else whatever the umask. */

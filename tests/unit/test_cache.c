@@ -612,6 +612,73 @@ TEST(put_and_get_bytes)
   fpull_cache_free(c);
 }
 
+/* Lock files are the downloader's (0600 in a cache its group cannot write): nobody else
+ * can open one to hold a lock on it (issue 20.4). */
+TEST(lock_files_closed_to_others)
+{
+  fpull_cache *c = open_cache("c");
+  fpull_err err = {0};
+  char *digest = fpull_digest_of(HELLO, strlen(HELLO));
+  struct fpull_cache_writer *w = NULL;
+  int done = 0;
+  CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, digest, (int64_t)strlen(HELLO), &err), 0);
+  char rel[100];
+  snprintf(rel, sizeof rel, "locks/%s.lock", digest + 7);
+  char *lock = path_in(fpull_cache_dir(c), rel);
+  struct stat st;
+  CHECK_INT_EQ(stat(lock, &st), 0);
+  CHECK_INT_EQ(st.st_mode & 0777, 0600);
+  fpull_cache_writer_abort(w);
+  CHECK_INT_EQ(count_entries(c, "locks"), 0);
+  free(lock);
+  free(digest);
+  fpull_cache_free(c);
+}
+
+/* A lock held by someone else, even a mere reader's read lock on a leftover lock file, is
+ * waited for FPULL_LOCK_WAIT seconds at most; then the blob goes into a spare partial of
+ * the writer's own, committed like any other, removed when aborted (issue 20.4). */
+TEST(held_lock_is_waited_for_boundedly_then_a_spare_partial_is_used)
+{
+  fpull_cache *c = open_cache("c");
+  fpull_err err = {0};
+  char *digest = fpull_digest_of(HELLO, strlen(HELLO));
+  char rel[100];
+  snprintf(rel, sizeof rel, "locks/%s.lock", digest + 7);
+  char *lock = path_in(fpull_cache_dir(c), rel);
+  int lfd = open(lock, O_RDWR | O_CREAT, 0644);
+  CHECK(lfd >= 0);
+  int rfd = open(lock, O_RDONLY);
+  CHECK(rfd >= 0);
+  struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+  CHECK_INT_EQ(fcntl(rfd, F_OFD_SETLK, &fl), 0);
+  CHECK_INT_EQ(setenv("FPULL_LOCK_WAIT", "0.2", 1), 0);
+
+  /* Aborted: its spare partial is gone, nothing resumable is left. */
+  struct fpull_cache_writer *w = NULL;
+  int done = 0;
+  CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, digest, (int64_t)strlen(HELLO), &err), 0);
+  CHECK_INT_EQ(done, 0);
+  CHECK(w != NULL);
+  const struct fpull_blob_sink *s = fpull_cache_writer_sink(w);
+  CHECK_INT_EQ(s->write(s->ud, HELLO, 5, &err), 0);
+  CHECK_INT_EQ(count_entries(c, priv()), 1);
+  fpull_cache_writer_abort(w);
+  CHECK_INT_EQ(count_entries(c, priv()), 0);
+
+  /* Committed: the blob is there and verifies; the reader's lock file is left alone. */
+  CHECK_INT_EQ(store(c, digest, (int64_t)strlen(HELLO), HELLO, strlen(HELLO), &err), 0);
+  CHECK_INT_EQ(fpull_cache_verify_blob(c, digest, (int64_t)strlen(HELLO), &err), 0);
+  CHECK_INT_EQ(count_entries(c, priv()), 0);
+  CHECK_INT_EQ(count_entries(c, "locks"), 1);
+  CHECK_INT_EQ(unsetenv("FPULL_LOCK_WAIT"), 0);
+  close(rfd);
+  close(lfd);
+  free(lock);
+  free(digest);
+  fpull_cache_free(c);
+}
+
 TEST(stale_partials_cleaned_at_open)
 {
   fpull_cache *c = open_cache("c");
