@@ -124,8 +124,16 @@ static int finish(struct fpull_cache_writer *w, fpull_err *err)
   /* Readers may be other users of a shared cache; the cache root guards privacy. */
   if (fchmod(w->fd, 0644) < 0)
     return io_error(w, "chmod", err);
-  if (renameat(w->c->priv_fd, w->partial, w->c->blobs_fd, w->digest + 7) < 0)
+  if (renameat(w->c->priv_fd, w->partial, w->c->blobs_fd, w->digest + 7) < 0) {
+    /* Another user's copy got there while we downloaded ours (after a bounded wait) and a
+     * sticky blobs/ keeps it: ours, verified, serves this pull and goes. */
+    if ((errno == EPERM || errno == EACCES) &&
+        fpull_cache_has_blob(w->c, w->digest, (int64_t)w->size)) {
+      unlinkat(w->c->priv_fd, w->partial, 0);
+      return 0;
+    }
     return io_error(w, "rename into blobs/", err);
+  }
   return 0;
 }
 
