@@ -761,6 +761,63 @@ TEST(tag_records)
   fpull_cache_free(c);
 }
 
+/* Records are per writer (HEX.uUID.json); older fpull's HEX.json is still read, and the
+ * newest trusted record wins. They count only in a tags/ nobody else can rename them in:
+ * one others may write without the sticky bit is not trusted, and gets the bit when its
+ * owner opens the cache (issue 20.5). */
+TEST(tag_records_per_writer_and_only_where_nobody_else_can_replace_them)
+{
+  fpull_cache *c = open_cache("t");
+  fpull_err err = {0};
+  const char *ref = "r.example/a:v1";
+  const char *d1 = "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+  const char *d2 = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+  CHECK_INT_EQ(fpull_cache_tag_record(c, ref, d1, &err), 0);
+  char *hex = fpull_digest_of(ref, strlen(ref));
+  char rel[120];
+  snprintf(rel, sizeof rel, "tags/%s.u%u.json", hex + 7, (unsigned)geteuid());
+  char *own = path_in(fpull_cache_dir(c), rel);
+  struct stat st;
+  CHECK_INT_EQ(stat(own, &st), 0);
+  snprintf(rel, sizeof rel, "tags/%s.json", hex + 7);
+  char *legacy = path_in(fpull_cache_dir(c), rel);
+  char text[400];
+  /* A newer record under the old name wins; an older one does not. */
+  snprintf(text, sizeof text, "{\"reference\":\"%s\",\"digest\":\"%s\",\"time\":%lld}", ref, d2,
+           (long long)time(NULL) + 100);
+  write_file(legacy, text, strlen(text));
+  CHECK_INT_EQ(chmod(legacy, 0644), 0);
+  char *got = NULL;
+  CHECK_INT_EQ(fpull_cache_tag_lookup(c, ref, &got, &err), 0);
+  CHECK_STR_EQ(got, d2);
+  free(got);
+  snprintf(text, sizeof text, "{\"reference\":\"%s\",\"digest\":\"%s\",\"time\":0}", ref, d2);
+  write_file(legacy, text, strlen(text));
+  CHECK_INT_EQ(fpull_cache_tag_lookup(c, ref, &got, &err), 0);
+  CHECK_STR_EQ(got, d1);
+  free(got);
+  got = NULL;
+  /* tags/ open to others without the sticky bit: nothing in it counts. */
+  char *tags = path_in(fpull_cache_dir(c), "tags");
+  CHECK_INT_EQ(chmod(tags, 0777), 0);
+  CHECK_INT_EQ(fpull_cache_tag_lookup(c, ref, &got, &err), FPULL_ENOTFOUND);
+  CHECK_NULL(got);
+  CHECK_CONTAINS(err.msg, "no trusted tag record");
+  fpull_cache_free(c);
+  /* Its owner's next open gives it the sticky bit: trusted again. */
+  c = open_cache("t");
+  CHECK_INT_EQ(stat(tags, &st), 0);
+  CHECK((st.st_mode & 07777) == 01777);
+  CHECK_INT_EQ(fpull_cache_tag_lookup(c, ref, &got, &err), 0);
+  CHECK_STR_EQ(got, d1);
+  free(got);
+  free(tags);
+  free(legacy);
+  free(own);
+  free(hex);
+  fpull_cache_free(c);
+}
+
 TEST(resolve_dir_order)
 {
   struct fpull_config cfg = {0};
