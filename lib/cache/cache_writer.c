@@ -226,16 +226,18 @@ int fpull_cache_writer_begin(struct fpull_cache_writer **out, int *done, fpull_c
       fp_debug("cache %s: the lock file for %s cannot be ours (%s); downloading it separately",
                c->dir, digest, strerror(errno));
     else
-      fp_warn("cache %s: another process has held the download lock for %s for %g s without "
-              "progress; downloading it separately",
+      fp_warn("cache %s: another process's download of %s made no progress for %g s "
+              "(FPULL_LOCK_WAIT) or took ten times as long; downloading it separately",
               c->dir, digest, lock_wait());
   }
   if (fpull_cache_has_blob(c, digest, size)) {
     *done = 1;
     return 0;
   }
-  /* A wrong-sized or non-regular entry cannot be right: clear the name for the rename. */
-  if (fstatat(c->blobs_fd, digest + 7, &st, AT_SYMLINK_NOFOLLOW) == 0)
+  /* A wrong-sized or non-regular entry cannot be right: clear the name for the rename (only
+   * such a one: without the lock, a good copy may have been renamed in since). */
+  if (fstatat(c->blobs_fd, digest + 7, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      (!S_ISREG(st.st_mode) || st.st_size != size))
     fp_cache_remove_if_same(c->blobs_fd, digest + 7, &st);
 
   int r = open_partial(w, err);
