@@ -381,30 +381,41 @@ int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, int *f
   if (!s->reg)
     return fpull_err_set(err, FPULL_ENOTFOUND, "blob %s is not in the cache (--offline)",
                          d->digest);
-  struct fpull_cache_writer *w = NULL;
-  int done = 0;
-  int rc = fpull_cache_writer_begin(&w, &done, s->cache, d->digest, d->size, err);
-  if (rc)
-    return rc;
-  if (done) { /* another process fetched it while we waited for the lock */
-    __atomic_add_fetch(&s->bytes_from_cache, size, __ATOMIC_RELAXED);
-    fp_progress_cached(pg, d);
-    return fd ? fpull_cache_open_verified(fd, s->cache, d->digest, d->size, err) : 0;
+  /* A resumed download builds on bytes an earlier run stored, maybe from another registry
+   * or a lying one: when the whole fails verification, its partial is gone (the commit
+   * removes it) and the blob is fetched once more from byte 0, so that a wrong byte from
+   * one source never fails a pull from another. */
+  for (int attempt = 0;; attempt++) {
+    struct fpull_cache_writer *w = NULL;
+    int done = 0;
+    int rc = fpull_cache_writer_begin(&w, &done, s->cache, d->digest, d->size, err);
+    if (rc)
+      return rc;
+    if (done) { /* another process fetched it while we waited for the lock */
+      __atomic_add_fetch(&s->bytes_from_cache, size, __ATOMIC_RELAXED);
+      fp_progress_cached(pg, d);
+      return fd ? fpull_cache_open_verified(fd, s->cache, d->digest, d->size, err) : 0;
+    }
+    uint64_t from = fpull_cache_writer_offset(w), received = 0;
+    struct fp_progress_sink ps;
+    rc = fpull_registry_get_blob(s->reg, s->ref->repository, d->digest, from,
+                                 fp_progress_sink_wrap(&ps, pg, d, fpull_cache_writer_sink(w)),
+                                 &received, err);
+    __atomic_add_fetch(&s->bytes_downloaded, received, __ATOMIC_RELAXED);
+    if (rc) {
+      fpull_cache_writer_abort(w);
+      return rc;
+    }
+    rc = fpull_cache_writer_commit_fd(w, fd, err);
+    if (rc == 0)
+      fp_progress_blob_done(pg, d);
+    if (rc != FPULL_EINTEGRITY || from == 0 || attempt > 0)
+      return rc;
+    fp_warn("%s: blob %s resumed at byte %llu did not verify (%s); fetching it again from the "
+            "start",
+            s->reference, d->digest, (unsigned long long)from, err ? err->msg : "");
+    fpull_err_clear(err);
   }
-  uint64_t received = 0;
-  struct fp_progress_sink ps;
-  rc = fpull_registry_get_blob(s->reg, s->ref->repository, d->digest, fpull_cache_writer_offset(w),
-                               fp_progress_sink_wrap(&ps, pg, d, fpull_cache_writer_sink(w)),
-                               &received, err);
-  __atomic_add_fetch(&s->bytes_downloaded, received, __ATOMIC_RELAXED);
-  if (rc) {
-    fpull_cache_writer_abort(w);
-    return rc;
-  }
-  rc = fpull_cache_writer_commit_fd(w, fd, err);
-  if (rc == 0)
-    fp_progress_blob_done(pg, d);
-  return rc;
 }
 
 int fp_resolve_entry(struct fp_session *s, const struct fpull_descriptor *d, struct fp_resolved *r,

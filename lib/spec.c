@@ -367,15 +367,23 @@ unsigned fpull_spec_check_features(const struct fpull_spec *s, const struct fpul
 int fpull_spec_check_names(const struct fpull_spec *s, const struct fpull_tagdb *db,
                            const struct fpull_config *config, fpull_err *err)
 {
-  for (size_t i = 0; s && i < s->n_entries; i++) {
+  struct fp_feature_names *names = NULL; /* built once, at the first name to look up */
+  int r = 0;
+  for (size_t i = 0; r == 0 && s && i < s->n_entries; i++) {
     const struct fpull_spec_entry *e = &s->entries[i];
     if (fpull_platform_name_check(e->platform.os, e->platform.architecture, e->platform.variant,
-                                  err))
-      return fpull_err_prefix(err, "%s:%u:%u: %s", s->name, e->line, e->column, e->image);
-    for (size_t j = 0; e->platform.features && e->platform.features[j]; j++)
-      if (fpull_feature_name_check(db, config, e->platform.features[j], err))
-        return fpull_err_prefix(err, "%s:%u:%u: %s", s->name, e->feature_lines[j],
-                                e->feature_columns[j], e->image);
+                                  err)) {
+      r = fpull_err_prefix(err, "%s:%u:%u: %s", s->name, e->line, e->column, e->image);
+      break;
+    }
+    for (size_t j = 0; r == 0 && e->platform.features && e->platform.features[j]; j++) {
+      if (!names)
+        names = fp_feature_names_new(db, config);
+      if (fp_feature_names_check(names, e->platform.features[j], err))
+        r = fpull_err_prefix(err, "%s:%u:%u: %s", s->name, e->feature_lines[j],
+                             e->feature_columns[j], e->image);
+    }
   }
-  return 0;
+  fp_feature_names_free(names);
+  return r;
 }

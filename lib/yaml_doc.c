@@ -261,13 +261,18 @@ int fp_yaml_strv(char ***out, const struct fp_ynode *n, const char *name, const 
       return fp_yaml_err(err, name, n, "%s: empty string", what);
     v = fp_strv_push(v, n->value);
   } else if (n->kind == FP_Y_SEQ) {
+    /* Filled in place: pushing one by one walks the list each time (site-features may
+     * hold tens of thousands of names). */
+    v = fp_xrealloc(v, (n->n + 1) * sizeof *v);
     for (size_t i = 0; i < n->n; i++) {
       const struct fp_ynode *it = n->items[i];
+      v[i] = NULL;
       if (it->kind != FP_Y_SCALAR || fp_ynode_is_null(it))
         return fp_yaml_err(err, name, it, "%s: each item must be a string, not %s", what,
                            it->kind == FP_Y_SCALAR ? "empty" : fp_ynode_kind_name(it->kind));
-      v = fp_strv_push(v, it->value);
+      v[i] = fp_xstrdup(it->value);
     }
+    v[n->n] = NULL;
   } else {
     return fp_yaml_err(err, name, n, "%s must be a list, not %s", what,
                        fp_ynode_kind_name(n->kind));

@@ -80,6 +80,22 @@ static int open_subdir(int *out, int parent, const char *name, mode_t mode, cons
   return 0;
 }
 
+/* A directory of ours that others may write, without the sticky bit, lets them rename its
+ * entries away and back: a tag record of ours (or tags/ itself) could be put back after we
+ * replaced it (issue 20.5). The sticky bit leaves them adding entries of their own, which
+ * is all a group cache needs. 0, or -1 when it is not ours to change (left as it is). */
+static int make_sticky(int fd, struct stat *st)
+{
+  if (!(st->st_mode & (S_IWGRP | S_IWOTH)) || (st->st_mode & S_ISVTX) || st->st_uid != geteuid())
+    return 0;
+  if (fchmod(fd, (st->st_mode & 07777) | S_ISVTX) < 0)
+    return -1;
+  st->st_mode |= S_ISVTX;
+  fp_debug("cache: a directory others may write got the sticky bit (mode %04o)",
+           (unsigned)(st->st_mode & 07777));
+  return 0;
+}
+
 static int valid_hex_name(const char *name, size_t suffix_len)
 {
   size_t n = strlen(name);
@@ -120,7 +136,7 @@ static void clean_stale(fpull_cache *c)
     char lock[80];
     snprintf(lock, sizeof lock, "%.64s.lock", name);
     int lfd;
-    if (fp_lock_take(c->locks_fd, lock, 0, &lfd) != 0)
+    if (fp_lock_take(c->locks_fd, lock, 0600, 0, &lfd) != 0)
       continue; /* someone is resuming it right now */
     if (is_stale(c->priv_fd, name, now)) {
       fp_debug("cache: removing stale partial download %s", name);
@@ -139,7 +155,7 @@ static void clean_stale(fpull_cache *c)
     if (e->d_name[0] == '.' || !is_stale(c->locks_fd, e->d_name, now))
       continue;
     int lfd;
-    if (fp_lock_take(c->locks_fd, e->d_name, 0, &lfd) == 0)
+    if (fp_lock_take(c->locks_fd, e->d_name, 0600, 0, &lfd) == 0)
       fp_lock_drop(c->locks_fd, e->d_name, lfd);
   }
   if (d)
@@ -190,6 +206,7 @@ int fpull_cache_open(fpull_cache **out, const char *dir, fpull_err *err)
   if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: writable by every user; refusing to use it",
                          dir);
+  make_sticky(c->root_fd, &st);
   mode_t m = st.st_mode & (S_IRWXU | S_IRWXG | S_IRWXO | S_ISVTX);
   int blobs = -1, r;
   if ((r = open_subdir(&blobs, c->root_fd, "blobs", m, dir, err)))
@@ -200,6 +217,9 @@ int fpull_cache_open(fpull_cache **out, const char *dir, fpull_err *err)
       (r = open_subdir(&c->locks_fd, c->root_fd, "locks", m, dir, err)) ||
       (r = open_subdir(&c->tags_fd, c->root_fd, "tags", m, dir, err)))
     return r;
+  /* An older fpull made tags/ as the root's mode, without the sticky bit. */
+  if (fstat(c->tags_fd, &st) == 0)
+    make_sticky(c->tags_fd, &st);
   /* Our work files go where nobody else can swap, link or plant anything (tmp/ may be
    * shared): a directory of ours alone. */
   c->priv_fd = fp_trust_private_dir(c->tmp_fd);

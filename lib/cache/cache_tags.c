@@ -1,12 +1,14 @@
-/* tag -> digest records for --offline: CACHE/tags/SHA256(REFERENCE).json holding the
- * reference, the digest and when it was resolved. Hashing the name keeps any reference a
- * safe, fixed-length file name; the reference inside guards against a mixed-up file. */
+/* tag -> digest records for --offline: CACHE/tags/SHA256(REFERENCE).uUID.json, one per
+ * writer, holding the reference, the digest and when it was resolved (older fpull wrote
+ * SHA256(REFERENCE).json, still read). Hashing the name keeps any reference a safe,
+ * fixed-length file name; the reference inside guards against a mixed-up file. One name
+ * per writer: in a sticky tags/ nobody may replace another's record, so each keeps its
+ * own, and a reader takes the newest of those it trusts (its own, root's). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <time.h>
@@ -21,10 +23,13 @@
 
 #define FP_TAG_RECORD_MAX (64 * 1024)
 
-static char *record_name(const char *reference)
+/* uid: the writer's; -1 for the name older fpull used for everyone. */
+static char *record_name(const char *reference, long uid)
 {
   cleanup_free char *d = fpull_digest_of(reference, strlen(reference));
-  return d ? fp_xasprintf("%s.json", d + 7) : NULL;
+  if (!d)
+    return NULL;
+  return uid < 0 ? fp_xasprintf("%s.json", d + 7) : fp_xasprintf("%s.u%ld.json", d + 7, uid);
 }
 
 int fpull_cache_tag_record(fpull_cache *c, const char *reference, const char *digest,
@@ -34,7 +39,7 @@ int fpull_cache_tag_record(fpull_cache *c, const char *reference, const char *di
     return fpull_err_set(err, FPULL_EFAIL, "cache: empty reference for a tag record");
   if (!fpull_digest_valid(digest))
     return fpull_err_set(err, FPULL_EINTEGRITY, "cache: invalid digest for %s", reference);
-  cleanup_free char *name = record_name(reference);
+  cleanup_free char *name = record_name(reference, (long)geteuid());
   if (!name)
     return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 unavailable");
   cleanup_json cJSON *j = cJSON_CreateObject();
@@ -53,18 +58,9 @@ int fpull_cache_tag_record(fpull_cache *c, const char *reference, const char *di
                          "cache %s: tag record for %s: no private working "
                          "directory in tmp/",
                          c->dir, reference);
-  char base[40];
-  cleanup_close int fd = -1;
-  for (int i = 0; i < 100 && fd < 0; i++) {
-    unsigned char r[6];
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-      break;
-    snprintf(base, sizeof base, "tag-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5]);
-    struct stat st;
-    fd = fp_trust_open_file(c->priv_fd, base, O_WRONLY | O_CREAT | O_EXCL, 0644, &st);
-    if (fd < 0 && errno != EEXIST)
-      break;
-  }
+  char base[64];
+  struct stat st;
+  cleanup_close int fd = fp_trust_create_random(c->priv_fd, "tag", 0644, base, sizeof base, &st);
   if (fd < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: tag record: %s", c->dir, strerror(errno));
   /* Readable by the cache's other users, writable by nobody else whatever the umask. */
@@ -79,24 +75,28 @@ int fpull_cache_tag_record(fpull_cache *c, const char *reference, const char *di
   if (!ok || write(fd, "\n", 1) != 1 || renameat(c->priv_fd, base, c->tags_fd, name) < 0) {
     int e = errno;
     unlinkat(c->priv_fd, base, 0);
+    /* Someone else took our name in a sticky tags/: it is not ours to replace, and a record
+     * of theirs there is never trusted; only --offline misses this tag. */
+    if (ok && (e == EPERM || e == EACCES)) {
+      fp_warn("cache %s: cannot record %s for --offline: tags/%s is someone else's", c->dir,
+              reference, name);
+      return 0;
+    }
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: tag record for %s: %s", c->dir, reference,
                          strerror(e));
   }
   return 0;
 }
 
-static int tag_lookup_one(fpull_cache *c, const char *reference, char **digest, fpull_err *err)
+/* One record file, under the trust rule: 0 with *digest and *when, FPULL_ENOTFOUND when it
+ * is not there or not trusted (with a warning), or another error. */
+static int read_record(fpull_cache *c, const char *name, const char *reference, char **digest,
+                       double *when, fpull_err *err)
 {
   *digest = NULL;
-  if (!reference || !*reference)
-    return fpull_err_set(err, FPULL_ENOTFOUND, "cache: empty reference");
-  cleanup_free char *name = record_name(reference);
-  if (!name)
-    return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 unavailable");
   struct stat st;
-  cleanup_close int fd =
-      c->tags_fd < 0 ? -1 : fp_trust_open_file(c->tags_fd, name, O_RDONLY, 0, &st);
-  if (fd < 0 && (c->tags_fd < 0 || errno == ENOENT))
+  cleanup_close int fd = fp_trust_open_file(c->tags_fd, name, O_RDONLY, 0, &st);
+  if (fd < 0 && errno == ENOENT)
     return fpull_err_set(err, FPULL_ENOTFOUND,
                          "%s: not in the cache %s (no earlier pull recorded it)", reference,
                          c->dir);
@@ -137,11 +137,83 @@ static int tag_lookup_one(fpull_cache *c, const char *reference, char **digest, 
   fp_buf_free(&b);
   const cJSON *ref = r ? NULL : cJSON_GetObjectItemCaseSensitive(j, "reference");
   const cJSON *d = r ? NULL : cJSON_GetObjectItemCaseSensitive(j, "digest");
+  const cJSON *t = r ? NULL : cJSON_GetObjectItemCaseSensitive(j, "time");
   if (!cJSON_IsString(ref) || strcmp(ref->valuestring, reference) != 0 || !cJSON_IsString(d) ||
       !fpull_digest_valid(d->valuestring))
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: tag record for %s is corrupt", c->dir,
                          reference);
+  *when = cJSON_IsNumber(t) ? t->valuedouble : 0;
   *digest = fp_xstrdup(d->valuestring);
+  return 0;
+}
+
+static int tag_lookup_one(fpull_cache *c, const char *reference, char **digest, fpull_err *err)
+{
+  *digest = NULL;
+  if (!reference || !*reference)
+    return fpull_err_set(err, FPULL_ENOTFOUND, "cache: empty reference");
+  if (c->tags_fd < 0)
+    return fpull_err_set(err, FPULL_ENOTFOUND,
+                         "%s: not in the cache %s (no earlier pull recorded it)", reference,
+                         c->dir);
+  /* The caller's own record, root's, and the one name older fpull used: the newest of those
+   * trusted wins (the latest resolution by anyone whose word counts). */
+  long uids[] = {(long)geteuid(), 0, -1};
+  double best_when = 0;
+  int rc = FPULL_ENOTFOUND;
+  for (size_t i = 0; i < sizeof uids / sizeof *uids; i++) {
+    if (i == 1 && uids[0] == 0)
+      continue;
+    cleanup_free char *name = record_name(reference, uids[i]);
+    if (!name)
+      return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 unavailable");
+    char *d = NULL;
+    double when = 0;
+    fpull_err e = {0};
+    int r = read_record(c, name, reference, &d, &when, &e);
+    if (r == 0 && (!*digest || when > best_when)) {
+      free(*digest);
+      *digest = d;
+      best_when = when;
+      rc = 0;
+      continue;
+    }
+    free(d);
+    if (r == 0)
+      continue;
+    /* What is wrong with the first name stands when nothing is found; a real error (a
+     * corrupt record of a trusted writer) at once. */
+    if (r != FPULL_ENOTFOUND) {
+      free(*digest);
+      *digest = NULL;
+      if (err)
+        *err = e;
+      return r;
+    }
+    if (err && rc != 0 && (i == 0 || strstr(e.msg, "no trusted")))
+      *err = e;
+  }
+  if (rc != 0)
+    return rc;
+  /* Records count only in a tags/ of a cache root where nobody else can rename them, or
+   * tags/ itself, away and back: an old record of root's put back after root wrote a newer
+   * one is still root's, with one link and the right reference (issue 20.5). */
+  struct stat dir = {0};
+  const char *where = NULL;
+  if (fstat(c->root_fd, &dir) < 0 || !fp_trust_dir_is_safe(&dir))
+    where = "the cache root";
+  else if (fstat(c->tags_fd, &dir) < 0 || !fp_trust_dir_is_safe(&dir))
+    where = "tags/";
+  if (where) {
+    char why[96];
+    fp_warn("cache %s: ignoring the tag records for %s: %s is %s", c->dir, reference, where,
+            fp_trust_dir_why(&dir, why, sizeof why));
+    free(*digest);
+    *digest = NULL;
+    return fpull_err_set(err, FPULL_ENOTFOUND, "%s: no trusted tag record in the cache %s",
+                         reference, c->dir);
+  }
+  fpull_err_clear(err);
   return 0;
 }
 

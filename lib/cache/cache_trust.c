@@ -64,25 +64,52 @@ int fp_trust_private_dir(int parent)
   return fd;
 }
 
+int fp_trust_create_random(int dirfd, const char *prefix, mode_t mode, char *name, size_t cap,
+                           struct stat *st)
+{
+  for (int i = 0; i < 100; i++) {
+    unsigned char r[8];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+      return -1;
+    snprintf(name, cap, "%s-%02x%02x%02x%02x%02x%02x%02x%02x", prefix, r[0], r[1], r[2], r[3], r[4],
+             r[5], r[6], r[7]);
+    int fd = fp_trust_open_file(dirfd, name, O_RDWR | O_CREAT | O_EXCL, mode, st);
+    if (fd >= 0 || errno != EEXIST)
+      return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+int fp_trust_dir_is_safe(const struct stat *st)
+{
+  return S_ISDIR(st->st_mode) && (st->st_uid == geteuid() || st->st_uid == 0) &&
+         (!(st->st_mode & (S_IWGRP | S_IWOTH)) || (st->st_mode & S_ISVTX));
+}
+
+const char *fp_trust_dir_why(const struct stat *st, char *buf, size_t cap)
+{
+  if (!S_ISDIR(st->st_mode))
+    snprintf(buf, cap, "not a directory");
+  else if (st->st_uid != geteuid() && st->st_uid != 0)
+    snprintf(buf, cap, "owned by uid %u", (unsigned)st->st_uid);
+  else if (!fp_trust_dir_is_safe(st))
+    snprintf(buf, cap, "writable by other users without the sticky bit (mode %04o)",
+             (unsigned)(st->st_mode & 07777));
+  else
+    snprintf(buf, cap, "trusted");
+  return buf;
+}
+
 int fp_trust_anon_file(int dirfd)
 {
   int fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
     return fd;
-  for (int i = 0; i < 100; i++) {
-    unsigned char r[8];
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-      return -1;
-    char name[40];
-    snprintf(name, sizeof name, "anon-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3],
-             r[4], r[5], r[6], r[7]);
-    fd = openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      unlinkat(dirfd, name, 0);
-      return fd;
-    }
-    if (errno != EEXIST)
-      return -1;
-  }
-  return -1;
+  char name[64];
+  struct stat st;
+  fd = fp_trust_create_random(dirfd, "anon", 0600, name, sizeof name, &st);
+  if (fd >= 0)
+    unlinkat(dirfd, name, 0);
+  return fd;
 }

@@ -28,6 +28,19 @@ const char *fp_trust_file_why(const struct stat *st, char *buf, size_t cap);
  * someone else's). */
 int fp_trust_private_dir(int parent);
 
+/* Creates a new file dirfd/PREFIX-RANDOM (O_EXCL, mode, checked like fp_trust_open_file)
+ * and puts its name into name (cap: 64 bytes are enough for a prefix of 40). -1 with errno. */
+int fp_trust_create_random(int dirfd, const char *prefix, mode_t mode, char *name, size_t cap,
+                           struct stat *st);
+
+/* Whether a directory's entries are the owner's to replace alone: owned by the caller or
+ * root, and either closed to writes by group and others or sticky (others may add entries
+ * but not rename or remove the owner's). A record is trusted only under a chain of these. */
+int fp_trust_dir_is_safe(const struct stat *st);
+
+/* Why a directory is not safe, for messages. */
+const char *fp_trust_dir_why(const struct stat *st, char *buf, size_t cap);
+
 /* An unnamed file in dirfd that only the caller can reach (O_TMPFILE, or a name unlinked at
  * once where the file system has no O_TMPFILE). -1 with errno. */
 int fp_trust_anon_file(int dirfd);

@@ -1,6 +1,7 @@
 /* Writing one blob into the cache: lock, resume, verify while streaming, rename. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,12 +18,14 @@
 struct fpull_cache_writer {
   fpull_cache *c;
   char digest[72];
-  char partial[80]; /* HEX.partial in tmp/ */
-  char lock[80];    /* HEX.lock in locks/ */
+  char partial[112]; /* HEX.partial in tmp/uUID/, or a spare's name there */
+  char lock[80];     /* HEX.lock in locks/ */
   uint64_t size;
   uint64_t offset; /* bytes in the partial file, all hashed into sha */
   int fd;
   int lock_fd;
+  int spare; /* no lock had: a partial of this writer's own, never resumed, removed unless
+                committed */
   struct fp_sha256 sha;
   struct fpull_blob_sink sink;
 };
@@ -33,6 +36,8 @@ static void writer_free(struct fpull_cache_writer *w)
     return;
   if (w->fd >= 0)
     close(w->fd);
+  if (w->spare && w->c->priv_fd >= 0)
+    unlinkat(w->c->priv_fd, w->partial, 0);
   fp_lock_drop(w->c->locks_fd, w->lock, w->lock_fd);
   fp_sha256_free(&w->sha);
   free(w);
@@ -72,6 +77,7 @@ static int sink_write(void *ud, const void *data, size_t len, fpull_err *err)
   if (fp_sha256_update(&w->sha, data, len) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "blob %s: sha256 failed", w->digest);
   w->offset += len;
+  fp_lock_touch(w->lock_fd);
   return 0;
 }
 
@@ -118,8 +124,16 @@ static int finish(struct fpull_cache_writer *w, fpull_err *err)
   /* Readers may be other users of a shared cache; the cache root guards privacy. */
   if (fchmod(w->fd, 0644) < 0)
     return io_error(w, "chmod", err);
-  if (renameat(w->c->priv_fd, w->partial, w->c->blobs_fd, w->digest + 7) < 0)
+  if (renameat(w->c->priv_fd, w->partial, w->c->blobs_fd, w->digest + 7) < 0) {
+    /* Another user's copy got there while we downloaded ours (after a bounded wait) and a
+     * sticky blobs/ keeps it: ours, verified, serves this pull and goes. */
+    if ((errno == EPERM || errno == EACCES) &&
+        fpull_cache_has_blob(w->c, w->digest, (int64_t)w->size)) {
+      unlinkat(w->c->priv_fd, w->partial, 0);
+      return 0;
+    }
     return io_error(w, "rename into blobs/", err);
+  }
   return 0;
 }
 
@@ -135,6 +149,12 @@ static int open_partial(struct fpull_cache_writer *w, fpull_err *err)
                          "tmp/u%u is not ours alone)",
                          w->c->dir, (unsigned)geteuid());
   struct stat st;
+  if (w->spare) {
+    char prefix[sizeof w->partial];
+    snprintf(prefix, sizeof prefix, "%s", w->partial);
+    w->fd = fp_trust_create_random(dir, prefix, 0600, w->partial, sizeof w->partial, &st);
+    return w->fd < 0 ? io_error(w, "create partial download", err) : 0;
+  }
   w->fd = fp_trust_open_file(dir, w->partial, O_RDWR, 0, &st);
   if (w->fd >= 0 && fp_trust_file_is_safe(&st))
     return 0;
@@ -153,6 +173,15 @@ static int open_partial(struct fpull_cache_writer *w, fpull_err *err)
   if (w->fd < 0)
     return io_error(w, "create partial download", err);
   return 0;
+}
+
+/* $FPULL_LOCK_WAIT, else 60 s (man fpull, ENVIRONMENT). */
+static double lock_wait(void)
+{
+  const char *e = getenv("FPULL_LOCK_WAIT");
+  char *end = NULL;
+  double v = e && *e ? strtod(e, &end) : -1;
+  return end && !*end && v >= 0 && v <= 86400 ? v : 60;
 }
 
 int fpull_cache_writer_begin(struct fpull_cache_writer **out, int *done, fpull_cache *c,
@@ -179,19 +208,36 @@ int fpull_cache_writer_begin(struct fpull_cache_writer **out, int *done, fpull_c
     return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 unavailable");
   w->sink = (struct fpull_blob_sink){.ud = w, .write = sink_write, .restart = sink_restart};
 
-  /* Waits while another process or thread downloads this blob. */
-  if (fp_lock_take(c->locks_fd, w->lock, 1, &w->lock_fd) < 0) {
+  /* Waits while another process or thread downloads this blob, but not for ever: after
+   * lock_wait() seconds without progress, or when the lock file is not ours to open, the
+   * blob is fetched into a spare partial of our own (whoever holds a lock cannot stop us). */
+  struct stat st;
+  mode_t mode = fstat(c->locks_fd, &st) == 0 && (st.st_mode & S_IWGRP) ? 0660 : 0600;
+  int held = fp_lock_take(c->locks_fd, w->lock, mode, lock_wait(), &w->lock_fd);
+  if (held < 0) {
     w->lock_fd = -1;
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: lock for %s: %s", c->dir, digest,
                          strerror(errno));
+  }
+  if (held) {
+    w->lock_fd = -1;
+    w->spare = 1;
+    if (errno != EAGAIN)
+      fp_debug("cache %s: the lock file for %s cannot be ours (%s); downloading it separately",
+               c->dir, digest, strerror(errno));
+    else
+      fp_warn("cache %s: another process's download of %s made no progress for %g s "
+              "(FPULL_LOCK_WAIT) or took ten times as long; downloading it separately",
+              c->dir, digest, lock_wait());
   }
   if (fpull_cache_has_blob(c, digest, size)) {
     *done = 1;
     return 0;
   }
-  /* A wrong-sized or non-regular entry cannot be right: clear the name for the rename. */
-  struct stat st;
-  if (fstatat(c->blobs_fd, digest + 7, &st, AT_SYMLINK_NOFOLLOW) == 0)
+  /* A wrong-sized or non-regular entry cannot be right: clear the name for the rename (only
+   * such a one: without the lock, a good copy may have been renamed in since). */
+  if (fstatat(c->blobs_fd, digest + 7, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      (!S_ISREG(st.st_mode) || st.st_size != size))
     fp_cache_remove_if_same(c->blobs_fd, digest + 7, &st);
 
   int r = open_partial(w, err);

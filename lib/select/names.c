@@ -139,24 +139,15 @@ static const char **known_features(const struct fpull_tagdb *db, const struct fp
     KEEP(name);
   for (size_t i = 0; (name = fp_hwcap_ppc64_name(i)) != NULL; i++)
     KEEP(name);
-  *site = NULL;
-  for (size_t i = 0; config && config->site_features && config->site_features[i]; i++) {
-    cleanup_free char *low = fp_xstrdup_lower(config->site_features[i]);
-    *site = fp_strv_push(*site, low);
-  }
-  for (size_t i = 0; *site && (*site)[i]; i++)
+  size_t n_site = config && config->site_features ? fpull_strv_len(config->site_features) : 0;
+  *site = fp_xcalloc(n_site + 1, sizeof **site);
+  for (size_t i = 0; i < n_site; i++) {
+    (*site)[i] = fp_xstrdup_lower(config->site_features[i]);
     KEEP((*site)[i]);
+  }
 #undef KEEP
   v[n] = NULL;
   return v;
-}
-
-static int in_list(const char *const *v, const char *s)
-{
-  for (size_t i = 0; v[i]; i++)
-    if (strcmp(v[i], s) == 0)
-      return 1;
-  return 0;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -164,18 +155,50 @@ static int cmp_str(const void *a, const void *b)
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+struct fp_feature_names {
+  const struct fpull_tagdb *db;
+  const char **order;  /* every known name in the order known_features gives (suggestions) */
+  const char **sorted; /* the same sorted, without duplicates (membership), n of them */
+  size_t n;
+  char **site; /* the config's site features in lower case, which both borrow */
+};
+
+struct fp_feature_names *fp_feature_names_new(const struct fpull_tagdb *db,
+                                              const struct fpull_config *config)
+{
+  struct fp_feature_names *k = fp_xcalloc(1, sizeof *k);
+  k->db = db;
+  k->order = known_features(db, config, &k->site);
+  size_t n = 0;
+  while (k->order[n])
+    n++;
+  k->sorted = fp_xmalloc((n + 1) * sizeof *k->sorted);
+  memcpy(k->sorted, k->order, (n + 1) * sizeof *k->sorted);
+  qsort(k->sorted, n, sizeof *k->sorted, cmp_str);
+  for (size_t i = 0; i < n; i++)
+    if (k->n == 0 || strcmp(k->sorted[i], k->sorted[k->n - 1]) != 0)
+      k->sorted[k->n++] = k->sorted[i];
+  k->sorted[k->n] = NULL;
+  return k;
+}
+
+void fp_feature_names_free(struct fp_feature_names *k)
+{
+  if (!k)
+    return;
+  free(k->order);
+  free(k->sorted);
+  fpull_strv_free(k->site);
+  free(k);
+}
+
 char **fpull_feature_known_names(const struct fpull_tagdb *db, const struct fpull_config *config)
 {
-  cleanup_strv char **site = NULL;
-  cleanup_free const char **known = known_features(db, config, &site);
-  size_t n = 0;
-  while (known[n])
-    n++;
-  qsort(known, n, sizeof *known, cmp_str);
-  char **out = fp_xcalloc(1, sizeof *out);
-  for (size_t i = 0; i < n; i++)
-    if (i == 0 || strcmp(known[i], known[i - 1]) != 0)
-      out = fp_strv_push(out, known[i]);
+  struct fp_feature_names *k = fp_feature_names_new(db, config);
+  char **out = fp_xcalloc(k->n + 1, sizeof *out);
+  for (size_t i = 0; i < k->n; i++)
+    out[i] = fp_xstrdup(k->sorted[i]);
+  fp_feature_names_free(k);
   return out;
 }
 
@@ -209,22 +232,31 @@ static char *grammar_fix(const char *low)
   return NULL;
 }
 
-int fpull_feature_name_check(const struct fpull_tagdb *db, const struct fpull_config *config,
-                             const char *name, fpull_err *err)
+/* Whether the name needs no list of known names: 0 known by its shape or the tag table, 1
+ * for the list to decide, or an error. *low gets it in lower case. */
+static int check_shape(const struct fpull_tagdb *db, const char *name, char **low, fpull_err *err)
 {
+  *low = NULL;
   if (!name || !*name)
     return fpull_err_set(err, FPULL_EUSAGE, "empty feature name");
-  cleanup_free char *low = fp_xstrdup_lower(name);
-  if (fp_nvidia_feature_name(low) || amdgpu_target(low))
+  *low = fp_xstrdup_lower(name);
+  if (fp_nvidia_feature_name(*low) || amdgpu_target(*low))
     return 0;
-  if (db && fp_tagdb_find(db, low))
+  if (db && fp_tagdb_find(db, *low))
     return 0;
-  cleanup_strv char **site = NULL;
-  cleanup_free const char **known = known_features(db, config, &site);
-  if (in_list(known, low))
+  return -1;
+}
+
+int fp_feature_names_check(const struct fp_feature_names *k, const char *name, fpull_err *err)
+{
+  cleanup_free char *low = NULL;
+  int r = check_shape(k->db, name, &low, err);
+  if (r >= 0)
+    return r;
+  if (bsearch(&low, k->sorted, k->n, sizeof *k->sorted, cmp_str))
     return 0;
   cleanup_free char *fix = grammar_fix(low);
-  const char *near = fix ? fix : fpull_suggest(low, known);
+  const char *near = fix ? fix : fpull_suggest(low, k->order);
   if (near)
     return fpull_err_set(err, FPULL_EUSAGE, "unknown feature \"%s\" (did you mean \"%s\"?)", name,
                          near);
@@ -233,6 +265,19 @@ int fpull_feature_name_check(const struct fpull_tagdb *db, const struct fpull_co
                        "nv-compute-N-N, cuda-N-N or amdgpu-gfxX; declare site features under "
                        "site-features in the config)",
                        name);
+}
+
+int fpull_feature_name_check(const struct fpull_tagdb *db, const struct fpull_config *config,
+                             const char *name, fpull_err *err)
+{
+  cleanup_free char *low = NULL;
+  int r = check_shape(db, name, &low, err);
+  if (r >= 0)
+    return r;
+  struct fp_feature_names *k = fp_feature_names_new(db, config);
+  r = fp_feature_names_check(k, name, err);
+  fp_feature_names_free(k);
+  return r;
 }
 
 /* Go's GOOS and GOARCH lists, which the OCI image spec refers to for platform.os and

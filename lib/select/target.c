@@ -9,6 +9,7 @@
 #include "opts.h"
 #include "fpull/config.h"
 #include "fpull/detect.h"
+#include "names.h"
 #include "tagdb.h"
 #include "util.h"
 
@@ -51,6 +52,11 @@ static void target_freep(struct fpull_target **t)
   fpull_target_free(*t);
 }
 
+static void names_freep(struct fp_feature_names **k)
+{
+  fp_feature_names_free(*k);
+}
+
 static void cpu_info_freep(struct fpull_cpu_info **c)
 {
   fpull_cpu_info_free(*c);
@@ -63,16 +69,16 @@ static void nvidia_info_freep(struct fpull_nvidia_info **n)
 
 /* A feature a person gave: known or declared, else a usage error (contract v3). */
 static int add_given(struct fpull_target *t, const char *name, int src,
-                     const struct fpull_tagdb *db, const struct fpull_config *config,
+                     const struct fpull_tagdb *db, const struct fp_feature_names *names,
                      fpull_err *err)
 {
-  int r = fpull_feature_name_check(db, config, name, err);
+  int r = fp_feature_names_check(names, name, err);
   return r ? r : fpull_featureset_add(t->features, name, src, db, err);
 }
 
 /* Each name of a comma-separated list (empty items are skipped, as before). */
 static int add_given_list(struct fpull_target *t, const char *list, int src,
-                          const struct fpull_tagdb *db, const struct fpull_config *config,
+                          const struct fpull_tagdb *db, const struct fp_feature_names *names,
                           fpull_err *err)
 {
   for (const char *p = list; p && *p;) {
@@ -85,7 +91,7 @@ static int add_given_list(struct fpull_target *t, const char *list, int src,
     while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
       *--e = '\0';
     if (*s) {
-      int r = add_given(t, s, src, db, config, err);
+      int r = add_given(t, s, src, db, names, err);
       if (r)
         return r;
     }
@@ -96,7 +102,7 @@ static int add_given_list(struct fpull_target *t, const char *list, int src,
 
 /* --platform OS/ARCH[/VARIANT][:FEATURE...]. */
 static int parse_platform(struct fpull_target *t, const char *spec, const struct fpull_tagdb *db,
-                          const struct fpull_config *config, fpull_err *err)
+                          const struct fp_feature_names *names, fpull_err *err)
 {
   const char *colon = strchr(spec, ':');
   cleanup_free char *head = fp_xstrndup(spec, colon ? (size_t)(colon - spec) : strlen(spec));
@@ -125,7 +131,7 @@ static int parse_platform(struct fpull_target *t, const char *spec, const struct
     p++;
     const char *end = strchr(p, ':');
     cleanup_free char *f = fp_xstrndup(p, end ? (size_t)(end - p) : strlen(p));
-    int r = add_given(t, f, FPULL_SRC_CLI, db, config, err);
+    int r = add_given(t, f, FPULL_SRC_CLI, db, names, err);
     if (r)
       return fpull_err_prefix(err, "--platform \"%s\"", spec);
   }
@@ -266,15 +272,18 @@ int fpull_target_build(struct fpull_target **out, const struct fpull_target_opts
   __attribute__((cleanup(target_freep))) struct fpull_target *t = fp_xcalloc(1, sizeof *t);
   t->features = fpull_featureset_new();
   const struct fpull_tagdb *db = o->tagdb;
+  /* Every name given is checked against one list, built once. */
+  __attribute__((cleanup(names_freep))) struct fp_feature_names *names =
+      fp_feature_names_new(db, o->config);
   int r;
 
   if (o->platform || o->features) {
     /* --features and --platform replace everything else; together, their union. */
-    if (o->platform && (r = parse_platform(t, o->platform, db, o->config, err)))
+    if (o->platform && (r = parse_platform(t, o->platform, db, names, err)))
       return r;
     if (!o->platform)
       host_os_arch(t);
-    if (o->features && (r = add_given_list(t, o->features, FPULL_SRC_CLI, db, o->config, err)))
+    if (o->features && (r = add_given_list(t, o->features, FPULL_SRC_CLI, db, names, err)))
       return fpull_err_prefix(err, "--features");
   } else {
     host_os_arch(t);
@@ -283,10 +292,10 @@ int fpull_target_build(struct fpull_target **out, const struct fpull_target_opts
       return r;
     for (size_t i = 0; o->config && o->config->platform_features && o->config->platform_features[i];
          i++)
-      if ((r = add_given(t, o->config->platform_features[i], FPULL_SRC_CONFIG, db, o->config, err)))
+      if ((r = add_given(t, o->config->platform_features[i], FPULL_SRC_CONFIG, db, names, err)))
         return fpull_err_prefix(err, "%s: platform-features",
                                 o->config->path ? o->config->path : "config");
-    if ((r = add_given_list(t, o->env_features, FPULL_SRC_CONFIG, db, o->config, err)))
+    if ((r = add_given_list(t, o->env_features, FPULL_SRC_CONFIG, db, names, err)))
       return fpull_err_prefix(err, "FPULL_FEATURES");
   }
   fp_featureset_set_arch(t->features, t->architecture);

@@ -63,8 +63,10 @@ class CacheTrust(cases.RegistryCase):
                                                                       cp.returncode, cp.stderr))
         return cp
 
-    def record_path(self, reference):
-        name = hashlib.sha256(reference.encode()).hexdigest() + ".json"
+    def record_path(self, reference, uid=None):
+        """The record uid writes (HEX.uUID.json); uid None: the one name older fpull used."""
+        name = hashlib.sha256(reference.encode()).hexdigest()
+        name += ".json" if uid is None else ".u%d.json" % uid
         return os.path.join(self.cache, "tags", name)
 
     def assert_victim_untouched(self):
@@ -73,10 +75,10 @@ class CacheTrust(cases.RegistryCase):
     def test_forged_tag_record_is_not_used(self):
         # Mallory fills the cache with her image and names it under root's reference.
         self.run_nobody(["prefetch", "-q", self.ref("evil")])
-        with open(self.record_path(self.ref("evil"))) as f:
+        with open(self.record_path(self.ref("evil"), NOBODY)) as f:
             evil_digest = json.load(f)["digest"]
         good_ref = self.ref("good")
-        rec = self.record_path(good_ref)
+        rec = self.record_path(good_ref, 0)
         with open(rec, "w") as f:
             json.dump({"reference": good_ref, "digest": evil_digest, "time": 0}, f)
         os.chown(rec, NOBODY, NOBODY)
@@ -90,11 +92,13 @@ class CacheTrust(cases.RegistryCase):
         self.run_root(["pull", "-q", good_ref, out]).check_returncode()
         with open(os.path.join(out, "marker")) as f:
             self.assertEqual(f.read(), "good\n")
-        # Its own record is used from then on, offline too.
+        # Its own record is not used either while tags/ is Mallory's (she ran first): she
+        # could rename it away and put it back after root wrote a newer one (issue 20.5).
         out2 = os.path.join(self.tmp, "out2")
-        self.run_root(["pull", "-q", "--offline", good_ref, out2]).check_returncode()
-        with open(os.path.join(out2, "marker")) as f:
-            self.assertEqual(f.read(), "good\n")
+        cp = self.run_root(["pull", "-q", "--offline", good_ref, out2])
+        self.assertEqual(cp.returncode, 5, cp.stderr)
+        self.assertIn("tags/ is owned by uid %d" % NOBODY, cp.stderr)
+        self.assertFalse(os.path.exists(out2))
 
     def test_root_record_is_used_by_the_other_user(self):
         self.run_root(["prefetch", "-q", self.ref("good")]).check_returncode()

@@ -121,3 +121,23 @@ class FeaturesCli(unittest.TestCase):
         for f in ("nvidia-396-44", "nvidia-396", "nv-compute-5-2", "nv-compute-5-0",
                   "cuda-9-2", "cuda-9-0"):
             self.assertEqual(s.get(f), "nvidia", f)
+
+    def test_twenty_thousand_site_features(self):
+        # Issue 20.9: every given name was checked against a list rebuilt for it (8,000
+        # site features took 95 s); now one sorted list serves them all.
+        names = ["sitefeat%05d" % i for i in range(20000)]
+        cfg = self.config("site-features: [%s]\nplatform-features: [%s]\n"
+                          % (", ".join(names), ", ".join(names)))
+        doc = self.features("--config", cfg, env={"FPULL_FEATURES": "sitefeat19999"})
+        for n in names:
+            self.assertEqual(doc["sources"].get(n), "config", n)
+        # A typo among them still gets its "did you mean", from the config and the
+        # environment alike.
+        cp = fpull.run(["features", "--config", cfg],
+                       env=dict(self.env, FPULL_FEATURES="sitefaet07777"), check=2)
+        self.assertIn('did you mean "sitefeat07777"', fpull.error_line(cp.stderr))
+        bad = self.config("site-features: [%s]\nplatform-features: [%s, sitefeat1234x]\n"
+                          % (", ".join(names), ", ".join(names)))
+        cp = fpull.run(["features", "--config", bad], env=self.env, check=2)
+        self.assertIn('unknown feature "sitefeat1234x"', fpull.error_line(cp.stderr))
+        self.assertIn("did you mean", fpull.error_line(cp.stderr))

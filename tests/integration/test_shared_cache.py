@@ -124,7 +124,7 @@ class SharedCache(cases.RegistryCase):
     def test_a_tag_record_someone_else_could_write_is_not_used(self):
         self.root_fill()
         self.reg.stop()
-        name = hashlib.sha256(self.ref.encode()).hexdigest() + ".json"
+        name = hashlib.sha256(self.ref.encode()).hexdigest() + ".u0.json"
         os.chown(os.path.join(self.shared, "tags", name), 1000, 1000)
         home = self.home_of(NOBODY)
         out, err, rc = self.run_as(NOBODY, ["pull", "--offline", "--platform", "linux/amd64",

@@ -612,6 +612,73 @@ TEST(put_and_get_bytes)
   fpull_cache_free(c);
 }
 
+/* Lock files are the downloader's (0600 in a cache its group cannot write): nobody else
+ * can open one to hold a lock on it (issue 20.4). */
+TEST(lock_files_closed_to_others)
+{
+  fpull_cache *c = open_cache("c");
+  fpull_err err = {0};
+  char *digest = fpull_digest_of(HELLO, strlen(HELLO));
+  struct fpull_cache_writer *w = NULL;
+  int done = 0;
+  CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, digest, (int64_t)strlen(HELLO), &err), 0);
+  char rel[100];
+  snprintf(rel, sizeof rel, "locks/%s.lock", digest + 7);
+  char *lock = path_in(fpull_cache_dir(c), rel);
+  struct stat st;
+  CHECK_INT_EQ(stat(lock, &st), 0);
+  CHECK_INT_EQ(st.st_mode & 0777, 0600);
+  fpull_cache_writer_abort(w);
+  CHECK_INT_EQ(count_entries(c, "locks"), 0);
+  free(lock);
+  free(digest);
+  fpull_cache_free(c);
+}
+
+/* A lock held by someone else, even a mere reader's read lock on a leftover lock file, is
+ * waited for FPULL_LOCK_WAIT seconds at most; then the blob goes into a spare partial of
+ * the writer's own, committed like any other, removed when aborted (issue 20.4). */
+TEST(held_lock_is_waited_for_boundedly_then_a_spare_partial_is_used)
+{
+  fpull_cache *c = open_cache("c");
+  fpull_err err = {0};
+  char *digest = fpull_digest_of(HELLO, strlen(HELLO));
+  char rel[100];
+  snprintf(rel, sizeof rel, "locks/%s.lock", digest + 7);
+  char *lock = path_in(fpull_cache_dir(c), rel);
+  int lfd = open(lock, O_RDWR | O_CREAT, 0644);
+  CHECK(lfd >= 0);
+  int rfd = open(lock, O_RDONLY);
+  CHECK(rfd >= 0);
+  struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+  CHECK_INT_EQ(fcntl(rfd, F_OFD_SETLK, &fl), 0);
+  CHECK_INT_EQ(setenv("FPULL_LOCK_WAIT", "0.2", 1), 0);
+
+  /* Aborted: its spare partial is gone, nothing resumable is left. */
+  struct fpull_cache_writer *w = NULL;
+  int done = 0;
+  CHECK_INT_EQ(fpull_cache_writer_begin(&w, &done, c, digest, (int64_t)strlen(HELLO), &err), 0);
+  CHECK_INT_EQ(done, 0);
+  CHECK(w != NULL);
+  const struct fpull_blob_sink *s = fpull_cache_writer_sink(w);
+  CHECK_INT_EQ(s->write(s->ud, HELLO, 5, &err), 0);
+  CHECK_INT_EQ(count_entries(c, priv()), 1);
+  fpull_cache_writer_abort(w);
+  CHECK_INT_EQ(count_entries(c, priv()), 0);
+
+  /* Committed: the blob is there and verifies; the reader's lock file is left alone. */
+  CHECK_INT_EQ(store(c, digest, (int64_t)strlen(HELLO), HELLO, strlen(HELLO), &err), 0);
+  CHECK_INT_EQ(fpull_cache_verify_blob(c, digest, (int64_t)strlen(HELLO), &err), 0);
+  CHECK_INT_EQ(count_entries(c, priv()), 0);
+  CHECK_INT_EQ(count_entries(c, "locks"), 1);
+  CHECK_INT_EQ(unsetenv("FPULL_LOCK_WAIT"), 0);
+  close(rfd);
+  close(lfd);
+  free(lock);
+  free(digest);
+  fpull_cache_free(c);
+}
+
 TEST(stale_partials_cleaned_at_open)
 {
   fpull_cache *c = open_cache("c");
@@ -691,6 +758,63 @@ TEST(tag_records)
   CHECK_INT_EQ(fpull_cache_tag_lookup(c, "127.0.0.1:5000/a/b:v1", &got, &err), 0);
   CHECK_STR_EQ(got, d2);
   free(got);
+  fpull_cache_free(c);
+}
+
+/* Records are per writer (HEX.uUID.json); older fpull's HEX.json is still read, and the
+ * newest trusted record wins. They count only in a tags/ nobody else can rename them in:
+ * one others may write without the sticky bit is not trusted, and gets the bit when its
+ * owner opens the cache (issue 20.5). */
+TEST(tag_records_per_writer_and_only_where_nobody_else_can_replace_them)
+{
+  fpull_cache *c = open_cache("t");
+  fpull_err err = {0};
+  const char *ref = "r.example/a:v1";
+  const char *d1 = "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+  const char *d2 = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+  CHECK_INT_EQ(fpull_cache_tag_record(c, ref, d1, &err), 0);
+  char *hex = fpull_digest_of(ref, strlen(ref));
+  char rel[120];
+  snprintf(rel, sizeof rel, "tags/%s.u%u.json", hex + 7, (unsigned)geteuid());
+  char *own = path_in(fpull_cache_dir(c), rel);
+  struct stat st;
+  CHECK_INT_EQ(stat(own, &st), 0);
+  snprintf(rel, sizeof rel, "tags/%s.json", hex + 7);
+  char *legacy = path_in(fpull_cache_dir(c), rel);
+  char text[400];
+  /* A newer record under the old name wins; an older one does not. */
+  snprintf(text, sizeof text, "{\"reference\":\"%s\",\"digest\":\"%s\",\"time\":%lld}", ref, d2,
+           (long long)time(NULL) + 100);
+  write_file(legacy, text, strlen(text));
+  CHECK_INT_EQ(chmod(legacy, 0644), 0);
+  char *got = NULL;
+  CHECK_INT_EQ(fpull_cache_tag_lookup(c, ref, &got, &err), 0);
+  CHECK_STR_EQ(got, d2);
+  free(got);
+  snprintf(text, sizeof text, "{\"reference\":\"%s\",\"digest\":\"%s\",\"time\":0}", ref, d2);
+  write_file(legacy, text, strlen(text));
+  CHECK_INT_EQ(fpull_cache_tag_lookup(c, ref, &got, &err), 0);
+  CHECK_STR_EQ(got, d1);
+  free(got);
+  got = NULL;
+  /* tags/ open to others without the sticky bit: nothing in it counts. */
+  char *tags = path_in(fpull_cache_dir(c), "tags");
+  CHECK_INT_EQ(chmod(tags, 0777), 0);
+  CHECK_INT_EQ(fpull_cache_tag_lookup(c, ref, &got, &err), FPULL_ENOTFOUND);
+  CHECK_NULL(got);
+  CHECK_CONTAINS(err.msg, "no trusted tag record");
+  fpull_cache_free(c);
+  /* Its owner's next open gives it the sticky bit: trusted again. */
+  c = open_cache("t");
+  CHECK_INT_EQ(stat(tags, &st), 0);
+  CHECK((st.st_mode & 07777) == 01777);
+  CHECK_INT_EQ(fpull_cache_tag_lookup(c, ref, &got, &err), 0);
+  CHECK_STR_EQ(got, d1);
+  free(got);
+  free(tags);
+  free(legacy);
+  free(own);
+  free(hex);
   fpull_cache_free(c);
 }
 
