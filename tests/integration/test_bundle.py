@@ -305,8 +305,10 @@ class BundleStaging(cases.RegistryCase):
                             {"path": "hello", "type": "file", "data": "x", "mode": 0o755}]])
         proxy = faultproxy.FaultProxy(self.reg.url).start()
         self.addCleanup(proxy.stop)
-        # The manifest arrives slowly: time to swap the staging directory for a symlink.
+        # The manifest and the blobs arrive slowly: time to swap the staging directory for a
+        # symlink even on a loaded machine (the swap must happen before the rename into DEST).
         proxy.add(r"/manifests/", method="GET", trickle=(16, 0.1))
+        proxy.add(r"/blobs/", method="GET", trickle=(64, 0.1))
         dest = os.path.join(self.tmp, "bundle")
         victim = os.path.join(self.tmp, "victim")
         os.mkdir(victim)
