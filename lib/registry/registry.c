@@ -8,6 +8,7 @@
 
 #include "opts.h"
 #include "fpull/config.h"
+#include "fpull/manifest.h"
 #include "fpull/ref.h"
 #include "registry_internal.h"
 
@@ -480,9 +481,12 @@ void fpull_fetched_free(struct fpull_fetched *f)
   free(f);
 }
 
+/* ct: lower case, without parameters. Both schema 1 types, or a body of schemaVersion 1
+ * whatever its Content-Type. */
 static int is_schema1(const char *ct, const char *data, size_t len)
 {
-  if (ct && strncmp(ct, "application/vnd.docker.distribution.manifest.v1", 48) == 0)
+  if (ct &&
+      (strcmp(ct, FPULL_MT_DOCKER_SCHEMA1) == 0 || strcmp(ct, FPULL_MT_DOCKER_SCHEMA1_SIGNED) == 0))
     return 1;
   cJSON *j = cJSON_ParseWithLength(data, len);
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "schemaVersion");
@@ -544,10 +548,7 @@ static int manifest_from(fpull_registry *r, struct fp_endpoint *ep, const char *
   }
   if (is_schema1(ct, data, len)) {
     fp_http_resp_free(&resp);
-    return fpull_err_set(err, FPULL_EUNSAFE,
-                         "%s/%s%s%s is a Docker schema 1 manifest, which fpull does not support "
-                         "(push it again with a current docker or skopeo)",
-                         r->name, repo, sep, ref);
+    return fpull_err_set(err, FPULL_EUNSAFE, FPULL_SCHEMA1_MESSAGE);
   }
   struct fpull_fetched *f = fp_xcalloc(1, sizeof *f);
   f->data = resp.body.data ? steal_pointer(&resp.body.data) : fp_xstrdup("");

@@ -1,0 +1,52 @@
+/* Internal: an index flattened into the entries that may be chosen (contract, "Which index
+ * entries are candidates"), shared by pull, inspect and prefetch --all. */
+#ifndef FP_CANDIDATES_H
+#define FP_CANDIDATES_H
+
+#include "fpull/manifest.h"
+
+/* Levels of index, the top one included. */
+#define FP_INDEX_DEPTH_MAX 4
+/* Rows of one flattened index, nested ones included: bounds what a hostile index can make
+ * fpull hold or fetch (an index of 4 MiB lists some 25,000 entries). */
+#define FP_CANDIDATES_MAX 16384
+
+struct fp_cand {
+  long parent;     /* row of the nested index that listed this entry; -1: the top index */
+  int depth;       /* 1 for the top index's entries */
+  int from_config; /* the platform was taken from the entry's image config */
+  int followed;    /* a nested index: its entries are the rows that name this one as parent */
+  char *skip;      /* why the entry is passed over; NULL for a candidate */
+};
+
+struct fp_cands {
+  struct fpull_descriptor *d; /* n descriptors, in document order (contiguous, for
+                                 fpull_match_entries); platforms filled from configs */
+  struct fp_cand *c;          /* n */
+  size_t n;
+};
+
+/* What building needs from the network or the cache. */
+struct fp_cand_io {
+  void *ud;
+  /* The index entry d names: fetched, checked against d (size, digest, kind) and parsed. */
+  int (*fetch_index)(void *ud, const struct fpull_descriptor *d, struct fpull_index **out,
+                     fpull_err *err);
+  /* The platform of manifest entry d (which has none) from its image config. When the
+   * entry cannot be a candidate (not an image, not in the cache), returns 0 with *why set
+   * and *out NULL. */
+  int (*platform)(void *ud, const struct fpull_descriptor *d, struct fpull_platform **out,
+                  char **why, fpull_err *err);
+};
+
+/* Flattens top (whose digest is top_digest): entries in document order; a nested index
+ * is followed where it is listed (its own row stays, with followed set), filtered by its
+ * descriptor's platform when it has one, to FP_INDEX_DEPTH_MAX levels. Entries that are
+ * not image manifests or indexes, artifacts and attestations are rows with skip set.
+ * FPULL_EUNSAFE for an index that contains itself or more than FP_CANDIDATES_MAX rows;
+ * fetch errors as io gives them. */
+int fp_cands_build(struct fp_cands *out, const struct fpull_index *top, const char *top_digest,
+                   const struct fp_cand_io *io, fpull_err *err);
+void fp_cands_free(struct fp_cands *c);
+
+#endif
