@@ -6,6 +6,7 @@
 #include "candidates.h"
 #include "util.h"
 #include "fpull/features.h"
+#include "fpull/registry.h"
 
 struct memo_index {
   char *digest;
@@ -217,4 +218,62 @@ void fp_cands_free(struct fp_cands *c)
     free(c->c[i].skip);
   free(c->c);
   memset(c, 0, sizeof *c);
+}
+
+static const char *kind_name(int kind)
+{
+  return kind == FPULL_DOC_INDEX      ? "an index"
+         : kind == FPULL_DOC_MANIFEST ? "an image manifest"
+         : kind == FPULL_DOC_SCHEMA1  ? "a Docker schema 1 manifest"
+                                      : "an unknown document";
+}
+
+int fp_cand_check_doc(const struct fpull_descriptor *d, const struct fpull_fetched *f, int want,
+                      fpull_err *err)
+{
+  if ((int64_t)f->len != d->size)
+    return fpull_err_set(err, FPULL_EINTEGRITY,
+                         "index entry %s gives the size %lld, the manifest has %zu bytes",
+                         d->digest, (long long)d->size, f->len);
+  int kind = 0;
+  int rc = fpull_doc_kind(&kind, f->data, f->len, f->content_type, err);
+  if (rc == 0 && kind != want)
+    rc = fpull_err_set(err, FPULL_EINTEGRITY, "index entry %s is typed as %s but holds %s",
+                       d->digest, kind_name(want), kind_name(kind));
+  return rc;
+}
+
+int fp_cand_check_media_type(const struct fpull_descriptor *d, const char *got, fpull_err *err)
+{
+  if (got && d->media_type && strcasecmp(got, d->media_type) != 0)
+    return fpull_err_set(err, FPULL_EINTEGRITY,
+                         "index entry %s is typed %s but the document says %s", d->digest,
+                         d->media_type, got);
+  return 0;
+}
+
+int fp_cand_read_index(const struct fpull_descriptor *d, const struct fpull_fetched *f,
+                       struct fpull_index **out, fpull_err *err)
+{
+  *out = NULL;
+  int rc = fp_cand_check_doc(d, f, FPULL_DOC_INDEX, err);
+  if (rc == 0)
+    rc = fpull_index_parse(out, f->data, f->len, f->content_type, err);
+  if (rc == 0)
+    rc = fp_cand_check_media_type(d, (*out)->media_type, err);
+  if (rc) {
+    fpull_index_free(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+struct fpull_platform *fp_cand_platform_of(const struct fpull_image_config *c)
+{
+  struct fpull_platform *p = fp_xcalloc(1, sizeof *p);
+  p->os = fp_xstrdup(c->os);
+  p->architecture = fp_xstrdup(c->architecture);
+  p->variant = fp_xstrdup(c->variant);
+  p->os_features = fp_strv_dup(c->os_features);
+  return p;
 }

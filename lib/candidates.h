@@ -49,4 +49,19 @@ int fp_cands_build(struct fp_cands *out, const struct fpull_index *top, const ch
                    const struct fp_cand_io *io, fpull_err *err);
 void fp_cands_free(struct fp_cands *c);
 
+struct fpull_fetched;
+/* The document f that index entry d named (its digest was checked as it was fetched): of
+ * d's size and of the kind want (FPULL_DOC_INDEX or FPULL_DOC_MANIFEST), else
+ * FPULL_EINTEGRITY (an entry typed as an index that holds a manifest, and the reverse). */
+int fp_cand_check_doc(const struct fpull_descriptor *d, const struct fpull_fetched *f, int want,
+                      fpull_err *err);
+/* The same for an index, parsed into *out, whose own mediaType must be d's. */
+int fp_cand_read_index(const struct fpull_descriptor *d, const struct fpull_fetched *f,
+                       struct fpull_index **out, fpull_err *err);
+/* A manifest's mediaType (its body's, else its Content-Type's) must be entry d's. */
+int fp_cand_check_media_type(const struct fpull_descriptor *d, const char *got, fpull_err *err);
+/* The platform an image config gives an entry that has none (os, architecture, variant,
+ * os.features). */
+struct fpull_platform *fp_cand_platform_of(const struct fpull_image_config *c);
+
 #endif

@@ -1,7 +1,6 @@
 /* Resolving a reference: top document (by tag or digest, online or from the cache),
  * the index entry for the target, the manifest and its config. */
 #include <string.h>
-#include <strings.h>
 
 #include "registry/blob_memory.h"
 #include "opts.h"
@@ -287,48 +286,20 @@ static int offline_hint(struct fp_session *s, const struct fpull_descriptor *d, 
                        how, s->reference);
 }
 
-static const char *kind_name(int kind)
-{
-  return kind == FPULL_DOC_INDEX      ? "an index"
-         : kind == FPULL_DOC_MANIFEST ? "an image manifest"
-         : kind == FPULL_DOC_SCHEMA1  ? "a Docker schema 1 manifest"
-                                      : "an unknown document";
-}
-
 /* The document an index entry names, which must be what the entry says (want: a
  * FPULL_DOC_ kind) and of the entry's size; the digest was checked as it was fetched. *f
  * is set even when it fails, for the caller to free. */
 static int fetch_entry_doc(struct fp_session *s, const struct fpull_descriptor *d, int want,
                            struct fpull_fetched **f, fpull_err *err)
 {
-  int kind = 0;
   int rc = fetch_document(s, d->digest, f, err);
-  if (rc == 0 && (int64_t)(*f)->len != d->size)
-    rc = fpull_err_set(err, FPULL_EINTEGRITY,
-                       "index entry %s gives the size %lld, the manifest has %zu bytes", d->digest,
-                       (long long)d->size, (*f)->len);
-  if (rc == 0)
-    rc = fpull_doc_kind(&kind, (*f)->data, (*f)->len, (*f)->content_type, err);
-  if (rc == 0 && kind != want)
-    rc = fpull_err_set(err, FPULL_EINTEGRITY, "index entry %s is typed as %s but holds %s",
-                       d->digest, kind_name(want), kind_name(kind));
-  return rc;
+  return rc ? rc : fp_cand_check_doc(d, *f, want, err);
 }
 
 static int fetch_entry_manifest(struct fp_session *s, const struct fpull_descriptor *d,
                                 struct fpull_fetched **f, fpull_err *err)
 {
   return fetch_entry_doc(s, d, FPULL_DOC_MANIFEST, f, err);
-}
-
-/* The manifest's own mediaType (its body's, else its Content-Type's) must be the entry's. */
-static int check_media_type(const struct fpull_descriptor *d, const char *got, fpull_err *err)
-{
-  if (got && d->media_type && strcasecmp(got, d->media_type) != 0)
-    return fpull_err_set(err, FPULL_EINTEGRITY,
-                         "index entry %s is typed %s but the document says %s", d->digest,
-                         d->media_type, got);
-  return 0;
 }
 
 /* ---- the candidates of an index (candidates.h), through the session ---- */
@@ -338,11 +309,9 @@ static int cand_fetch_index(void *ud, const struct fpull_descriptor *d, struct f
 {
   struct fp_session *s = ud;
   struct fpull_fetched *f = NULL;
-  int rc = fetch_entry_doc(s, d, FPULL_DOC_INDEX, &f, err);
+  int rc = fetch_document(s, d->digest, &f, err);
   if (rc == 0)
-    rc = fpull_index_parse(out, f->data, f->len, f->content_type, err);
-  if (rc == 0)
-    rc = check_media_type(d, (*out)->media_type, err);
+    rc = fp_cand_read_index(d, f, out, err);
   fpull_fetched_free(f);
   return rc;
 }
@@ -359,7 +328,7 @@ static int cand_platform(void *ud, const struct fpull_descriptor *d, struct fpul
   if (rc == 0)
     rc = load_manifest(s, &r, f, NULL, why, err);
   if (rc == 0 && !*why)
-    rc = check_media_type(d, r.manifest->media_type, err);
+    rc = fp_cand_check_media_type(d, r.manifest->media_type, err);
   fpull_fetched_free(f);
   if (rc == FPULL_ENOTFOUND && !s->reg) {
     *why = fp_xasprintf("no platform, and its config is not in the cache (--offline)");
@@ -371,14 +340,8 @@ static int cand_platform(void *ud, const struct fpull_descriptor *d, struct fpul
     *why = fp_xasprintf("not a container image: %s", no);
     free(no);
   }
-  if (rc == 0 && !*why) {
-    struct fpull_platform *p = fp_xcalloc(1, sizeof *p);
-    p->os = fp_xstrdup(r.config->os);
-    p->architecture = fp_xstrdup(r.config->architecture);
-    p->variant = fp_xstrdup(r.config->variant);
-    p->os_features = fp_strv_dup(r.config->os_features);
-    *out = p;
-  }
+  if (rc == 0 && !*why)
+    *out = fp_cand_platform_of(r.config);
   fp_resolved_free(&r);
   return rc ? fpull_err_prefix(err, "entry %s", d->digest) : 0;
 }
@@ -416,7 +379,7 @@ static int follow_chosen(struct fp_session *s, struct fp_resolved *r, int gpu, f
     if (rc == 0)
       rc = load_manifest(s, r, f, gpu ? &why : NULL, &no, err);
     if (rc == 0 && !no)
-      rc = check_media_type(d, r->manifest->media_type, err);
+      rc = fp_cand_check_media_type(d, r->manifest->media_type, err);
     if (no) {
       why = fp_xasprintf("not a container image: %s", no);
       free(no);
@@ -558,7 +521,7 @@ int fp_resolve_entry(struct fp_session *s, const struct fpull_descriptor *d, str
   if (rc == 0)
     rc = load_manifest(s, r, f, NULL, not_image, err);
   if (rc == 0 && !*not_image)
-    rc = check_media_type(d, r->manifest->media_type, err);
+    rc = fp_cand_check_media_type(d, r->manifest->media_type, err);
   if (rc == 0)
     r->platform = fpull_platform_dup(d->platform);
   fpull_fetched_free(f);

@@ -511,8 +511,8 @@ static int manifest_from(fpull_registry *r, struct fp_endpoint *ep, const char *
   int rc = fp_reg_call(r, ep, &c, &resp, err);
   curl_slist_free_all(hdrs);
   if (rc == FPULL_EFAIL && err && strstr(err->msg, "over "))
-    return fpull_err_set(err, FPULL_EFAIL, "manifest %s/%s:%s is over 4 MiB: refused", ep->hostport,
-                         repo, ref);
+    return fpull_err_set(err, FPULL_EFAIL, "manifest %s from %s is over 4 MiB: refused", ref,
+                         ep->hostport);
   if (rc)
     return rc;
   if (resp.status != 200) {
@@ -525,18 +525,16 @@ static int manifest_from(fpull_registry *r, struct fp_endpoint *ep, const char *
   size_t len = resp.body.len;
   char got[72];
   fp_reg_sha256(data, len, got);
-  const char *sep = fpull_digest_valid(ref) ? "@" : ":";
   if (fpull_digest_valid(ref) && strcmp(got, ref) != 0) {
     fp_http_resp_free(&resp);
-    return fpull_err_set(err, FPULL_EINTEGRITY, "manifest %s/%s@%s from %s has digest %s", r->name,
-                         repo, ref, ep->hostport, got);
+    return fpull_err_set(err, FPULL_EINTEGRITY, "manifest %s from %s has digest %s", ref,
+                         ep->hostport, got);
   }
   const char *dcd = resp.docker_content_digest;
   if (dcd && strncmp(dcd, "sha256:", 7) == 0 && strcmp(dcd, got) != 0) {
     rc = fpull_err_set(err, FPULL_EINTEGRITY,
-                       "manifest %s/%s%s%s from %s: Docker-Content-Digest %.80s but the bytes "
-                       "hash to %s",
-                       r->name, repo, sep, ref, ep->hostport, dcd, got);
+                       "manifest %s from %s: Docker-Content-Digest %.80s but the bytes hash to %s",
+                       ref, ep->hostport, dcd, got);
     fp_http_resp_free(&resp);
     return rc;
   }

@@ -184,3 +184,21 @@ class Conformance(cases.RegistryCase):
             self.assertEqual(line.count("schema 1"), 1, line)
             lines.add(line.split(": ", 2)[-1])
         self.assertEqual(len(lines), 1, lines)
+
+    def test_error_messages_name_things_once(self):
+        # Issue 23.7: "blob X: blob X: digest mismatch" and "REF: REF is ...".
+        img = self.images["amd64"]
+        layer = img["layers"][0]["digest"]
+        self.proxy.add(r"/blobs/" + layer, replace_body=lambda b: b + bytes(100))
+        ref = "%s/%s@%s" % (self.proxy.hostport, REPO, img["digest"])
+        cp = fpull.run(["pull", "-q"] + self.target_args({}) + [ref, os.path.join(self.tmp, "r")])
+        self.assertEqual(cp.returncode, 7, cp.stderr)
+        line = fpull.error_line(cp.stderr)
+        self.assertIn("more data than", line)
+        self.assertEqual(line.count(layer), 1, line)
+        # A manifest whose bytes are not its digest: the reference once.
+        self.proxy.add(r"/manifests/", replace_body=lambda b: b + b" ")
+        cp = fpull.run(["pull", "-q"] + self.target_args({}) + [ref, os.path.join(self.tmp, "s")])
+        self.assertEqual(cp.returncode, 7, cp.stderr)
+        line = fpull.error_line(cp.stderr)
+        self.assertEqual(line.count("%s/%s" % (self.proxy.hostport, REPO)), 1, line)
