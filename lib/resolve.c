@@ -330,15 +330,17 @@ static int cand_platform(void *ud, const struct fpull_descriptor *d, struct fpul
   if (rc == 0 && !*why)
     rc = fp_cand_check_media_type(d, r.manifest->media_type, err);
   fpull_fetched_free(f);
-  if (rc == FPULL_ENOTFOUND && !s->reg) {
-    *why = fp_xasprintf("no platform, and its config is not in the cache (--offline)");
-    fpull_err_clear(err);
-    rc = 0;
-  }
   if (rc == 0 && *why) {
     char *no = *why;
     *why = fp_xasprintf("not a container image: %s", no);
     free(no);
+  }
+  /* What cannot be had leaves the platform unknown: passed over, as the entry of another
+   * platform would be; a pull that needs it names what fits instead. */
+  if (rc == FPULL_ENOTFOUND) {
+    *why = fp_xasprintf("no platform, and its manifest or config cannot be had: %s", err->msg);
+    fpull_err_clear(err);
+    rc = 0;
   }
   if (rc == 0 && !*why)
     *out = fp_cand_platform_of(r.config);

@@ -95,6 +95,10 @@ class Conformance(cases.RegistryCase):
         else:
             doc = self.fill(copy.deepcopy(case["document"]))
             body = json.dumps(doc, indent=2).encode()
+        for name in case.get("missing", []):
+            self.proxy.add(r"/manifests/" + self.images[name]["digest"], status=404,
+                           headers={"Content-Type": "application/json"},
+                           body=b'{"errors":[{"code":"MANIFEST_UNKNOWN","message":"unknown"}]}')
         if case.get("serve") == "proxy":
             ct = case.get("content_type", doc.get("mediaType") if "raw" not in case else None)
             self.proxy.add(r"^/v2/%s/manifests/%s$" % (REPO, tag), status=200, body=body,

@@ -216,3 +216,10 @@ class PrefetchAll(cases.RegistryCase):
         cp, doc = fpull.run_json(["prefetch", "--all", "--platform", "linux/arm64",
                                   "--cache-dir", os.path.join(self.tmp, "c2"), ref])
         self.assertEqual([e["manifest_digest"] for e in doc[0]["entries"]], [self.arm["digest"]])
+        # Offline, a node finds its entry through the nested index in the cache.
+        self.reg.stop()
+        dest = os.path.join(self.tmp, "bdw")
+        cp, res = fpull.run_json(["pull", "--offline", "--cache-dir", self.cache,
+                                  "--features", "broadwell", ref, dest])
+        self.assertEqual(res["manifest_digest"], self.bdw["digest"])
+        self.assertEqual(self.read_marker(dest), "broadwell")
