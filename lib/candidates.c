@@ -174,7 +174,8 @@ static int walk(struct builder *b, const struct fpull_index *idx, long parent, i
       return fpull_err_prefix(err, "nested index %s", d->digest);
     c = &b->out->c[row];
     c->followed = 1;
-    c->skip = fp_xasprintf("nested index of %zu entries, followed", sub->n_manifests);
+    c->skip = fp_xasprintf("nested index with %zu entr%s, followed", sub->n_manifests,
+                           sub->n_manifests == 1 ? "y" : "ies");
     b->chain = fp_strv_push(b->chain, d->digest);
     rc = walk(b, sub, (long)row, depth + 1, d->platform ? d->platform : filter, err);
     size_t n = fpull_strv_len(b->chain);

@@ -127,7 +127,7 @@ TEST(nested_rows_in_document_order_with_parents)
     CHECK_INT_EQ((int)c.c[i].parent, (int)parents[i]);
   }
   CHECK(c.c[1].followed);
-  CHECK_CONTAINS(c.c[1].skip, "nested index of 2 entries");
+  CHECK_CONTAINS(c.c[1].skip, "nested index with 2 entries");
   CHECK_INT_EQ(c.c[2].depth, 2);
   CHECK_NULL(c.c[2].skip);
   CHECK_INT_EQ(config_fetches, 0);
