@@ -83,7 +83,21 @@ static int each_entry(struct fp_session *s, const struct fp_resolved *all, const
   const struct fpull_index *idx = all->index;
   cleanup_strv char **done = fp_xcalloc(1, sizeof *done);     /* manifest digests */
   cleanup_strv char **layers = fp_xcalloc(1, sizeof *layers); /* layer digests */
-  size_t n_done = 0;
+  /* The bound before anything is fetched: distinct images the run would cache. */
+  size_t n_distinct = 0;
+  for (size_t i = 0; i < idx->n_manifests; i++) {
+    const struct fpull_descriptor *d = &idx->manifests[i];
+    if (all->cands[i].skip || !wanted(d, os, arch) || fp_strv_contains(done, d->digest))
+      continue;
+    if (++n_distinct > FP_PREFETCH_ALL_MAX)
+      return fpull_err_set(err, FPULL_EUNSAFE,
+                           "the index names more than %d distinct images; prefetch --all "
+                           "refuses it (narrow it with --platform)",
+                           FP_PREFETCH_ALL_MAX);
+    done = fp_strv_push(done, d->digest);
+  }
+  fpull_strv_free(done);
+  done = fp_xcalloc(1, sizeof *done);
   for (size_t i = 0; i < idx->n_manifests; i++) {
     const struct fpull_descriptor *d = &idx->manifests[i];
     if (all->cands[i].skip) {
@@ -94,13 +108,7 @@ static int each_entry(struct fp_session *s, const struct fp_resolved *all, const
     /* Each manifest once, however many entries name it. */
     if (!wanted(d, os, arch) || fp_strv_contains(done, d->digest))
       continue;
-    if (n_done == FP_PREFETCH_ALL_MAX)
-      return fpull_err_set(err, FPULL_EUNSAFE,
-                           "the index names more than %d distinct images; prefetch --all "
-                           "stops there (narrow it with --platform)",
-                           FP_PREFETCH_ALL_MAX);
     done = fp_strv_push(done, d->digest);
-    n_done++;
     struct fp_resolved r;
     cleanup_free char *no = NULL;
     int rc = fp_resolve_entry(s, d, &r, &no, err);

@@ -223,3 +223,29 @@ class PrefetchAll(cases.RegistryCase):
                                   "--features", "broadwell", ref, dest])
         self.assertEqual(res["manifest_digest"], self.bdw["digest"])
         self.assertEqual(self.read_marker(dest), "broadwell")
+
+    def test_more_than_1024_distinct_images_refused_before_fetching(self):
+        # Issue 20.8: a bound on entries. 1025 distinct manifests (one image, annotations
+        # apart) is refused before any of them is fetched.
+        doc = json.loads(self.plain["manifest"])
+        entries = []
+        for i in range(1025):
+            doc["annotations"] = {"n": str(i)}
+            body = json.dumps(doc).encode()
+            digest = self.client.put_manifest("hpc/app", images.sha256_digest(body), body,
+                                              images.OCI_MANIFEST)
+            entries.append({"mediaType": images.OCI_MANIFEST, "digest": digest,
+                            "size": len(body), "platform": dict(AMD64)})
+        images.push_index(self.client, "hpc/app", "wide", entries)
+        ref = "%s/hpc/app:wide" % self.reg.hostport
+        cp = fpull.run(["prefetch", "--all", "--cache-dir", self.cache, ref])
+        self.assertEqual(cp.returncode, 8, cp.stderr)
+        self.assertIn("more than 1024 distinct images", fpull.error_line(cp.stderr))
+        self.assertEqual(sum(self.manifest_gets(e["digest"]) for e in entries), 0)
+        self.assertFalse(self.blob_cached(self.plain["layers"][0]["digest"]))
+        # 1024 of them are within the bound, and the layer is fetched once.
+        images.push_index(self.client, "hpc/app", "wide1024", entries[:1024])
+        cp, out = fpull.run_json(["prefetch", "--all", "--cache-dir", self.cache,
+                                  "%s/hpc/app:wide1024" % self.reg.hostport])
+        self.assertEqual(len(out[0]["entries"]), 1024)
+        self.assertEqual(self.blob_gets(self.plain["layers"][0]["digest"]), 1)
