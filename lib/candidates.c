@@ -91,11 +91,13 @@ static size_t add_row(struct builder *b, const struct fpull_descriptor *d, long 
 static int fill_platform(struct builder *b, size_t row, fpull_err *err)
 {
   struct fp_cands *o = b->out;
+  o->c[row].asked = 1;
   for (size_t i = 0; i < row; i++) {
-    if (!o->c[i].from_config || strcmp(o->d[i].digest, o->d[row].digest) != 0)
+    if (!o->c[i].asked || strcmp(o->d[i].digest, o->d[row].digest) != 0)
       continue;
     o->d[row].platform = fpull_platform_dup(o->d[i].platform);
-    o->c[row].from_config = 1;
+    o->c[row].from_config = o->c[i].from_config;
+    o->c[row].skip = fp_xstrdup(o->c[i].skip);
     return 0;
   }
   struct fpull_platform *p = NULL;

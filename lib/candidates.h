@@ -16,6 +16,7 @@ struct fp_cand {
   int depth;       /* 1 for the top index's entries */
   int from_config; /* the platform was taken from the entry's image config */
   int followed;    /* a nested index: its entries are the rows that name this one as parent */
+  int asked;       /* its platform was asked of its config (from_config or skip says what) */
   char *skip;      /* why the entry is passed over; NULL for a candidate */
 };
 

@@ -217,18 +217,21 @@ TEST(entries_without_platform_ask_their_config_once_per_digest)
   reset();
   add_index(1,
             (char *[]){entry("m", 5, "-"), entry("m", 5, "-"), entry("m", 9, "-"),
-                       entry("x application/octet-stream", 7, "-"), entry("m", 8, "linux/amd64")},
-            5);
+                       entry("x application/octet-stream", 7, "-"), entry("m", 8, "linux/amd64"),
+                       entry("m", 9, "-")},
+            6);
   struct fp_cands c;
   fpull_err err = {0};
   CHECK_INT_EQ(build(&c, 1, &err), 0);
-  CHECK_INT_EQ((int)c.n, 5);
+  CHECK_INT_EQ((int)c.n, 6);
   CHECK(c.c[0].from_config && c.c[1].from_config);
+  CHECK_CONTAINS(c.c[5].skip, "not a container image");
   CHECK_STR_EQ(c.d[1].platform->architecture, "amd64");
   CHECK_CONTAINS(c.c[2].skip, "not a container image");
   CHECK_CONTAINS(c.c[3].skip, "neither an image manifest nor an index");
   CHECK(!c.c[4].from_config);
-  /* 5 once (the second entry reuses it), 9 once; never for the octet-stream entry. */
+  /* 5 once (the second entry reuses it), 9 once (passed over twice); never for the
+   * octet-stream entry. */
   CHECK_INT_EQ(config_fetches, 2);
   fp_cands_free(&c);
   reset();
