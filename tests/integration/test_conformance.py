@@ -167,6 +167,9 @@ class Conformance(cases.RegistryCase):
     def test_image_spec_index_vectors(self):
         self.run_cases("spec-index-")
 
+    def test_image_spec_descriptor_vectors(self):
+        self.run_cases("spec-descriptor-")
+
     def test_image_spec_manifest_vectors(self):
         self.run_cases("spec-manifest-")
 
