@@ -220,16 +220,16 @@ static int copy_blob(fpull_registry *from, const char *from_repo, fpull_registry
   if (s.fd < 0)
     return fpull_err_set(err, FPULL_EFAIL, "creating a temporary file in %s: %s",
                          tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
-  if (fp_sha256_init(&s.h) < 0) {
+  if (fp_hash_init(&s.h, d->digest) < 0) {
     close(s.fd);
     unlink(path);
     return fpull_err_set(err, FPULL_EFAIL, "sha256 unavailable");
   }
   struct fpull_blob_sink sink = {.ud = &s, .write = sink_write, .restart = sink_restart};
   int rc = fpull_registry_get_blob(from, from_repo, d->digest, 0, &sink, NULL, err);
-  char got[72] = "";
+  char got[FP_DIGEST_MAX] = "";
   if (rc == 0) {
-    fp_sha256_final(&s.h, got);
+    fp_hash_final(&s.h, got);
     if (strcmp(got, d->digest) != 0 || s.written != (uint64_t)d->size)
       rc = fpull_err_set(err, FPULL_EINTEGRITY, "blob %s: got %s, %llu bytes (expected %lld)",
                          d->digest, got, (unsigned long long)s.written, (long long)d->size);

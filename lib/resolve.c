@@ -6,6 +6,7 @@
 #include "opts.h"
 #include "select/preflight.h"
 #include "resolve.h"
+#include "digest.h"
 #include "util.h"
 #include "fpull/config.h"
 #include "fpull/features.h"
@@ -107,7 +108,7 @@ static int fetch_document(struct fp_session *s, const char *tag_or_digest,
     return fpull_err_set(err, FPULL_ENOTFOUND, "manifest %s is not in the cache (--offline)",
                          digest);
   }
-  f->digest = fpull_digest_of(f->data, f->len);
+  f->digest = fp_digest_of_like(digest, f->data, f->len);
   if (strcmp(f->digest, digest) != 0) {
     fpull_fetched_free(f);
     return fpull_err_set(err, FPULL_EINTEGRITY, "cached manifest %s does not match its digest",

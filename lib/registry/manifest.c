@@ -93,8 +93,8 @@ static int get_strv(char ***out, const cJSON *obj, const char *key, const char *
   return 0;
 }
 
-/* A digest fpull can verify, or: FPULL_EUNSAFE for a well-formed digest of another
- * algorithm (image-spec's grammar: algorithm ":" encoded), FPULL_EINTEGRITY otherwise. */
+/* A digest fpull can verify (sha256, sha512), or: FPULL_EUNSAFE for a well-formed digest of
+ * another algorithm (image-spec's grammar: algorithm ":" encoded), FPULL_EINTEGRITY otherwise. */
 static int check_digest(const char *d, const char *what, const char *key, fpull_err *err)
 {
   if (fpull_digest_valid(d))
@@ -104,7 +104,8 @@ static int check_digest(const char *d, const char *what, const char *key, fpull_
   size_t enc = d[alg] == ':' ? strspn(d + alg + 1, "abcdefghijklmnopqrstuvwxyz"
                                                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789=_-")
                              : 0;
-  if (alg > 0 && enc > 0 && d[alg + 1 + enc] == '\0' && strncmp(d, "sha256:", 7) != 0) {
+  if (alg > 0 && enc > 0 && d[alg + 1 + enc] == '\0' && strncmp(d, "sha256:", 7) != 0 &&
+      strncmp(d, "sha512:", 7) != 0) {
     char a[32];
     snprintf(a, sizeof a, "%.*s", (int)(alg < 24 ? alg : 24), d);
     return fpull_err_set(err, FPULL_EUNSAFE, "%s: \"%s\": unsupported digest algorithm \"%s\"",

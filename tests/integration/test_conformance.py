@@ -3,8 +3,10 @@ fpull's own index cases (tests/fixtures/conformance_index.json), each pushed to 
 registry (or, where the registry refuses the document, answered by the fault proxy), then
 pulled and inspected for linux/amd64 with the expected exit code and choice (issue 23)."""
 import copy
+import hashlib
 import json
 import os
+import urllib.parse
 
 import cases
 import faultproxy
@@ -209,3 +211,68 @@ class Conformance(cases.RegistryCase):
         self.assertEqual(cp.returncode, 7, cp.stderr)
         line = fpull.error_line(cp.stderr)
         self.assertEqual(line.count("%s/%s" % (self.proxy.hostport, REPO)), 1, line)
+
+    def put_blob_sha512(self, data):
+        digest = "sha512:" + hashlib.sha512(data).hexdigest()
+        scope = self.client._repo_scope(REPO)
+        st, rh, rb = self.client.request("POST", "/v2/%s/blobs/uploads/" % REPO, body=b"",
+                                         scope=scope)
+        self.assertEqual(st, 202, rb)
+        loc = urllib.parse.urljoin(self.client.base + "/", rh["Location"])
+        loc += ("&" if "?" in loc else "?") + urllib.parse.urlencode({"digest": digest})
+        st, rh, rb = self.client.request("PUT", loc, body=data, scope=scope, headers={
+            "Content-Type": "application/octet-stream", "Content-Length": str(len(data))})
+        self.assertEqual(st, 201, rb)
+        return digest
+
+    def test_sha512_everywhere(self):
+        # Issue 23.6: sha512 in references, descriptors, diff_ids, blob verification and
+        # cache paths. The registry keeps blobs by sha512 but serves manifests by sha256
+        # only, so the manifest's sha512 name is answered by the proxy.
+        raw = images.tar_layer(marker("sha512"))
+        layer = images.compress(raw, "gzip")
+        layer_digest = self.put_blob_sha512(layer)
+        config = json.dumps({"architecture": "amd64", "os": "linux",
+                             "rootfs": {"type": "layers", "diff_ids": [
+                                 "sha512:" + hashlib.sha512(raw).hexdigest()]}}).encode()
+        config_digest = self.put_blob_sha512(config)
+        manifest = json.dumps({
+            "schemaVersion": 2, "mediaType": images.OCI_MANIFEST,
+            "config": {"mediaType": images.OCI_CONFIG, "digest": config_digest,
+                       "size": len(config)},
+            "layers": [{"mediaType": images.OCI_LAYER["gzip"], "digest": layer_digest,
+                        "size": len(layer)}]}).encode()
+        self.client.put_manifest(REPO, "sha512-image", manifest, images.OCI_MANIFEST)
+        m512 = "sha512:" + hashlib.sha512(manifest).hexdigest()
+        self.proxy.add(r"^/v2/%s/manifests/%s$" % (REPO, m512), status=200, body=manifest,
+                       headers={"Content-Type": images.OCI_MANIFEST})
+        index = json.dumps({"schemaVersion": 2, "mediaType": images.OCI_INDEX, "manifests": [
+            {"mediaType": images.OCI_MANIFEST, "digest": m512, "size": len(manifest),
+             "platform": {"os": "linux", "architecture": "amd64"}}]}).encode()
+        self.proxy.add(r"^/v2/%s/manifests/sha512-index$" % REPO, status=200, body=index,
+                       headers={"Content-Type": images.OCI_INDEX})
+        cache = os.path.join(self.tmp, "cache")
+        for ref in ("%s/%s:sha512-index" % (self.proxy.hostport, REPO),
+                    "%s/%s@%s" % (self.proxy.hostport, REPO, m512)):
+            dest = os.path.join(self.tmp, "root-%d" % len(ref))
+            cp, res = fpull.run_json(["pull", "--platform", "linux/amd64", "--cache-dir", cache,
+                                      ref, dest])
+            self.assertEqual(res["manifest_digest"], m512)
+            with open(os.path.join(dest, "marker")) as f:
+                self.assertEqual(f.read().strip(), "sha512")
+        for d in (layer_digest, config_digest, m512):
+            self.assertTrue(os.path.isfile(os.path.join(cache, "blobs", "sha512", d[7:])), d)
+        # Offline, from the cache alone.
+        cp, res = fpull.run_json(["pull", "--offline", "--platform", "linux/amd64",
+                                  "--cache-dir", cache,
+                                  "%s/%s:sha512-index" % (self.proxy.hostport, REPO),
+                                  os.path.join(self.tmp, "offline")])
+        self.assertEqual(res["bytes_downloaded"], 0)
+        # A layer whose bytes are not its sha512 digest is an integrity failure.
+        self.proxy.add(r"/blobs/" + layer_digest, replace_body=lambda b: bytes(len(b)))
+        cp = fpull.run(["pull", "-q", "--platform", "linux/amd64", "--cache-dir",
+                        os.path.join(self.tmp, "c2"), "%s/%s@%s" % (self.proxy.hostport, REPO,
+                                                                     m512),
+                        os.path.join(self.tmp, "bad")])
+        self.assertEqual(cp.returncode, 7, cp.stderr)
+        self.assertIn(layer_digest, fpull.error_line(cp.stderr))
