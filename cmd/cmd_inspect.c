@@ -34,6 +34,18 @@ static const char *short_digest(const char *d)
   return buf;
 }
 
+/* Where an entry of a nested index came from, and a platform its config gave. */
+static void origin_note(char *status, size_t sz, const struct fpull_inspect_result *r, size_t i)
+{
+  const struct fpull_entry_origin *o = r->origins ? &r->origins[i] : NULL;
+  size_t l = strlen(status);
+  if (o && o->platform_from_config)
+    l += (size_t)snprintf(status + l, l < sz ? sz - l : 0, "; platform from its config");
+  if (o && o->parent >= 0 && l < sz)
+    snprintf(status + l, sz - l, " (in nested index %s)",
+             short_digest(r->entries[o->parent].digest));
+}
+
 static void print_table(const struct fpull_inspect_result *r, const struct fpull_target *t,
                         const struct fpull_tagdb *tagdb)
 {
@@ -64,6 +76,7 @@ static void print_table(const struct fpull_inspect_result *r, const struct fpull
     else
       snprintf(status, sizeof status, "%s", m->why ? m->why : "not eligible");
     free(why);
+    origin_note(status, sizeof status, r, i);
     printf("%-5s %-12s  %-22s %-40s %s\n", rank, short_digest(d->digest), plat,
            feats[0] ? feats : "-", status);
   }
@@ -71,6 +84,34 @@ static void print_table(const struct fpull_inspect_result *r, const struct fpull
     printf("chosen: %s\n", r->entries[r->match->chosen].digest);
   else
     printf("chosen: none\n");
+}
+
+/* media_type; platform_source ("index", "config" (a single manifest's too), null); parent (the
+ * digest of the nested index that listed the entry, null at the top); led_to (a followed nested
+ * index: the digests of its entries, in order; null otherwise). */
+static void add_origin(cJSON *e, const struct fpull_inspect_result *r, size_t i)
+{
+  const struct fpull_entry_origin *o = r->origins ? &r->origins[i] : NULL;
+  cJSON_AddStringToObject(e, "media_type",
+                          r->entries[i].media_type ? r->entries[i].media_type : "");
+  if (!r->entries[i].platform)
+    cJSON_AddNullToObject(e, "platform_source");
+  else
+    cJSON_AddStringToObject(e, "platform_source",
+                            !r->index_digest || (o && o->platform_from_config) ? "config"
+                                                                               : "index");
+  if (o && o->parent >= 0)
+    cJSON_AddStringToObject(e, "parent", r->entries[o->parent].digest);
+  else
+    cJSON_AddNullToObject(e, "parent");
+  if (!o || !o->followed) {
+    cJSON_AddNullToObject(e, "led_to");
+    return;
+  }
+  cJSON *to = cJSON_AddArrayToObject(e, "led_to");
+  for (size_t k = i + 1; k < r->n_entries; k++)
+    if (r->origins[k].parent == (long)i)
+      cJSON_AddItemToArray(to, cJSON_CreateString(r->entries[k].digest));
 }
 
 static cJSON *inspect_json(const struct fpull_inspect_result *r, const struct fpull_target *t,
@@ -117,6 +158,7 @@ static cJSON *inspect_json(const struct fpull_inspect_result *r, const struct fp
     else
       cJSON_AddNullToObject(e, "why");
     free(why);
+    add_origin(e, r, i);
     cJSON_AddItemToArray(entries, e);
   }
   if (r->match->chosen >= 0)

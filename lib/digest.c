@@ -7,13 +7,18 @@
 #include "fpull/manifest.h"
 #include "util.h"
 
+static const EVP_MD *md_of(const struct fp_sha256 *h)
+{
+  return h->sha512 ? EVP_sha512() : EVP_sha256();
+}
+
 int fp_sha256_init(struct fp_sha256 *h)
 {
   h->n = 0;
   h->ctx = EVP_MD_CTX_new();
   if (!h->ctx)
     return -1;
-  if (EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1) {
+  if (EVP_DigestInit_ex(h->ctx, md_of(h), NULL) != 1) {
     EVP_MD_CTX_free(h->ctx);
     h->ctx = NULL;
     return -1;
@@ -21,12 +26,18 @@ int fp_sha256_init(struct fp_sha256 *h)
   return 0;
 }
 
+int fp_hash_init(struct fp_sha256 *h, const char *digest)
+{
+  h->sha512 = digest && strncmp(digest, "sha512:", 7) == 0;
+  return fp_sha256_init(h);
+}
+
 int fp_sha256_reset(struct fp_sha256 *h)
 {
   h->n = 0;
   if (!h->ctx)
     return fp_sha256_init(h);
-  return EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) == 1 ? 0 : -1;
+  return EVP_DigestInit_ex(h->ctx, md_of(h), NULL) == 1 ? 0 : -1;
 }
 
 int fp_sha256_update(struct fp_sha256 *h, const void *data, size_t len)
@@ -45,10 +56,32 @@ int fp_sha256_final(struct fp_sha256 *h, char out[72])
 {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int mdlen = 0;
-  if (!h->ctx || EVP_DigestFinal_ex(h->ctx, md, &mdlen) != 1 || mdlen != 32)
+  if (h->sha512 || !h->ctx || EVP_DigestFinal_ex(h->ctx, md, &mdlen) != 1 || mdlen != 32)
     return -1;
   fp_digest_format(out, md);
   return 0;
+}
+
+int fp_hash_final(struct fp_sha256 *h, char out[FP_DIGEST_MAX])
+{
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int mdlen = 0;
+  if (!h->ctx || EVP_DigestFinal_ex(h->ctx, md, &mdlen) != 1 || mdlen != (h->sha512 ? 64u : 32u))
+    return -1;
+  fp_digest_format_len(out, md, mdlen);
+  return 0;
+}
+
+char *fp_digest_of_like(const char *like, const void *bytes, size_t len)
+{
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int mdlen = 0;
+  int sha512 = like && strncmp(like, "sha512:", 7) == 0;
+  if (EVP_Digest(bytes, len, md, &mdlen, sha512 ? EVP_sha512() : EVP_sha256(), NULL) != 1)
+    return NULL;
+  char out[FP_DIGEST_MAX];
+  fp_digest_format_len(out, md, mdlen);
+  return fp_xstrdup(out);
 }
 
 void fp_sha256_free(struct fp_sha256 *h)

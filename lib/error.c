@@ -24,6 +24,15 @@ int fpull_err_prefix(fpull_err *err, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(ctx, sizeof ctx, fmt, ap);
   va_end(ap);
+  /* A context that names what the message names already ("layer X" before "blob X: digest
+   * mismatch", "REF" before "REF is ...") would say it twice. */
+  const char *name = strrchr(ctx, ' ');
+  name = name ? name + 1 : ctx;
+  if (strlen(name) >= 12 && strstr(err->msg, name)) {
+    if (err->code == FPULL_OK)
+      err->code = FPULL_EFAIL;
+    return err->code;
+  }
   /* Shift the old message right and put "CTX: " in front, truncating at the end. */
   size_t clen = strlen(ctx), olen = strlen(err->msg), cap = sizeof err->msg - 1;
   size_t sep = olen ? 2 : 0;

@@ -7,6 +7,9 @@
 #include "fpull/features.h"
 #include "fpull/manifest.h"
 
+/* Distinct images one prefetch --all caches at most (man page, prefetch). */
+#define FP_PREFETCH_ALL_MAX 1024
+
 /* Image entries only: attestations and unknown/unknown are never pulled by anyone. */
 static int wanted(const struct fpull_descriptor *d, const char *os, const char *arch)
 {
@@ -27,11 +30,31 @@ static int wanted(const struct fpull_descriptor *d, const char *os, const char *
   return 1;
 }
 
-/* The manifest's layers into the cache, with the configured number of workers. */
-static int fetch_layers(struct fp_session *s, const struct fp_resolved *r, fpull_err *err)
+/* The manifest's layers into the cache, with the configured number of workers; a layer an
+ * earlier entry of this run brought (its digest in *seen) is neither fetched nor hashed
+ * again. */
+static int fetch_layers(struct fp_session *s, const struct fp_resolved *r, char ***seen,
+                        fpull_err *err)
 {
-  struct fp_fetch *fetch = fp_fetch_start(s, r, 0);
-  return fp_fetch_finish(fetch, 0, err);
+  const struct fpull_manifest *m = r->manifest;
+  struct fpull_manifest part = *m;
+  part.layers = fp_xcalloc(m->n_layers ? m->n_layers : 1, sizeof *part.layers);
+  part.n_layers = 0;
+  for (size_t i = 0; i < m->n_layers; i++) {
+    if (fp_strv_contains(*seen, m->layers[i].digest))
+      continue;
+    *seen = fp_strv_push(*seen, m->layers[i].digest);
+    part.layers[part.n_layers++] = m->layers[i];
+  }
+  struct fp_resolved view = *r;
+  view.manifest = &part;
+  int rc = 0;
+  if (part.n_layers) {
+    struct fp_fetch *fetch = fp_fetch_start(s, &view, 0);
+    rc = fp_fetch_finish(fetch, 0, err);
+  }
+  free(part.layers);
+  return rc;
 }
 
 static void add_entry(struct fpull_pull_result *res, const struct fp_resolved *r)
@@ -54,22 +77,50 @@ static const char *unusable_layer(const struct fpull_manifest *m)
   return NULL;
 }
 
-static int each_entry(struct fp_session *s, const struct fpull_index *idx, const char *os,
+static int each_entry(struct fp_session *s, const struct fp_resolved *all, const char *os,
                       const char *arch, struct fpull_pull_result *res, fpull_err *err)
 {
+  const struct fpull_index *idx = all->index;
+  cleanup_strv char **done = fp_xcalloc(1, sizeof *done);     /* manifest digests */
+  cleanup_strv char **layers = fp_xcalloc(1, sizeof *layers); /* layer digests */
+  /* The bound before anything is fetched: distinct images the run would cache. */
+  size_t n_distinct = 0;
   for (size_t i = 0; i < idx->n_manifests; i++) {
     const struct fpull_descriptor *d = &idx->manifests[i];
-    if (!wanted(d, os, arch))
+    if (all->cands[i].skip || !wanted(d, os, arch) || fp_strv_contains(done, d->digest))
       continue;
+    if (++n_distinct > FP_PREFETCH_ALL_MAX)
+      return fpull_err_set(err, FPULL_EUNSAFE,
+                           "the index names more than %d distinct images; prefetch --all "
+                           "refuses it (narrow it with --platform)",
+                           FP_PREFETCH_ALL_MAX);
+    done = fp_strv_push(done, d->digest);
+  }
+  fpull_strv_free(done);
+  done = fp_xcalloc(1, sizeof *done);
+  for (size_t i = 0; i < idx->n_manifests; i++) {
+    const struct fpull_descriptor *d = &idx->manifests[i];
+    if (all->cands[i].skip) {
+      if (!all->cands[i].followed)
+        fp_debug("%s: entry %s passed over: %s", s->reference, d->digest, all->cands[i].skip);
+      continue;
+    }
+    /* Each manifest once, however many entries name it. */
+    if (!wanted(d, os, arch) || fp_strv_contains(done, d->digest))
+      continue;
+    done = fp_strv_push(done, d->digest);
     struct fp_resolved r;
-    int rc = fp_resolve_entry(s, d, &r, err);
-    const char *bad = rc == 0 ? unusable_layer(r.manifest) : NULL;
-    if (bad)
+    cleanup_free char *no = NULL;
+    int rc = fp_resolve_entry(s, d, &r, &no, err);
+    const char *bad = rc == 0 && !no ? unusable_layer(r.manifest) : NULL;
+    if (no)
+      fp_warn("%s: entry %s passed over: not a container image: %s", s->reference, d->digest, no);
+    else if (bad)
       fp_warn("%s: entry %s passed over: it has a layer of type %s, which fpull cannot unpack",
               s->reference, d->digest, bad);
     else if (rc == 0)
-      rc = fetch_layers(s, &r, err);
-    if (rc == 0 && !bad)
+      rc = fetch_layers(s, &r, &layers, err);
+    if (rc == 0 && !bad && !no)
       add_entry(res, &r);
     fp_resolved_free(&r);
     if (rc)
@@ -96,11 +147,12 @@ static int run_all(struct fp_session *s, const char *os, const char *arch,
   if (rc == 0)
     res->index_digest = fp_xstrdup(r.index_digest);
   if (rc == 0 && r.index) {
-    rc = each_entry(s, r.index, os, arch, res, err);
+    rc = each_entry(s, &r, os, arch, res, err);
   } else if (rc == 0) {
     res->manifest_digest = fp_xstrdup(r.manifest_digest);
     res->platform = fpull_platform_dup(r.platform);
-    rc = fetch_layers(s, &r, err);
+    cleanup_strv char **seen = fp_xcalloc(1, sizeof *seen);
+    rc = fetch_layers(s, &r, &seen, err);
     if (rc == 0)
       add_entry(res, &r);
   }

@@ -174,6 +174,7 @@ void fpull_inspect_result_free(struct fpull_inspect_result *r)
   idx->n_manifests = r->n_entries;
   fpull_index_free(idx);
   fpull_match_free(r->match);
+  free(r->origins);
   free(r);
 }
 
@@ -198,6 +199,17 @@ int fpull_inspect(struct fpull_inspect_result **out, const char *image,
     if (r.index) {
       res->entries = steal_pointer(&r.index->manifests);
       res->n_entries = r.index->n_manifests;
+      res->origins = fp_xcalloc(res->n_entries ? res->n_entries : 1, sizeof *res->origins);
+      for (size_t i = 0; i < res->n_entries; i++) {
+        const struct fp_cand *c = &r.cands[i];
+        res->origins[i] = (struct fpull_entry_origin){.parent = c->parent,
+                                                      .depth = c->depth,
+                                                      .platform_from_config = c->from_config,
+                                                      .followed = c->followed};
+        free(c->skip);
+      }
+      free(r.cands);
+      r.cands = NULL;
       r.index->n_manifests = 0;
       res->match = steal_pointer(&r.match);
     } else {

@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "candidates.h"
 #include "opts.h"
 #include "digest.h"
+#include "registry/blob_memory.h"
 #include "fpull/config.h"
 #include "fpull/features.h"
 #include "fpull/ref.h"
@@ -218,16 +220,16 @@ static int copy_blob(fpull_registry *from, const char *from_repo, fpull_registry
   if (s.fd < 0)
     return fpull_err_set(err, FPULL_EFAIL, "creating a temporary file in %s: %s",
                          tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
-  if (fp_sha256_init(&s.h) < 0) {
+  if (fp_hash_init(&s.h, d->digest) < 0) {
     close(s.fd);
     unlink(path);
     return fpull_err_set(err, FPULL_EFAIL, "sha256 unavailable");
   }
   struct fpull_blob_sink sink = {.ud = &s, .write = sink_write, .restart = sink_restart};
   int rc = fpull_registry_get_blob(from, from_repo, d->digest, 0, &sink, NULL, err);
-  char got[72] = "";
+  char got[FP_DIGEST_MAX] = "";
   if (rc == 0) {
-    fp_sha256_final(&s.h, got);
+    fp_hash_final(&s.h, got);
     if (strcmp(got, d->digest) != 0 || s.written != (uint64_t)d->size)
       rc = fpull_err_set(err, FPULL_EINTEGRITY, "blob %s: got %s, %llu bytes (expected %lld)",
                          d->digest, got, (unsigned long long)s.written, (long long)d->size);
@@ -289,6 +291,76 @@ static int copy_manifest(struct pusher *p, fpull_registry *src, const struct fpu
   return 0;
 }
 
+/* ---- a source index's candidates (candidates.h), read from its registry ---- */
+
+struct src_io {
+  fpull_registry *reg;
+  const char *repo;
+};
+
+static int src_fetch_index(void *ud, const struct fpull_descriptor *d, struct fpull_index **out,
+                           fpull_err *err)
+{
+  const struct src_io *s = ud;
+  cleanup_fetched struct fpull_fetched *f = NULL;
+  int rc = fpull_registry_get_manifest(&f, s->reg, s->repo, d->digest, err);
+  return rc ? rc : fp_cand_read_index(d, f, out, err);
+}
+
+static int src_platform(void *ud, const struct fpull_descriptor *d, struct fpull_platform **out,
+                        char **why, fpull_err *err)
+{
+  const struct src_io *s = ud;
+  cleanup_fetched struct fpull_fetched *f = NULL;
+  __attribute__((cleanup(manifest_freep))) struct fpull_manifest *m = NULL;
+  int rc = fpull_registry_get_manifest(&f, s->reg, s->repo, d->digest, err);
+  if (rc == 0)
+    rc = fp_cand_check_doc(d, f, FPULL_DOC_MANIFEST, err);
+  if (rc == 0)
+    rc = fpull_manifest_parse(&m, f->data, f->len, f->content_type, err);
+  if (rc)
+    return rc;
+  int invalid = 0;
+  char *no = fpull_manifest_not_image(m, &invalid);
+  if (no) {
+    *why = fp_xasprintf("not a container image: %s", no);
+    free(no);
+    return 0;
+  }
+  if (m->config.size > (int64_t)FPULL_MANIFEST_MAX)
+    return fpull_err_set(err, FPULL_EINTEGRITY, "config %s is larger than 4 MiB", m->config.digest);
+  cleanup_free char *cfg = NULL;
+  size_t len = 0;
+  uint64_t got = 0;
+  struct fpull_image_config *c = NULL;
+  rc = fp_blob_fetch_memory(s->reg, s->repo, &m->config, &cfg, &len, &got, err);
+  if (rc == 0)
+    rc = fpull_image_config_parse(&c, cfg, len, err);
+  if (rc == 0)
+    *out = fp_cand_platform_of(c);
+  fpull_image_config_free(c);
+  return rc;
+}
+
+/* The entries of the source index that may be listed: nested indexes followed, entries
+ * without platform given their config's, non-images passed over. view holds c's
+ * descriptors without owning them. */
+static int src_candidates(struct fp_cands *c, struct fpull_index *view, fpull_registry *reg,
+                          const char *repo, const struct fpull_index *idx, const char *digest,
+                          fpull_err *err)
+{
+  struct src_io s = {reg, repo};
+  const struct fp_cand_io io = {.ud = &s, .fetch_index = src_fetch_index, .platform = src_platform};
+  int rc = fp_cands_build(c, idx, digest, &io, err);
+  if (rc)
+    return rc;
+  view->manifests = fp_xcalloc(c->n ? c->n : 1, sizeof *view->manifests);
+  for (size_t i = 0; i < c->n; i++)
+    if (!c->c[i].skip)
+      view->manifests[view->n_manifests++] = c->d[i];
+  return 0;
+}
+
 /* ---- one entry ---- */
 
 static int resolve_entry(struct pusher *p, const struct fpull_spec_entry *e,
@@ -312,24 +384,38 @@ static int resolve_entry(struct pusher *p, const struct fpull_spec_entry *e,
     __attribute__((cleanup(index_freep))) struct fpull_index *idx = NULL;
     if ((rc = fpull_index_parse(&idx, f->data, f->len, f->content_type, err)))
       return rc;
-    long pick = pick_entry(idx, &e->platform);
+    struct fp_cands cands;
+    struct fpull_index view = {0};
+    if ((rc = src_candidates(&cands, &view, src, sref->repository, idx, f->digest, err)))
+      return rc;
+    long pick = pick_entry(&view, &e->platform);
+    cleanup_free char *digest = NULL;
+    struct fpull_descriptor chosen = {0};
+    if (pick >= 0) {
+      digest = fp_xstrdup(view.manifests[pick].digest);
+      chosen.digest = digest;
+      chosen.size = view.manifests[pick].size;
+      chosen.media_type = view.manifests[pick].media_type;
+    }
     if (pick < 0) {
       char have[512];
-      describe_platforms(have, sizeof have, idx);
-      return fpull_err_set(err, FPULL_EUSAGE,
-                           "%s is an index with no entry for %s/%s%s%s (it has: %s)", e->image,
+      describe_platforms(have, sizeof have, &view);
+      free(view.manifests);
+      fp_cands_free(&cands);
+      return fpull_err_set(err, FPULL_EUSAGE, "the index has no entry for %s/%s%s%s (it has: %s)",
                            e->platform.os, e->platform.architecture, e->platform.variant ? "/" : "",
                            e->platform.variant ? e->platform.variant : "", have);
     }
-    cleanup_free char *digest = fp_xstrdup(idx->manifests[pick].digest);
     fpull_fetched_free(f);
     f = NULL;
-    if ((rc = fpull_registry_get_manifest(&f, src, sref->repository, digest, err)))
+    rc = fpull_registry_get_manifest(&f, src, sref->repository, digest, err);
+    if (rc == 0)
+      rc = fp_cand_check_doc(&chosen, f, FPULL_DOC_MANIFEST, err);
+    free(view.manifests);
+    fp_cands_free(&cands);
+    if (rc)
       return rc;
-    if ((rc = fpull_doc_kind(&kind, f->data, f->len, f->content_type, err)))
-      return rc;
-    if (kind == FPULL_DOC_INDEX)
-      return fpull_err_set(err, FPULL_EUSAGE, "%s: entry %s is itself an index", e->image, digest);
+    kind = FPULL_DOC_MANIFEST;
   }
   if (kind == FPULL_DOC_SCHEMA1)
     return fpull_err_set(err, FPULL_EUSAGE,

@@ -6,10 +6,12 @@
 #include "opts.h"
 #include "select/preflight.h"
 #include "resolve.h"
+#include "digest.h"
 #include "util.h"
 #include "fpull/config.h"
 #include "fpull/features.h"
 #include "fpull/manifest.h"
+#include "fpull/match.h"
 
 static int session_open(struct fp_session *s, const char *image, const struct fpull_pull_opts *o,
                         int cache_optional, fpull_err *err)
@@ -58,13 +60,16 @@ void fp_session_close(struct fp_session *s)
 void fp_resolved_free(struct fp_resolved *r)
 {
   free(r->index_digest);
-  fpull_index_free(r->index);
   fpull_match_free(r->match);
   free(r->manifest_digest);
   fpull_manifest_free(r->manifest);
   fpull_image_config_free(r->config);
   fpull_platform_free(r->platform);
   free(r->preflight_why);
+  for (size_t i = 0; r->cands && r->index && i < r->index->n_manifests; i++)
+    free(r->cands[i].skip);
+  free(r->cands);
+  fpull_index_free(r->index);
   memset(r, 0, sizeof *r);
 }
 
@@ -104,7 +109,7 @@ static int fetch_document(struct fp_session *s, const char *tag_or_digest,
     return fpull_err_set(err, FPULL_ENOTFOUND, "manifest %s is not in the cache (--offline)",
                          digest);
   }
-  f->digest = fpull_digest_of(f->data, f->len);
+  f->digest = fp_digest_of_like(digest, f->data, f->len);
   if (strcmp(f->digest, digest) != 0) {
     fpull_fetched_free(f);
     return fpull_err_set(err, FPULL_EINTEGRITY, "cached manifest %s does not match its digest",
@@ -112,46 +117,6 @@ static int fetch_document(struct fp_session *s, const char *tag_or_digest,
   }
   *out = f;
   return 0;
-}
-
-/* "no entry fits": name the closest entry for the target's os/architecture and what it
- * lacks, since that is what the user has to change. */
-static int no_match(const struct fpull_index *idx, const struct fpull_match *m,
-                    const struct fpull_target *t, fpull_err *err)
-{
-  long best = -1;
-  size_t best_missing = 0;
-  for (size_t i = 0; i < m->n; i++) {
-    const struct fpull_platform *p = idx->manifests[i].platform;
-    size_t nm = fpull_strv_len(m->entries[i].missing);
-    /* Only entries whose platform fits and that lack features: an arm64 entry is never
-     * "close" to an amd64 target. */
-    const char *why = m->entries[i].why;
-    if (!p || idx->manifests[i].ref_type || nm == 0 || !why || strncmp(why, "lacks", 5) != 0)
-      continue;
-    if (best < 0 || nm < best_missing) {
-      best = (long)i;
-      best_missing = nm;
-    }
-  }
-  char plat[128];
-  snprintf(plat, sizeof plat, "%s/%s%s%s", t->os, t->architecture, t->variant ? "/" : "",
-           t->variant ? t->variant : "");
-  for (size_t i = 0; best < 0 && i < m->n; i++)
-    if (m->entries[i].why && strncmp(m->entries[i].why, "requires ", 9) == 0)
-      return fpull_err_set(err, FPULL_ENOMATCH, "no entry of the index fits %s; %s %s", plat,
-                           idx->manifests[i].digest, m->entries[i].why);
-  if (best < 0)
-    return fpull_err_set(err, FPULL_ENOMATCH, "no entry of the index fits %s (%zu entries)", plat,
-                         m->n);
-  char lacks[512] = "";
-  for (char **f = m->entries[best].missing; *f; f++) {
-    size_t l = strlen(lacks);
-    snprintf(lacks + l, sizeof lacks - l, "%s%s", l ? "," : "", *f);
-  }
-  return fpull_err_set(err, FPULL_ENOMATCH,
-                       "no entry of the index fits %s; closest is %s, which needs %s", plat,
-                       idx->manifests[best].digest, lacks);
 }
 
 static int fetch_small_blob(struct fp_session *s, const struct fpull_descriptor *d, char **data,
@@ -171,12 +136,26 @@ static int fetch_small_blob(struct fp_session *s, const struct fpull_descriptor 
 /* why: when not NULL, the GPU preflight runs over the config and says here why the image
  * may not run on the target (NULL when it may). */
 static int load_manifest(struct fp_session *s, struct fp_resolved *r, const struct fpull_fetched *f,
-                         char **why, fpull_err *err)
+                         char **why, char **not_image, fpull_err *err)
 {
   int rc = fpull_manifest_parse(&r->manifest, f->data, f->len, f->content_type, err);
   if (rc)
     return rc;
   r->manifest_digest = fp_xstrdup(f->digest);
+  /* An artifact is not an image, and nothing of it is fetched: in an index it is passed
+   * over (not_image), alone it is the invalid-content code. */
+  int invalid = 0;
+  char *no = fpull_manifest_not_image(r->manifest, &invalid);
+  if (no && not_image && !invalid) {
+    *not_image = no;
+    return 0;
+  }
+  if (no) {
+    rc = fpull_err_set(err, FPULL_EUNSAFE, "manifest %s is not a container image: %s",
+                       r->manifest_digest, no);
+    free(no);
+    return rc;
+  }
   cleanup_free char *cfg = NULL;
   size_t cfg_len = 0;
   rc = fetch_small_blob(s, &r->manifest->config, &cfg, &cfg_len, err);
@@ -228,6 +207,17 @@ static void reject_entry(struct fpull_match *m, size_t i, char *why)
   }
 }
 
+/* Entry i is no candidate (candidates.h): never eligible, and the reason is why. */
+static void pass_over(struct fpull_match *m, size_t i, const char *why)
+{
+  if (m->entries[i].eligible) {
+    reject_entry(m, i, fp_xstrdup(why));
+    return;
+  }
+  free(m->entries[i].why);
+  m->entries[i].why = fp_xstrdup(why);
+}
+
 /* --offline and the chosen entry is missing: name the entry (digest, platform, features),
  * since the cache may well hold the entries of other node kinds, and say how to fetch it. */
 static int offline_hint(struct fp_session *s, const struct fpull_descriptor *d, fpull_err *err)
@@ -258,19 +248,88 @@ static int offline_hint(struct fp_session *s, const struct fpull_descriptor *d, 
                        how, s->reference);
 }
 
-/* The document an index entry names, which must be an image manifest (*f is set even when
- * it is not, for the caller to free). */
+/* The document an index entry names, which must be what the entry says (want: a
+ * FPULL_DOC_ kind) and of the entry's size; the digest was checked as it was fetched. *f
+ * is set even when it fails, for the caller to free. */
+static int fetch_entry_doc(struct fp_session *s, const struct fpull_descriptor *d, int want,
+                           struct fpull_fetched **f, fpull_err *err)
+{
+  int rc = fetch_document(s, d->digest, f, err);
+  return rc ? rc : fp_cand_check_doc(d, *f, want, err);
+}
+
 static int fetch_entry_manifest(struct fp_session *s, const struct fpull_descriptor *d,
                                 struct fpull_fetched **f, fpull_err *err)
 {
-  int kind = 0;
-  int rc = fetch_document(s, d->digest, f, err);
+  return fetch_entry_doc(s, d, FPULL_DOC_MANIFEST, f, err);
+}
+
+/* ---- the candidates of an index (candidates.h), through the session ---- */
+
+static int cand_fetch_index(void *ud, const struct fpull_descriptor *d, struct fpull_index **out,
+                            fpull_err *err)
+{
+  struct fp_session *s = ud;
+  struct fpull_fetched *f = NULL;
+  int rc = fetch_document(s, d->digest, &f, err);
   if (rc == 0)
-    rc = fpull_doc_kind(&kind, (*f)->data, (*f)->len, (*f)->content_type, err);
-  if (rc == 0 && kind != FPULL_DOC_MANIFEST)
-    rc = fpull_err_set(err, FPULL_EFAIL, "index entry %s is not an image manifest", d->digest);
+    rc = fp_cand_read_index(d, f, out, err);
+  fpull_fetched_free(f);
   return rc;
 }
+
+/* An entry without platform: its manifest and config say (as containerd reads them). */
+static int cand_platform(void *ud, const struct fpull_descriptor *d, struct fpull_platform **out,
+                         char **why, fpull_err *err)
+{
+  struct fp_session *s = ud;
+  struct fp_resolved r = {0};
+  struct fpull_fetched *f = NULL;
+  *out = NULL;
+  int rc = fetch_entry_manifest(s, d, &f, err);
+  if (rc == 0)
+    rc = load_manifest(s, &r, f, NULL, why, err);
+  if (rc == 0 && !*why)
+    rc = fp_cand_check_media_type(d, r.manifest->media_type, err);
+  fpull_fetched_free(f);
+  if (rc == 0 && *why) {
+    char *no = *why;
+    *why = fp_xasprintf("not a container image: %s", no);
+    free(no);
+  }
+  /* What cannot be had leaves the platform unknown: passed over, as the entry of another
+   * platform would be; a pull that needs it names what fits instead. */
+  if (rc == FPULL_ENOTFOUND) {
+    *why = fp_xasprintf("no platform, and its manifest or config cannot be had: %s", err->msg);
+    fpull_err_clear(err);
+    rc = 0;
+  }
+  if (rc == 0 && !*why)
+    *out = fp_cand_platform_of(r.config);
+  fp_resolved_free(&r);
+  return rc ? fpull_err_prefix(err, "entry %s", d->digest) : 0;
+}
+
+/* r->index flattened in place: nested indexes followed, entries without a platform given
+ * their config's, and every row the ranking must pass over marked in r->cands. */
+static int flatten(struct fp_session *s, struct fp_resolved *r, fpull_err *err)
+{
+  struct fp_cand_io io = {.ud = s, .fetch_index = cand_fetch_index, .platform = cand_platform};
+  struct fp_cands c;
+  int rc = fp_cands_build(&c, r->index, r->index_digest, &io, err);
+  if (rc)
+    return rc;
+  struct fpull_index *old = fp_xcalloc(1, sizeof *old);
+  old->manifests = r->index->manifests;
+  old->n_manifests = r->index->n_manifests;
+  fpull_index_free(old);
+  r->index->manifests = c.d;
+  r->index->n_manifests = c.n;
+  r->cands = c.c;
+  return 0;
+}
+
+static void pass_over(struct fpull_match *m, size_t i, const char *why);
 
 /* Fetches the manifest and config of the chosen entry; with gpu, while its config fails the
  * preflight, marks it and goes on with the next. chosen is -1 when none is left. */
@@ -280,9 +339,15 @@ static int follow_chosen(struct fp_session *s, struct fp_resolved *r, int gpu, f
     const struct fpull_descriptor *d = &r->index->manifests[r->match->chosen];
     struct fpull_fetched *f = NULL;
     int rc = fetch_entry_manifest(s, d, &f, err);
-    char *why = NULL;
+    char *why = NULL, *no = NULL;
     if (rc == 0)
-      rc = load_manifest(s, r, f, gpu ? &why : NULL, err);
+      rc = load_manifest(s, r, f, gpu ? &why : NULL, &no, err);
+    if (rc == 0 && !no)
+      rc = fp_cand_check_media_type(d, r->manifest->media_type, err);
+    if (no) {
+      why = fp_xasprintf("not a container image: %s", no);
+      free(no);
+    }
     fpull_fetched_free(f);
     if (rc == FPULL_ENOTFOUND && !s->reg)
       rc = offline_hint(s, d, err);
@@ -314,14 +379,12 @@ int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpul
   int kind = 0;
   rc = fpull_doc_kind(&kind, f->data, f->len, f->content_type, err);
   if (rc == 0 && kind == FPULL_DOC_SCHEMA1)
-    rc = fpull_err_set(err, FPULL_EFAIL,
-                       "schema 1 manifests are not supported (push the "
-                       "image again with a current client)");
+    rc = fpull_err_set(err, FPULL_EUNSAFE, FPULL_SCHEMA1_MESSAGE);
   if (rc == 0 && kind == FPULL_DOC_UNKNOWN)
-    rc = fpull_err_set(err, FPULL_EFAIL, "unknown manifest media type %s",
+    rc = fpull_err_set(err, FPULL_EUNSAFE, "unknown manifest media type %s",
                        f->content_type ? f->content_type : "(none)");
   if (rc == 0 && kind == FPULL_DOC_MANIFEST) {
-    rc = load_manifest(s, r, f, &r->preflight_why, err);
+    rc = load_manifest(s, r, f, &r->preflight_why, NULL, err);
     if (rc == 0)
       rc = check_single_platform(r, s->opts->target, err);
     if (rc == 0 && r->preflight_why)
@@ -331,10 +394,15 @@ int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpul
     r->index_digest = fp_xstrdup(f->digest);
     rc = fpull_index_parse(&r->index, f->data, f->len, f->content_type, err);
     if (rc == 0)
+      rc = flatten(s, r, err);
+    if (rc == 0)
       rc = fpull_match_entries(&r->match, s->opts->target, r->index->manifests,
                                r->index->n_manifests, s->opts->tagdb, err);
+    for (size_t i = 0; rc == 0 && i < r->index->n_manifests; i++)
+      if (r->cands[i].skip)
+        pass_over(r->match, i, r->cands[i].skip);
     if (rc == 0 && r->match->chosen < 0 && !index_only)
-      rc = no_match(r->index, r->match, s->opts->target, err);
+      rc = fpull_match_no_fit(r->match, r->index->manifests, 0, s->opts->target, err);
     /* The GPU preflight walks the ranking: only the configs of entries that would be
      * chosen are fetched, the best first, the next when it fails. inspect (index_only)
      * follows entries only for it. */
@@ -349,7 +417,7 @@ int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpul
       fpull_err_clear(err);
     }
     if (rc == 0 && r->match->chosen < 0 && !index_only)
-      rc = no_match(r->index, r->match, s->opts->target, err);
+      rc = fpull_match_no_fit(r->match, r->index->manifests, 0, s->opts->target, err);
   }
   fpull_fetched_free(f);
   return rc;
@@ -419,13 +487,16 @@ int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, int *f
 }
 
 int fp_resolve_entry(struct fp_session *s, const struct fpull_descriptor *d, struct fp_resolved *r,
-                     fpull_err *err)
+                     char **not_image, fpull_err *err)
 {
   memset(r, 0, sizeof *r);
+  *not_image = NULL;
   struct fpull_fetched *f = NULL;
   int rc = fetch_entry_manifest(s, d, &f, err);
   if (rc == 0)
-    rc = load_manifest(s, r, f, NULL, err);
+    rc = load_manifest(s, r, f, NULL, not_image, err);
+  if (rc == 0 && !*not_image)
+    rc = fp_cand_check_media_type(d, r->manifest->media_type, err);
   if (rc == 0)
     r->platform = fpull_platform_dup(d->platform);
   fpull_fetched_free(f);

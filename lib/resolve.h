@@ -7,6 +7,7 @@
 #include "fpull/cache.h"
 #include "fpull/registry.h"
 #include "fpull/ref.h"
+#include "candidates.h"
 #include "progress.h"
 
 struct fp_session {
@@ -27,6 +28,9 @@ struct fp_resolved {
   struct fpull_image_config *config;
   struct fpull_platform *platform; /* the chosen entry's, or from the config */
   char *preflight_why;             /* a single-manifest image the GPU preflight refused */
+  /* For an index: index->manifests is the index flattened (candidates.h), and cands says
+   * for each row where it came from and why it is passed over. */
+  struct fp_cand *cands;
 };
 
 int fp_session_open(struct fp_session *s, const char *image, const struct fpull_pull_opts *o,
@@ -43,9 +47,10 @@ void fp_session_close(struct fp_session *s);
 int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpull_err *err);
 void fp_resolved_free(struct fp_resolved *r);
 /* One index entry d: its manifest and config (no ranking, no preflight); r->platform is
- * d's. For prefetch --all. */
+ * d's. For prefetch --all. When the entry is not a container image, returns 0 with
+ * *not_image set (the caller frees it). */
 int fp_resolve_entry(struct fp_session *s, const struct fpull_descriptor *d, struct fp_resolved *r,
-                     fpull_err *err);
+                     char **not_image, fpull_err *err);
 
 /* Downloads one blob into the cache unless it is there (verified on commit). fd: when not
  * NULL, gets a descriptor of the verified blob to read it from (the caller closes it).

@@ -166,15 +166,26 @@ int fp_read_file(const char *path, size_t max, char **data, size_t *len)
   return 0;
 }
 
-void fp_digest_format(char out[72], const unsigned char md[32])
+void fp_digest_format_len(char *out, const unsigned char *md, size_t len)
 {
   static const char hex[] = "0123456789abcdef";
-  memcpy(out, "sha256:", 7);
-  for (int i = 0; i < 32; i++) {
+  memcpy(out, len == 64 ? "sha512:" : "sha256:", 7);
+  for (size_t i = 0; i < len; i++) {
     out[7 + 2 * i] = hex[md[i] >> 4];
     out[8 + 2 * i] = hex[md[i] & 15];
   }
-  out[71] = '\0';
+  out[7 + 2 * len] = '\0';
+}
+
+void fp_digest_format(char out[72], const unsigned char md[32])
+{
+  fp_digest_format_len(out, md, 32);
+}
+
+const char *fp_digest_hex(const char *digest)
+{
+  const char *c = strchr(digest, ':');
+  return c ? c + 1 : digest;
 }
 
 int fp_mkdir_p(const char *path, unsigned mode)

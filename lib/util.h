@@ -78,6 +78,10 @@ int fp_read_file(const char *path, size_t max, char **data, size_t *len);
 
 /* "sha256:" + hex of a 32-byte digest into out (72 bytes). */
 void fp_digest_format(char out[72], const unsigned char md[32]);
+/* "sha256:HEX" for a 32-byte md, "sha512:HEX" for a 64-byte one; out holds 136 bytes. */
+void fp_digest_format_len(char *out, const unsigned char *md, size_t len);
+/* The encoded part of a digest (after its ':'), a file name in the cache. */
+const char *fp_digest_hex(const char *digest);
 
 /* Lower-case ASCII copy. */
 char *fp_xstrdup_lower(const char *s);

@@ -28,7 +28,9 @@ typedef struct fpull_err {
 /* Sets code and message; returns code. err may be NULL. */
 FPULL_API int fpull_err_set(fpull_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Prepends "CONTEXT: " to the message, keeps the code; returns the code. */
+/* Prepends "CONTEXT: " to the message, keeps the code; returns the code. A context whose
+ * last word (12 characters or more: a digest, a reference) the message names already is
+ * not prepended. */
 FPULL_API int fpull_err_prefix(fpull_err *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Back to FPULL_OK with an empty message. */

@@ -12,6 +12,11 @@
 #define FPULL_MT_DOCKER_CONFIG "application/vnd.docker.container.image.v1+json"
 #define FPULL_MT_DOCKER_SCHEMA1 "application/vnd.docker.distribution.manifest.v1+json"
 #define FPULL_MT_DOCKER_SCHEMA1_SIGNED "application/vnd.docker.distribution.manifest.v1+prettyjws"
+#define FPULL_MT_OCI_EMPTY "application/vnd.oci.empty.v1+json"
+/* The one message for a Docker schema 1 manifest, whichever way it was recognised. */
+#define FPULL_SCHEMA1_MESSAGE                                                                      \
+  "the manifest is Docker schema 1, which fpull does not support (push the image again "           \
+  "with a current docker or skopeo)"
 
 /* Largest manifest, index or config accepted (contract and distribution-spec). */
 #define FPULL_MANIFEST_MAX (4u * 1024 * 1024)
@@ -37,7 +42,8 @@ struct fpull_descriptor {
   char *digest;                    /* validated with fpull_digest_valid */
   int64_t size;                    /* >= 0 */
   struct fpull_platform *platform; /* index entries only; NULL when absent */
-  char *ref_type; /* annotation "vnd.docker.reference.type" (attestations), or NULL */
+  char *ref_type;      /* annotation "vnd.docker.reference.type" (attestations), or NULL */
+  char *artifact_type; /* "artifactType", or NULL */
 };
 
 struct fpull_index {
@@ -51,6 +57,7 @@ struct fpull_manifest {
   struct fpull_descriptor config;
   struct fpull_descriptor *layers;
   size_t n_layers;
+  char *artifact_type; /* "artifactType", or NULL */
 };
 
 struct fpull_image_config {
@@ -59,6 +66,7 @@ struct fpull_image_config {
   char *variant;      /* NULL when absent */
   char **diff_ids;    /* rootfs.diff_ids, validated, NULL-terminated; empty (not NULL) when the
                          config has no rootfs */
+  char **os_features; /* "os.features", NULL-terminated, NULL when absent */
 };
 
 /* Which kind of document BYTES is. content_type (may be NULL) is the HTTP Content-Type;
@@ -94,6 +102,15 @@ FPULL_API struct fpull_platform *fpull_platform_dup(const struct fpull_platform 
  * fpull can unpack (foreign and non-distributable layers, encrypted layers, unknown
  * types). OCI tar/tar+gzip/tar+zstd and Docker rootfs.diff.tar[.gzip|.zstd] are known. */
 FPULL_API int fpull_layer_compression(const char *media_type);
+
+/* Why manifest m is not a container image, or NULL when it is one: an artifact (an
+ * "artifactType", the empty config application/vnd.oci.empty.v1+json, a config of another
+ * type than an OCI or Docker image config). *invalid is set to 1 when the manifest is not
+ * even a valid artifact (a config typed as a layer). The caller frees the string. */
+FPULL_API char *fpull_manifest_not_image(const struct fpull_manifest *m, int *invalid);
+/* 1 when media_type names an image manifest (OCI, Docker v2 schema 2), 2 an index (OCI
+ * index, Docker manifest list), 0 anything else. */
+FPULL_API int fpull_media_type_kind(const char *media_type);
 
 /* "sha256:HEX" of the bytes. Caller frees. NULL only if OpenSSL fails. */
 FPULL_API char *fpull_digest_of(const void *bytes, size_t len);

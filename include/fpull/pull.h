@@ -79,12 +79,23 @@ FPULL_API int fpull_prefetch_all(struct fpull_pull_result **out, const char *ima
 FPULL_API int fpull_image_config_get(char **json, size_t *len, const char *image,
                                      const struct fpull_pull_opts *opts, fpull_err *err);
 
+/* Where an entry of fpull_inspect came from (contract, "Which index entries are
+ * candidates"). */
+struct fpull_entry_origin {
+  long parent;              /* the entry (nested index) that listed it; -1: the top index */
+  int depth;                /* 1 for the top index's entries */
+  int platform_from_config; /* the entry had no platform: its image config gave it */
+  int followed;             /* a nested index: the entries naming it as parent follow */
+};
+
 struct fpull_inspect_result {
   char *reference;
   char *index_digest;               /* NULL for a single manifest */
-  struct fpull_descriptor *entries; /* for a single manifest: one, from its config */
+  struct fpull_descriptor *entries; /* for a single manifest: one, from its config; for an
+                                       index, nested indexes flattened in document order */
   size_t n_entries;
-  struct fpull_match *match;
+  struct fpull_match *match;          /* why: the reason an entry is passed over, too */
+  struct fpull_entry_origin *origins; /* n_entries; NULL for a single manifest */
 };
 FPULL_API void fpull_inspect_result_free(struct fpull_inspect_result *r);
 /* Fetches manifests only (and a single manifest's config). Returns FPULL_OK even when

@@ -8,7 +8,7 @@ struct fpull_ref {
   char *registry;   /* "docker.io", "127.0.0.1:5000", "localhost" */
   char *repository; /* "library/ubuntu" */
   char *tag;        /* "latest" when neither tag nor digest given; NULL with a digest only */
-  char *digest;     /* "sha256:<64 hex>" or NULL */
+  char *digest;     /* "sha256:<64 hex>", "sha512:<128 hex>" or NULL */
 };
 
 /* Parses text per the contract (docker.io normalisation, library/ prefix, :latest).
@@ -30,8 +30,8 @@ FPULL_API const char *fpull_ref_basename(const struct fpull_ref *ref);
 /* 1 when HOST[:PORT] is localhost, ::1 or in 127.0.0.0/8 (literally, never resolved). */
 FPULL_API int fpull_ref_host_is_loopback(const char *hostport);
 
-/* 1 when s is "sha256:" followed by exactly 64 lower-case hex digits. Only sha256 is
- * accepted: it is the only algorithm fpull verifies. */
+/* 1 when s is "sha256:" followed by exactly 64 lower-case hex digits, or "sha512:" and
+ * 128: the algorithms fpull verifies (the distribution-spec registers both). */
 FPULL_API int fpull_digest_valid(const char *s);
 
 #endif

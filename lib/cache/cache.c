@@ -96,15 +96,22 @@ static int make_sticky(int fd, struct stat *st)
   return 0;
 }
 
-static int valid_hex_name(const char *name, size_t suffix_len)
+/* The length of the hex part of HEX + a suffix of suffix_len (64: sha256, 128: sha512), 0
+ * when name is not such a name. */
+static size_t valid_hex_name(const char *name, size_t suffix_len)
 {
   size_t n = strlen(name);
-  if (n != 64 + suffix_len)
+  if (n != 64 + suffix_len && n != 128 + suffix_len)
     return 0;
-  for (size_t i = 0; i < 64; i++)
+  for (size_t i = 0; i < n - suffix_len; i++)
     if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
       return 0;
-  return 1;
+  return n - suffix_len;
+}
+
+int fp_cache_blobs_fd(const struct fpull_cache *c, const char *digest)
+{
+  return strncmp(digest, "sha512:", 7) == 0 ? c->blobs512_fd : c->blobs_fd;
 }
 
 static int is_stale(int dirfd, const char *name, time_t now)
@@ -129,12 +136,13 @@ static void clean_stale(fpull_cache *c)
     const char *name = e->d_name;
     if (name[0] == '.' || !is_stale(c->priv_fd, name, now))
       continue;
-    if (!valid_hex_name(name, strlen(".partial")) || strcmp(name + 64, ".partial") != 0) {
+    size_t hex = valid_hex_name(name, strlen(".partial"));
+    if (!hex || strcmp(name + hex, ".partial") != 0) {
       unlinkat(c->priv_fd, name, 0);
       continue;
     }
-    char lock[80];
-    snprintf(lock, sizeof lock, "%.64s.lock", name);
+    char lock[160];
+    snprintf(lock, sizeof lock, "%.*s.lock", (int)hex, name);
     int lfd;
     if (fp_lock_take(c->locks_fd, lock, 0600, 0, &lfd) != 0)
       continue; /* someone is resuming it right now */
@@ -166,7 +174,8 @@ void fpull_cache_free(fpull_cache *c)
 {
   if (!c)
     return;
-  int *fds[] = {&c->root_fd, &c->blobs_fd, &c->tmp_fd, &c->priv_fd, &c->locks_fd, &c->tags_fd};
+  int *fds[] = {&c->root_fd, &c->blobs_fd, &c->blobs512_fd, &c->tmp_fd,
+                &c->priv_fd, &c->locks_fd, &c->tags_fd};
   for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
     if (*fds[i] >= 0)
       close(*fds[i]);
@@ -195,7 +204,7 @@ int fpull_cache_open(fpull_cache **out, const char *dir, fpull_err *err)
       fp_mkdir_p(dir, is_default_dir(dir) ? 0700 : 0777) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: cannot create: %s", dir, strerror(errno));
   __attribute__((cleanup(cache_freep))) fpull_cache *c = fp_xcalloc(1, sizeof *c);
-  c->blobs_fd = c->tmp_fd = c->priv_fd = c->locks_fd = c->tags_fd = -1;
+  c->blobs_fd = c->blobs512_fd = c->tmp_fd = c->priv_fd = c->locks_fd = c->tags_fd = -1;
   c->dir = fp_xstrdup(dir);
   c->root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (c->root_fd < 0)
@@ -212,6 +221,11 @@ int fpull_cache_open(fpull_cache **out, const char *dir, fpull_err *err)
   if ((r = open_subdir(&blobs, c->root_fd, "blobs", m, dir, err)))
     return r;
   r = open_subdir(&c->blobs_fd, blobs, "sha256", m, dir, err);
+  /* A cache made before sha512 was known, that we may not add to: sha512 blobs are then
+   * not kept (the writer says so). */
+  fpull_err e512 = {0};
+  if (r == 0 && open_subdir(&c->blobs512_fd, blobs, "sha512", m, dir, &e512) != 0)
+    fp_debug("%s", e512.msg);
   close(blobs);
   if (r || (r = open_subdir(&c->tmp_fd, c->root_fd, "tmp", m, dir, err)) ||
       (r = open_subdir(&c->locks_fd, c->root_fd, "locks", m, dir, err)) ||
@@ -239,13 +253,14 @@ char *fpull_cache_blob_path(const fpull_cache *c, const char *digest)
 {
   if (!c || !fpull_digest_valid(digest))
     return NULL;
-  return fp_xasprintf("%s/blobs/sha256/%s", c->dir, digest + 7);
+  return fp_xasprintf("%s/blobs/%.6s/%s", c->dir, digest, fp_digest_hex(digest));
 }
 
 static int has_blob_one(const fpull_cache *c, const char *digest, int64_t size)
 {
   struct stat st;
-  if (c->blobs_fd < 0 || fstatat(c->blobs_fd, digest + 7, &st, AT_SYMLINK_NOFOLLOW) < 0)
+  int dir = fp_cache_blobs_fd(c, digest);
+  if (dir < 0 || fstatat(dir, fp_digest_hex(digest), &st, AT_SYMLINK_NOFOLLOW) < 0)
     return 0;
   if (!S_ISREG(st.st_mode))
     return 0;
@@ -294,9 +309,10 @@ int fp_cache_remove_if_same(int dirfd, const char *name, const struct stat *seen
 static int open_blob(int *out, struct stat *st, fpull_cache *c, const char *digest, fpull_err *err)
 {
   *out = -1;
-  const char *hex = digest + 7;
-  int fd = c->blobs_fd < 0 ? -1 : fp_trust_open_file(c->blobs_fd, hex, O_RDONLY, 0, st);
-  if (fd < 0 && (c->blobs_fd < 0 || errno == ENOENT))
+  const char *hex = fp_digest_hex(digest);
+  int dir = fp_cache_blobs_fd(c, digest);
+  int fd = dir < 0 ? -1 : fp_trust_open_file(dir, hex, O_RDONLY, 0, st);
+  if (fd < 0 && (dir < 0 || errno == ENOENT))
     return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s not in %s", digest, c->dir);
   if (fd >= 0) {
     *out = fd;
@@ -305,9 +321,9 @@ static int open_blob(int *out, struct stat *st, fpull_cache *c, const char *dige
   int e = errno;
   if (e != ELOOP && e != EINVAL)
     return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: %s", digest, strerror(e));
-  fp_cache_drop(c, c->blobs_fd, hex, NULL);
-  return fpull_err_set(err, FPULL_EINTEGRITY, "cache: %s/blobs/sha256/%s is not a regular file; %s",
-                       c->dir, hex, dropped(c));
+  fp_cache_drop(c, dir, hex, NULL);
+  return fpull_err_set(err, FPULL_EINTEGRITY, "cache: %s/blobs/%.6s/%s is not a regular file; %s",
+                       c->dir, digest, hex, dropped(c));
 }
 
 static int open_blob_one(int *out, fpull_cache *c, const char *digest, int64_t size, fpull_err *err)
@@ -327,7 +343,7 @@ static int open_blob_one(int *out, fpull_cache *c, const char *digest, int64_t s
   if (size >= 0 && st.st_size != size) {
     fp_warn("cache: blob %s has %lld bytes, expected %lld; %s", digest, (long long)st.st_size,
             (long long)size, dropped(c));
-    fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
+    fp_cache_drop(c, fp_cache_blobs_fd(c, digest), fp_digest_hex(digest), &st);
     return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s not in %s", digest, c->dir);
   }
   *out = fd;
@@ -345,17 +361,17 @@ static int verify_blob_one(fpull_cache *c, const char *digest, int64_t size, fpu
   if (r)
     return r;
   if (size >= 0 && st.st_size != size) {
-    fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
+    fp_cache_drop(c, fp_cache_blobs_fd(c, digest), fp_digest_hex(digest), &st);
     return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s has %lld bytes, expected %lld; %s",
                          digest, (long long)st.st_size, (long long)size, dropped(c));
   }
-  cleanup_sha256 struct fp_sha256 h = {0};
-  char got[72];
-  if (fp_sha256_fd(&h, fd, (uint64_t)st.st_size) < 0 || fp_sha256_final(&h, got) < 0)
+  cleanup_sha256 struct fp_sha256 h = {.sha512 = strncmp(digest, "sha512:", 7) == 0};
+  char got[FP_DIGEST_MAX];
+  if (fp_sha256_fd(&h, fd, (uint64_t)st.st_size) < 0 || fp_hash_final(&h, got) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: cannot read: %s", digest,
                          strerror(errno));
   if (strcmp(got, digest) != 0) {
-    fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
+    fp_cache_drop(c, fp_cache_blobs_fd(c, digest), fp_digest_hex(digest), &st);
     return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s is corrupt (its sha256 is %s); %s",
                          digest, got, dropped(c));
   }
@@ -391,10 +407,10 @@ static int get_bytes_one(fpull_cache *c, const char *digest, size_t max, char **
   buf[got] = '\0';
   /* Parse only bytes that were hashed (security.md rule 1); a corrupt entry is dropped so
    * the caller fetches it again. */
-  cleanup_free char *actual = fpull_digest_of(buf, got);
+  cleanup_free char *actual = fp_digest_of_like(digest, buf, got);
   if (!actual || strcmp(actual, digest) != 0) {
     fp_warn("cache: blob %s is corrupt; %s", digest, dropped(c));
-    fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
+    fp_cache_drop(c, fp_cache_blobs_fd(c, digest), fp_digest_hex(digest), &st);
     return fpull_err_set(err, FPULL_ENOTFOUND, "cache: blob %s was corrupt and is %s", digest,
                          dropped(c));
   }
@@ -471,12 +487,12 @@ static int open_verified_one(int *out, fpull_cache *c, const char *digest, int64
   if (r)
     return r;
   if (size >= 0 && st.st_size != size) {
-    fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
+    fp_cache_drop(c, fp_cache_blobs_fd(c, digest), fp_digest_hex(digest), &st);
     return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s has %lld bytes, expected %lld; %s",
                          digest, (long long)st.st_size, (long long)size, dropped(c));
   }
   cleanup_sha256 struct fp_sha256 h = {0};
-  if (fp_sha256_init(&h) < 0)
+  if (fp_hash_init(&h, digest) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 unavailable");
   /* A file of ours or root's that nobody else may write keeps the bytes we hash; anyone
    * else's could change them right after: those are copied, and the copy is used. */
@@ -494,11 +510,11 @@ static int open_verified_one(int *out, fpull_cache *c, const char *digest, int64
       return r;
     use = copy;
   }
-  char got[72];
-  if (fp_sha256_final(&h, got) < 0)
+  char got[FP_DIGEST_MAX];
+  if (fp_hash_final(&h, got) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 failed");
   if (strcmp(got, digest) != 0) {
-    fp_cache_drop(c, c->blobs_fd, digest + 7, &st);
+    fp_cache_drop(c, fp_cache_blobs_fd(c, digest), fp_digest_hex(digest), &st);
     return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s is corrupt (its sha256 is %s); %s",
                          digest, got, dropped(c));
   }

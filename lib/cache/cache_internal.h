@@ -6,17 +6,22 @@
 
 struct fpull_cache {
   char *dir;
-  int root_fd;  /* CACHE */
-  int blobs_fd; /* CACHE/blobs/sha256: verified blobs only */
-  int tmp_fd;   /* CACHE/tmp: holds the users' private working directories */
-  int priv_fd;  /* CACHE/tmp/uUID, ours alone: HEX.partial downloads, temporary records;
-                   -1 when it cannot be had (a cache we may only read) */
-  int locks_fd; /* CACHE/locks: HEX.lock */
-  int tags_fd;  /* CACHE/tags: tag -> digest records */
-  int readonly; /* a shared cache: read, never written, nothing removed (-1 fds above) */
+  int root_fd;     /* CACHE */
+  int blobs_fd;    /* CACHE/blobs/sha256: verified blobs only */
+  int blobs512_fd; /* CACHE/blobs/sha512: the same for sha512 digests */
+  int tmp_fd;      /* CACHE/tmp: holds the users' private working directories */
+  int priv_fd;     /* CACHE/tmp/uUID, ours alone: HEX.partial downloads, temporary records;
+                      -1 when it cannot be had (a cache we may only read) */
+  int locks_fd;    /* CACHE/locks: HEX.lock */
+  int tags_fd;     /* CACHE/tags: tag -> digest records */
+  int readonly;    /* a shared cache: read, never written, nothing removed (-1 fds above) */
   struct fpull_cache **shared; /* read-only caches searched after this one, in order */
   size_t n_shared;
 };
+
+/* The directory of verified blobs for digest's algorithm (-1 when there is none); the file
+ * name there is fp_digest_hex(digest). */
+int fp_cache_blobs_fd(const struct fpull_cache *c, const char *digest);
 
 /* Removes dirfd/name like fp_cache_remove_if_same, except in a read-only shared cache. */
 int fp_cache_drop(const struct fpull_cache *c, int dirfd, const char *name,

@@ -52,7 +52,7 @@ int fpull_cache_add_shared(fpull_cache *c, const char *dir, fpull_err *err)
     return 0;
   fpull_cache *s = fp_xcalloc(1, sizeof *s);
   s->readonly = 1;
-  s->blobs_fd = s->tmp_fd = s->priv_fd = s->locks_fd = s->tags_fd = -1;
+  s->blobs_fd = s->blobs512_fd = s->tmp_fd = s->priv_fd = s->locks_fd = s->tags_fd = -1;
   s->dir = fp_xstrdup(dir);
   s->root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   struct stat st;
@@ -72,6 +72,7 @@ int fpull_cache_add_shared(fpull_cache *c, const char *dir, fpull_err *err)
   }
   int blobs = open_dir_at(s->root_fd, "blobs");
   s->blobs_fd = open_dir_at(blobs, "sha256");
+  s->blobs512_fd = open_dir_at(blobs, "sha512");
   if (blobs >= 0)
     close(blobs);
   s->tags_fd = open_dir_at(s->root_fd, "tags");

@@ -17,9 +17,9 @@
 
 struct fpull_cache_writer {
   fpull_cache *c;
-  char digest[72];
-  char partial[112]; /* HEX.partial in tmp/uUID/, or a spare's name there */
-  char lock[80];     /* HEX.lock in locks/ */
+  char digest[FP_DIGEST_MAX];
+  char partial[224]; /* HEX.partial in tmp/uUID/, or a spare's name there */
+  char lock[160];    /* HEX.lock in locks/ */
   uint64_t size;
   uint64_t offset; /* bytes in the partial file, all hashed into sha */
   int fd;
@@ -110,8 +110,8 @@ static int finish(struct fpull_cache_writer *w, fpull_err *err)
   if (w->offset != w->size)
     return fpull_err_set(err, FPULL_EINTEGRITY, "blob %s: size mismatch: expected %llu, got %llu",
                          w->digest, (unsigned long long)w->size, (unsigned long long)w->offset);
-  char got[72];
-  int r = fp_sha256_final(&w->sha, got);
+  char got[FP_DIGEST_MAX];
+  int r = fp_hash_final(&w->sha, got);
   /* The context is spent either way; keep it usable for a restart. */
   fp_sha256_reset(&w->sha);
   if (r < 0)
@@ -124,7 +124,8 @@ static int finish(struct fpull_cache_writer *w, fpull_err *err)
   /* Readers may be other users of a shared cache; the cache root guards privacy. */
   if (fchmod(w->fd, 0644) < 0)
     return io_error(w, "chmod", err);
-  if (renameat(w->c->priv_fd, w->partial, w->c->blobs_fd, w->digest + 7) < 0) {
+  if (renameat(w->c->priv_fd, w->partial, fp_cache_blobs_fd(w->c, w->digest),
+               fp_digest_hex(w->digest)) < 0) {
     /* Another user's copy got there while we downloaded ours (after a bounded wait) and a
      * sticky blobs/ keeps it: ours, verified, serves this pull and goes. */
     if ((errno == EPERM || errno == EACCES) &&
@@ -197,14 +198,17 @@ int fpull_cache_writer_begin(struct fpull_cache_writer **out, int *done, fpull_c
     *done = 1;
     return 0;
   }
+  if (fp_cache_blobs_fd(c, digest) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cache %s: no blobs/%.6s directory for %s", c->dir,
+                         digest, digest);
   __attribute__((cleanup(writer_freep))) struct fpull_cache_writer *w = fp_xcalloc(1, sizeof *w);
   w->c = c;
   w->fd = w->lock_fd = -1;
   w->size = (uint64_t)size;
   snprintf(w->digest, sizeof w->digest, "%s", digest);
-  snprintf(w->partial, sizeof w->partial, "%s.partial", digest + 7);
-  snprintf(w->lock, sizeof w->lock, "%s.lock", digest + 7);
-  if (fp_sha256_init(&w->sha) < 0)
+  snprintf(w->partial, sizeof w->partial, "%s.partial", fp_digest_hex(digest));
+  snprintf(w->lock, sizeof w->lock, "%s.lock", fp_digest_hex(digest));
+  if (fp_hash_init(&w->sha, digest) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 unavailable");
   w->sink = (struct fpull_blob_sink){.ud = w, .write = sink_write, .restart = sink_restart};
 
@@ -236,9 +240,10 @@ int fpull_cache_writer_begin(struct fpull_cache_writer **out, int *done, fpull_c
   }
   /* A wrong-sized or non-regular entry cannot be right: clear the name for the rename (only
    * such a one: without the lock, a good copy may have been renamed in since). */
-  if (fstatat(c->blobs_fd, digest + 7, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+  int bfd = fp_cache_blobs_fd(c, digest);
+  if (fstatat(bfd, fp_digest_hex(digest), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
       (!S_ISREG(st.st_mode) || st.st_size != size))
-    fp_cache_remove_if_same(c->blobs_fd, digest + 7, &st);
+    fp_cache_remove_if_same(bfd, fp_digest_hex(digest), &st);
 
   int r = open_partial(w, err);
   if (r)

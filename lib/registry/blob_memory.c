@@ -43,11 +43,11 @@ int fp_blob_fetch_memory(fpull_registry *reg, const char *repo, const struct fpu
   struct mem_sink m = {.limit = (size_t)d->size};
   struct fpull_blob_sink sink = {.ud = &m, .write = mem_write, .restart = mem_restart};
   int rc = fpull_registry_get_blob(reg, repo, d->digest, 0, &sink, received, err);
-  char got[72] = "";
+  char got[FP_DIGEST_MAX] = "";
   cleanup_sha256 struct fp_sha256 h = {0};
-  if (rc == 0 && (fp_sha256_init(&h) < 0 ||
+  if (rc == 0 && (fp_hash_init(&h, d->digest) < 0 ||
                   fp_sha256_update(&h, m.buf.data ? m.buf.data : "", m.buf.len) < 0 ||
-                  fp_sha256_final(&h, got) < 0))
+                  fp_hash_final(&h, got) < 0))
     rc = fpull_err_set(err, FPULL_EFAIL, "blob %s: cannot compute sha256", d->digest);
   if (rc == 0 && (m.buf.len != m.limit || strcmp(got, d->digest) != 0))
     rc = fpull_err_set(err, FPULL_EINTEGRITY, "blob %s: got %zu bytes with digest %s", d->digest,

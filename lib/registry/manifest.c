@@ -93,6 +93,28 @@ static int get_strv(char ***out, const cJSON *obj, const char *key, const char *
   return 0;
 }
 
+/* A digest fpull can verify (sha256, sha512), or: FPULL_EUNSAFE for a well-formed digest of
+ * another algorithm (image-spec's grammar: algorithm ":" encoded), FPULL_EINTEGRITY otherwise. */
+static int check_digest(const char *d, const char *what, const char *key, fpull_err *err)
+{
+  if (fpull_digest_valid(d))
+    return 0;
+  char b[96];
+  size_t alg = strspn(d, "abcdefghijklmnopqrstuvwxyz0123456789+._-");
+  size_t enc = d[alg] == ':' ? strspn(d + alg + 1, "abcdefghijklmnopqrstuvwxyz"
+                                                   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789=_-")
+                             : 0;
+  if (alg > 0 && enc > 0 && d[alg + 1 + enc] == '\0' && strncmp(d, "sha256:", 7) != 0 &&
+      strncmp(d, "sha512:", 7) != 0) {
+    char a[32];
+    snprintf(a, sizeof a, "%.*s", (int)(alg < 24 ? alg : 24), d);
+    return fpull_err_set(err, FPULL_EUNSAFE, "%s: \"%s\": unsupported digest algorithm \"%s\"",
+                         what, key, a);
+  }
+  return fpull_err_set(err, FPULL_EINTEGRITY, "%s: \"%s\" is not a sha256 digest: \"%s\"", what,
+                       key, shown(b, d));
+}
+
 static int get_digest(char **out, const cJSON *obj, const char *key, const char *what,
                       fpull_err *err)
 {
@@ -100,11 +122,9 @@ static int get_digest(char **out, const cJSON *obj, const char *key, const char 
   int r = get_string(&d, obj, key, 1, what, err);
   if (r)
     return r;
-  char b[96];
   /* Before the digest reaches a URL or a cache path (CVE-2024-3727). */
-  if (!fpull_digest_valid(d))
-    return fpull_err_set(err, FPULL_EINTEGRITY, "%s: \"%s\" is not a sha256 digest: \"%s\"", what,
-                         key, shown(b, d));
+  if ((r = check_digest(d, what, key, err)))
+    return r;
   *out = steal_pointer(&d);
   return 0;
 }
@@ -192,6 +212,7 @@ static void descriptor_clear(struct fpull_descriptor *d)
   free(d->digest);
   fpull_platform_free(d->platform);
   free(d->ref_type);
+  free(d->artifact_type);
   memset(d, 0, sizeof *d);
 }
 
@@ -223,7 +244,8 @@ static int parse_descriptor(struct fpull_descriptor *d, const cJSON *obj, int wi
   int r;
   if ((r = get_string(&d->media_type, obj, "mediaType", 1, what, err)) ||
       (r = get_digest(&d->digest, obj, "digest", what, err)) ||
-      (r = get_size(&d->size, obj, what, err)) || (r = parse_annotations(d, obj, what, err))) {
+      (r = get_size(&d->size, obj, what, err)) || (r = parse_annotations(d, obj, what, err)) ||
+      (r = get_string(&d->artifact_type, obj, "artifactType", 0, what, err))) {
     descriptor_clear(d);
     return r;
   }
@@ -363,8 +385,7 @@ static int parse_doc(cJSON **root, int *kind, char **media_type, const char *byt
   if ((r = classify(kind, media_type, *root, content_type, err)))
     return r;
   if (*kind == FPULL_DOC_SCHEMA1)
-    return fpull_err_set(err, FPULL_EINTEGRITY,
-                         "manifest: Docker schema 1 manifests are not supported");
+    return fpull_err_set(err, FPULL_EUNSAFE, FPULL_SCHEMA1_MESSAGE);
   if (*kind != want)
     return fpull_err_set(err, FPULL_EINTEGRITY, "manifest: expected %s, got %s",
                          want == FPULL_DOC_INDEX ? "an index" : "a manifest",
@@ -410,6 +431,7 @@ void fpull_manifest_free(struct fpull_manifest *m)
     descriptor_clear(&m->layers[i]);
   free(m->layers);
   free(m->media_type);
+  free(m->artifact_type);
   free(m);
 }
 
@@ -437,7 +459,8 @@ int fpull_manifest_parse(struct fpull_manifest **out, const char *bytes, size_t 
     return fpull_err_set(err, FPULL_EINTEGRITY, "manifest: missing or non-array \"layers\"");
   __attribute__((cleanup(manifest_freep))) struct fpull_manifest *m = fp_xcalloc(1, sizeof *m);
   m->media_type = mt ? steal_pointer(&mt) : fp_xstrdup(FPULL_MT_OCI_MANIFEST);
-  if ((r = parse_descriptor(&m->config, config, 0, "manifest: config", err)))
+  if ((r = parse_descriptor(&m->config, config, 0, "manifest: config", err)) ||
+      (r = get_string(&m->artifact_type, root, "artifactType", 0, "manifest", err)))
     return r;
   size_t n = (size_t)cJSON_GetArraySize(layers);
   m->layers = fp_xcalloc(n ? n : 1, sizeof *m->layers);
@@ -460,6 +483,7 @@ void fpull_image_config_free(struct fpull_image_config *c)
   free(c->architecture);
   free(c->variant);
   fpull_strv_free(c->diff_ids);
+  fpull_strv_free(c->os_features);
   free(c);
 }
 
@@ -482,7 +506,8 @@ int fpull_image_config_parse(struct fpull_image_config **out, const char *bytes,
   __attribute__((cleanup(config_freep))) struct fpull_image_config *c = fp_xcalloc(1, sizeof *c);
   if ((r = get_string(&c->os, root, "os", 0, what, err)) ||
       (r = get_string(&c->architecture, root, "architecture", 0, what, err)) ||
-      (r = get_string(&c->variant, root, "variant", 0, what, err)))
+      (r = get_string(&c->variant, root, "variant", 0, what, err)) ||
+      (r = get_strv(&c->os_features, root, "os.features", what, err)))
     return r;
   if (!c->os)
     c->os = fp_xstrdup("");
@@ -505,10 +530,8 @@ int fpull_image_config_parse(struct fpull_image_config **out, const char *bytes,
     if (!c->diff_ids)
       return fpull_err_set(err, FPULL_EINTEGRITY, "%s: missing rootfs.diff_ids", what);
     for (size_t i = 0; c->diff_ids[i]; i++)
-      if (!fpull_digest_valid(c->diff_ids[i]))
-        return fpull_err_set(err, FPULL_EINTEGRITY,
-                             "%s: rootfs.diff_ids[%zu] is not a sha256 digest: \"%s\"", what, i,
-                             shown(b, c->diff_ids[i]));
+      if ((r = check_digest(c->diff_ids[i], what, "rootfs.diff_ids", err)))
+        return r;
   }
   if (!c->diff_ids)
     c->diff_ids = fp_xcalloc(1, sizeof *c->diff_ids);
@@ -537,4 +560,34 @@ int fpull_layer_compression(const char *media_type)
     if (strcasecmp(media_type, known[i].type) == 0)
       return known[i].compression;
   return -1;
+}
+
+int fpull_media_type_kind(const char *media_type)
+{
+  if (in_list(manifest_types, media_type))
+    return 1;
+  if (in_list(index_types, media_type))
+    return 2;
+  return 0;
+}
+
+char *fpull_manifest_not_image(const struct fpull_manifest *m, int *invalid)
+{
+  char b[96];
+  const char *ct = m->config.media_type;
+  *invalid = 0;
+  if (m->artifact_type)
+    return fp_xasprintf("an artifact (artifactType %s)", shown(b, m->artifact_type));
+  if (ct && strcasecmp(ct, FPULL_MT_OCI_EMPTY) == 0)
+    return fp_xasprintf("an artifact (empty config %s)", FPULL_MT_OCI_EMPTY);
+  if (ct &&
+      (strcasecmp(ct, FPULL_MT_OCI_CONFIG) == 0 || strcasecmp(ct, FPULL_MT_DOCKER_CONFIG) == 0))
+    return NULL;
+  /* A layer type where the config belongs: not a valid document of any kind. */
+  if (fpull_layer_compression(ct) >= 0 ||
+      (ct && strncasecmp(ct, "application/vnd.oci.image.layer.", 32) == 0)) {
+    *invalid = 1;
+    return fp_xasprintf("invalid: its config has the layer media type %s", shown(b, ct));
+  }
+  return fp_xasprintf("an artifact (config media type %s)", shown(b, ct ? ct : ""));
 }

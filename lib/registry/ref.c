@@ -113,13 +113,18 @@ static const char *check_tag(const char *s)
 
 int fpull_digest_valid(const char *s)
 {
-  if (!s || strncmp(s, "sha256:", 7) != 0)
+  int n = 0;
+  if (s && strncmp(s, "sha256:", 7) == 0)
+    n = 64;
+  else if (s && strncmp(s, "sha512:", 7) == 0)
+    n = 128;
+  if (!n)
     return 0;
   s += 7;
-  for (int i = 0; i < 64; i++)
+  for (int i = 0; i < n; i++)
     if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
       return 0;
-  return s[64] == '\0';
+  return s[n] == '\0';
 }
 
 static const char *check_digest(const char *s)
@@ -127,10 +132,11 @@ static const char *check_digest(const char *s)
   const char *colon = strchr(s, ':');
   if (!colon || colon == s)
     return "digest must be ALGORITHM:HEX";
-  if (strncmp(s, "sha256:", 7) != 0)
-    return "unsupported digest algorithm (only sha256)";
+  if (strncmp(s, "sha256:", 7) != 0 && strncmp(s, "sha512:", 7) != 0)
+    return "unsupported digest algorithm (sha256 and sha512 only)";
   if (!fpull_digest_valid(s))
-    return "sha256 digest must be 64 lower-case hex digits";
+    return strncmp(s, "sha256:", 7) == 0 ? "sha256 digest must be 64 lower-case hex digits"
+                                         : "sha512 digest must be 128 lower-case hex digits";
   return NULL;
 }
 

@@ -6,8 +6,10 @@
 #include <strings.h>
 #include <time.h>
 
+#include "digest.h"
 #include "opts.h"
 #include "fpull/config.h"
+#include "fpull/manifest.h"
 #include "fpull/ref.h"
 #include "registry_internal.h"
 
@@ -463,6 +465,12 @@ void fp_reg_sha256(const void *data, size_t len, char out[72])
   fp_digest_format(out, md);
 }
 
+/* The EVP digest of a "sha256:" or "sha512:" digest string. */
+static const EVP_MD *md_for(const char *digest)
+{
+  return strncmp(digest, "sha512:", 7) == 0 ? EVP_sha512() : EVP_sha256();
+}
+
 /* ---- manifests ---- */
 
 static const char *const manifest_accept =
@@ -480,9 +488,12 @@ void fpull_fetched_free(struct fpull_fetched *f)
   free(f);
 }
 
+/* ct: lower case, without parameters. Both schema 1 types, or a body of schemaVersion 1
+ * whatever its Content-Type. */
 static int is_schema1(const char *ct, const char *data, size_t len)
 {
-  if (ct && strncmp(ct, "application/vnd.docker.distribution.manifest.v1", 48) == 0)
+  if (ct &&
+      (strcmp(ct, FPULL_MT_DOCKER_SCHEMA1) == 0 || strcmp(ct, FPULL_MT_DOCKER_SCHEMA1_SIGNED) == 0))
     return 1;
   cJSON *j = cJSON_ParseWithLength(data, len);
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "schemaVersion");
@@ -507,8 +518,8 @@ static int manifest_from(fpull_registry *r, struct fp_endpoint *ep, const char *
   int rc = fp_reg_call(r, ep, &c, &resp, err);
   curl_slist_free_all(hdrs);
   if (rc == FPULL_EFAIL && err && strstr(err->msg, "over "))
-    return fpull_err_set(err, FPULL_EFAIL, "manifest %s/%s:%s is over 4 MiB: refused", ep->hostport,
-                         repo, ref);
+    return fpull_err_set(err, FPULL_EFAIL, "manifest %s from %s is over 4 MiB: refused", ref,
+                         ep->hostport);
   if (rc)
     return rc;
   if (resp.status != 200) {
@@ -519,20 +530,22 @@ static int manifest_from(fpull_registry *r, struct fp_endpoint *ep, const char *
   }
   const char *data = resp.body.data ? resp.body.data : "";
   size_t len = resp.body.len;
-  char got[72];
-  fp_reg_sha256(data, len, got);
-  const char *sep = fpull_digest_valid(ref) ? "@" : ":";
+  /* By digest, the bytes are hashed with the digest's algorithm; by tag, sha256. */
+  char got[FP_DIGEST_MAX];
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int mdlen = 0;
+  EVP_Digest(data, len, md, &mdlen, fpull_digest_valid(ref) ? md_for(ref) : EVP_sha256(), NULL);
+  fp_digest_format_len(got, md, mdlen);
   if (fpull_digest_valid(ref) && strcmp(got, ref) != 0) {
     fp_http_resp_free(&resp);
-    return fpull_err_set(err, FPULL_EINTEGRITY, "manifest %s/%s@%s from %s has digest %s", r->name,
-                         repo, ref, ep->hostport, got);
+    return fpull_err_set(err, FPULL_EINTEGRITY, "manifest %s from %s has digest %s", ref,
+                         ep->hostport, got);
   }
   const char *dcd = resp.docker_content_digest;
-  if (dcd && strncmp(dcd, "sha256:", 7) == 0 && strcmp(dcd, got) != 0) {
+  if (dcd && strncmp(dcd, got, 7) == 0 && strcmp(dcd, got) != 0) {
     rc = fpull_err_set(err, FPULL_EINTEGRITY,
-                       "manifest %s/%s%s%s from %s: Docker-Content-Digest %.80s but the bytes "
-                       "hash to %s",
-                       r->name, repo, sep, ref, ep->hostport, dcd, got);
+                       "manifest %s from %s: Docker-Content-Digest %.80s but the bytes hash to %s",
+                       ref, ep->hostport, dcd, got);
     fp_http_resp_free(&resp);
     return rc;
   }
@@ -544,10 +557,7 @@ static int manifest_from(fpull_registry *r, struct fp_endpoint *ep, const char *
   }
   if (is_schema1(ct, data, len)) {
     fp_http_resp_free(&resp);
-    return fpull_err_set(err, FPULL_EUNSAFE,
-                         "%s/%s%s%s is a Docker schema 1 manifest, which fpull does not support "
-                         "(push it again with a current docker or skopeo)",
-                         r->name, repo, sep, ref);
+    return fpull_err_set(err, FPULL_EUNSAFE, FPULL_SCHEMA1_MESSAGE);
   }
   struct fpull_fetched *f = fp_xcalloc(1, sizeof *f);
   f->data = resp.body.data ? steal_pointer(&resp.body.data) : fp_xstrdup("");
@@ -565,7 +575,7 @@ int fpull_registry_get_manifest(struct fpull_fetched **out, fpull_registry *r, c
   *out = NULL;
   if (!fp_reg_repo_ok(repo))
     return fpull_err_set(err, FPULL_EUSAGE, "bad repository name \"%s\"", repo ? repo : "");
-  if (!ref || (strncmp(ref, "sha256:", 7) == 0 ? !fpull_digest_valid(ref) : !fp_reg_tag_ok(ref)))
+  if (!ref || (strchr(ref, ':') ? !fpull_digest_valid(ref) : !fp_reg_tag_ok(ref)))
     return fpull_err_set(err, FPULL_EUSAGE, "bad tag or digest \"%s\"", ref ? ref : "");
   int rc = 0;
   for (size_t i = 0; i < r->neps; i++) {
@@ -607,7 +617,7 @@ static int blob_before(void *ud, int attempt, struct fp_http_req *req, fpull_err
   if (rc)
     return rc;
   if (b->md && b->pos == 0) {
-    EVP_DigestInit_ex(b->md, EVP_sha256(), NULL);
+    EVP_DigestInit_ex(b->md, md_for(b->digest), NULL);
     b->md_valid = 1;
   } else {
     b->md_valid = 0;
@@ -638,7 +648,7 @@ static int blob_write(void *ud, const struct fp_http_resp *resp, const void *dat
       b->pos = 0;
       b->restarted = 1;
       if (b->md) {
-        EVP_DigestInit_ex(b->md, EVP_sha256(), NULL);
+        EVP_DigestInit_ex(b->md, md_for(b->digest), NULL);
         b->md_valid = 1;
       }
     } else if (b->pos > 0) {
@@ -696,11 +706,11 @@ static int blob_from(fpull_registry *r, struct fp_endpoint *ep, const char *repo
   }
   fp_http_resp_free(&resp);
   if (b->md && b->md_valid) {
-    unsigned char md[32];
+    unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
-    char got[72];
+    char got[FP_DIGEST_MAX];
     EVP_DigestFinal_ex(b->md, md, &n);
-    fp_digest_format(got, md);
+    fp_digest_format_len(got, md, n);
     if (strcmp(got, digest) != 0)
       return fpull_err_set(err, FPULL_EINTEGRITY, "blob %s from %s has digest %s", digest,
                            ep->hostport, got);

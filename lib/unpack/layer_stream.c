@@ -190,7 +190,7 @@ static void *producer(void *arg);
 static void *hasher(void *arg);
 
 int fp_layer_stream_open(struct fp_layer_stream **out, const char *path, int given_fd,
-                         int compression, uint64_t max_bytes, fpull_err *err)
+                         int compression, uint64_t max_bytes, const char *diff_id, fpull_err *err)
 {
 #ifndef FPULL_HAVE_ISAL
   if (compression == FP_COMP_GZIP)
@@ -214,7 +214,8 @@ int fp_layer_stream_open(struct fp_layer_stream **out, const char *path, int giv
   if (compression != FP_COMP_NONE)
     s->in = fp_xmalloc(IN_SIZE);
   s->md = EVP_MD_CTX_new();
-  if (!s->md || EVP_DigestInit_ex(s->md, EVP_sha256(), NULL) != 1)
+  int sha512 = diff_id && strncmp(diff_id, "sha512:", 7) == 0;
+  if (!s->md || EVP_DigestInit_ex(s->md, sha512 ? EVP_sha512() : EVP_sha256(), NULL) != 1)
     abort();
 #ifdef FPULL_HAVE_ISAL
   if (compression == FP_COMP_GZIP) {
@@ -407,7 +408,7 @@ const fpull_err *fp_layer_stream_error(const struct fp_layer_stream *s)
   return failed ? &s->err : NULL;
 }
 
-int fp_layer_stream_finish(struct fp_layer_stream *s, char diff_id[72], fpull_err *err)
+int fp_layer_stream_finish(struct fp_layer_stream *s, char diff_id[FP_DIGEST_MAX], fpull_err *err)
 {
   const void *buf;
   ssize_t n;
@@ -426,11 +427,11 @@ int fp_layer_stream_finish(struct fp_layer_stream *s, char diff_id[72], fpull_er
     return fpull_err_set(err, s->err.code, "%s", s->err.msg);
   if (s->hash_failed)
     return fpull_err_set(err, FPULL_EFAIL, "sha256 failed");
-  unsigned char md[32];
+  unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  if (EVP_DigestFinal_ex(s->md, md, &len) != 1 || len != 32)
+  if (EVP_DigestFinal_ex(s->md, md, &len) != 1 || (len != 32 && len != 64))
     return fpull_err_set(err, FPULL_EFAIL, "sha256 failed");
-  fp_digest_format(diff_id, md);
+  fp_digest_format_len(diff_id, md, len);
   return 0;
 }
 

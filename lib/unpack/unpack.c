@@ -67,7 +67,7 @@ static int apply_layer(struct fp_sink *sink, const struct fpull_layer *layer, ui
     return fpull_err_set(err, FPULL_EUNSAFE, "unsupported layer media type %s",
                          layer->media_type ? layer->media_type : "(none)");
   struct fp_layer_stream *s = NULL;
-  int rc = fp_layer_stream_open(&s, layer->path, layer->fd, comp, max_bytes, err);
+  int rc = fp_layer_stream_open(&s, layer->path, layer->fd, comp, max_bytes, layer->diff_id, err);
   if (rc)
     return rc;
   struct archive *a = fp_layer_stream_archive(s, err);
@@ -155,7 +155,7 @@ static int apply_layer(struct fp_sink *sink, const struct fpull_layer *layer, ui
       goto out;
     }
   }
-  char diff_id[72];
+  char diff_id[FP_DIGEST_MAX];
   rc = fp_layer_stream_finish(s, diff_id, err);
   if (!rc && layer->diff_id && strcmp(diff_id, layer->diff_id) != 0)
     rc = fpull_err_set(err, FPULL_EINTEGRITY,

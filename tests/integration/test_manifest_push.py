@@ -242,6 +242,29 @@ class ManifestPushTestCase(cases.RegistryCase):
         line = fpull.error_line(cp.stderr)
         self.assertIn("bad.yaml:3:5:", line)
         self.assertIn("s390x", line)
+        self.assertEqual(line.count(src), 1, line)  # issue 23.7: not "REF: REF is ..."
+
+    def test_source_index_nested_and_non_image_entries(self):
+        # Issue 23: the source index is read as pull reads it: an entry of another
+        # mediaType is passed over, a nested index followed, an entry without platform
+        # takes its config's.
+        amd = images.push_image(self.client, "multi/src", None, [[{"path": "a", "data": "a"}]])
+        other = images.push_image(self.client, "multi/src", None, [[{"path": "o", "data": "o"}]])
+        arm = images.push_image(self.client, "multi/src", None, [[{"path": "b", "data": "b"}]],
+                                architecture="arm64")
+        nested = images.push_index(self.client, "multi/src", None, [(arm, None)])
+        images.push_index(self.client, "multi/src", "mixed", [
+            {"mediaType": "application/vnd.example.manifest.v2+json", "digest": other["digest"],
+             "size": other["size"], "platform": {"os": "linux", "architecture": "amd64"}},
+            (amd, {"os": "linux", "architecture": "amd64"}),
+            {"mediaType": images.OCI_INDEX, "digest": nested["digest"], "size": nested["size"]}])
+        src = "%s/multi/src:mixed" % self.reg.hostport
+        spec = self.write("spec.yaml", spec_text(self.target(), [
+            (src, {"os": "linux", "architecture": "amd64"}),
+            (src, {"os": "linux", "architecture": "arm64"})]))
+        self.fpull(["manifest", "push", "--json", spec], check=0)
+        doc = json.loads(self.skopeo_raw(self.target()))
+        self.assertEqual([m["digest"] for m in doc["manifests"]], [amd["digest"], arm["digest"]])
 
     def test_missing_source_is_not_found(self):
         spec = self.write("spec.yaml", spec_text(self.target(), [

@@ -1,6 +1,7 @@
 """prefetch --all: one login-node prefetch prepares the cache for nodes of every kind, and
 pull --offline on each kind picks its own entry from it (issue 13.1), against the real
 registry."""
+import json
 import os
 
 import cases
@@ -138,3 +139,113 @@ class PrefetchAll(cases.RegistryCase):
         self.assertEqual(doc[0]["manifest_digest"], img["digest"])
         self.assertEqual([e["manifest_digest"] for e in doc[0]["entries"]], [img["digest"]])
         self.assertTrue(self.blob_cached(img["layers"][0]["digest"]))
+
+    def manifest_gets(self, digest):
+        with open(self.reg.log_path) as f:
+            return sum(1 for ln in f if '"GET /v2/' in ln and "/manifests/" + digest in ln)
+
+    def blob_gets(self, digest):
+        with open(self.reg.log_path) as f:
+            return sum(1 for ln in f if '"GET /v2/' in ln and "/blobs/" + digest in ln)
+
+    def test_many_entries_naming_one_manifest_fetch_it_once(self):
+        # Issue 20.8: 2000 entries naming one manifest made 4002 manifest GETs and hashed
+        # its layer 2000 times.
+        entry = {"mediaType": images.OCI_MANIFEST, "digest": self.plain["digest"],
+                 "size": self.plain["size"], "platform": dict(AMD64)}
+        images.push_index(self.client, "hpc/app", "many", [dict(entry)] * 2000)
+        ref = "%s/hpc/app:many" % self.reg.hostport
+        cp, doc = fpull.run_json(["prefetch", "--all", "--cache-dir", self.cache, ref])
+        self.assertEqual([e["manifest_digest"] for e in doc[0]["entries"]],
+                         [self.plain["digest"]])
+        self.assertEqual(self.manifest_gets(self.plain["digest"]), 1)
+        self.assertEqual(self.blob_gets(self.plain["layers"][0]["digest"]), 1)
+        layer, config = self.plain["layers"][0]["size"], len(self.plain["config"])
+        self.assertEqual(doc[0]["bytes_downloaded"], layer + config)
+        # From the cache: each blob verified (hashed) once, not once per entry.
+        cp, again = fpull.run_json(["prefetch", "--all", "--cache-dir", self.cache, ref])
+        self.assertEqual(again[0]["bytes_downloaded"], 0)
+        self.assertEqual(again[0]["bytes_from_cache"], layer + config)
+        self.assertEqual(self.manifest_gets(self.plain["digest"]), 2)
+
+    def test_shared_layer_fetched_once_across_entries(self):
+        base = [{"path": "base", "type": "file", "data": os.urandom(3000)}]
+        a = images.push_image(self.client, "hpc/app", None, [base, marker("a")])
+        b = images.push_image(self.client, "hpc/app", None, [base, marker("b")],
+                              architecture="arm64")
+        images.push_index(self.client, "hpc/app", "shared", [
+            (a, dict(AMD64)), (b, {"os": "linux", "architecture": "arm64"})])
+        ref = "%s/hpc/app:shared" % self.reg.hostport
+        cp, doc = fpull.run_json(["prefetch", "--all", "--cache-dir", self.cache, ref])
+        self.assertEqual(len(doc[0]["entries"]), 2)
+        self.assertEqual(a["layers"][0]["digest"], b["layers"][0]["digest"])
+        self.assertEqual(self.blob_gets(a["layers"][0]["digest"]), 1)
+        cp, again = fpull.run_json(["prefetch", "--all", "--cache-dir", self.cache, ref])
+        want = sum(l["size"] for l in a["layers"]) + len(a["config"]) + \
+            b["layers"][1]["size"] + len(b["config"])
+        self.assertEqual(again[0]["bytes_from_cache"], want)
+
+    def test_nested_index_followed_and_artifact_passed_over(self):
+        # Issue 20.8: an entry that is itself an index failed the whole run.
+        nested = images.push_index(self.client, "hpc/app", None, [
+            (self.bdw, dict(AMD64, features=["broadwell"])),
+            (self.arm, {"os": "linux", "architecture": "arm64"})])
+        empty = self.client.put_blob("hpc/app", b"{}")
+        art = json.dumps({"schemaVersion": 2, "mediaType": images.OCI_MANIFEST,
+                          "artifactType": "application/vnd.example+type",
+                          "config": {"mediaType": "application/vnd.oci.empty.v1+json",
+                                     "digest": empty, "size": 2},
+                          "layers": [{"mediaType": "application/vnd.example+type",
+                                      "digest": self.att["layers"][0]["digest"],
+                                      "size": self.att["layers"][0]["size"]}]}).encode()
+        art_digest = self.client.put_manifest("hpc/app", images.sha256_digest(art), art,
+                                              images.OCI_MANIFEST)
+        images.push_index(self.client, "hpc/app", "nested", [
+            {"mediaType": images.OCI_INDEX, "digest": nested["digest"], "size": nested["size"]},
+            {"mediaType": images.OCI_MANIFEST, "digest": art_digest, "size": len(art),
+             "platform": dict(AMD64)},
+            (self.plain, dict(AMD64))])
+        ref = "%s/hpc/app:nested" % self.reg.hostport
+        cp, doc = fpull.run_json(["prefetch", "--all", "--cache-dir", self.cache, ref])
+        self.assertEqual([e["manifest_digest"] for e in doc[0]["entries"]],
+                         [self.bdw["digest"], self.arm["digest"], self.plain["digest"]])
+        self.assertIn("not a container image", cp.stderr)
+        self.assertIn(art_digest, cp.stderr)
+        self.assertFalse(self.blob_cached(self.att["layers"][0]["digest"]))
+        # --platform keeps the nested index's arm64 entry only.
+        cp, doc = fpull.run_json(["prefetch", "--all", "--platform", "linux/arm64",
+                                  "--cache-dir", os.path.join(self.tmp, "c2"), ref])
+        self.assertEqual([e["manifest_digest"] for e in doc[0]["entries"]], [self.arm["digest"]])
+        # Offline, a node finds its entry through the nested index in the cache.
+        self.reg.stop()
+        dest = os.path.join(self.tmp, "bdw")
+        cp, res = fpull.run_json(["pull", "--offline", "--cache-dir", self.cache,
+                                  "--features", "broadwell", ref, dest])
+        self.assertEqual(res["manifest_digest"], self.bdw["digest"])
+        self.assertEqual(self.read_marker(dest), "broadwell")
+
+    def test_more_than_1024_distinct_images_refused_before_fetching(self):
+        # Issue 20.8: a bound on entries. 1025 distinct manifests (one image, annotations
+        # apart) is refused before any of them is fetched.
+        doc = json.loads(self.plain["manifest"])
+        entries = []
+        for i in range(1025):
+            doc["annotations"] = {"n": str(i)}
+            body = json.dumps(doc).encode()
+            digest = self.client.put_manifest("hpc/app", images.sha256_digest(body), body,
+                                              images.OCI_MANIFEST)
+            entries.append({"mediaType": images.OCI_MANIFEST, "digest": digest,
+                            "size": len(body), "platform": dict(AMD64)})
+        images.push_index(self.client, "hpc/app", "wide", entries)
+        ref = "%s/hpc/app:wide" % self.reg.hostport
+        cp = fpull.run(["prefetch", "--all", "--cache-dir", self.cache, ref])
+        self.assertEqual(cp.returncode, 8, cp.stderr)
+        self.assertIn("more than 1024 distinct images", fpull.error_line(cp.stderr))
+        self.assertEqual(sum(self.manifest_gets(e["digest"]) for e in entries), 0)
+        self.assertFalse(self.blob_cached(self.plain["layers"][0]["digest"]))
+        # 1024 of them are within the bound, and the layer is fetched once.
+        images.push_index(self.client, "hpc/app", "wide1024", entries[:1024])
+        cp, out = fpull.run_json(["prefetch", "--all", "--cache-dir", self.cache,
+                                  "%s/hpc/app:wide1024" % self.reg.hostport])
+        self.assertEqual(len(out[0]["entries"]), 1024)
+        self.assertEqual(self.blob_gets(self.plain["layers"][0]["digest"]), 1)

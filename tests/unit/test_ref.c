@@ -68,7 +68,8 @@ static const struct {
     {"ubuntu@", "ALGORITHM:HEX"},
     {"ubuntu@sha256:abc", "64 lower-case hex"},
     {"ubuntu@sha256:" D64 "00", "64 lower-case hex"},
-    {"ubuntu@sha512:" D64, "unsupported digest algorithm"},
+    {"ubuntu@sha512:" D64, "128 lower-case hex"},
+    {"ubuntu@md5:900150983cd24fb0d6963f7d28e17f72", "unsupported digest algorithm"},
     {"ubuntu@sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
      "64 lower-case hex"},
     {"a..b", "separator must be followed"},
@@ -157,6 +158,9 @@ TEST(digest_grammar)
   CHECK(!fpull_digest_valid("sha256:" D64 "a"));
   CHECK(!fpull_digest_valid("sha256:../../../../etc/passwd"));
   CHECK(!fpull_digest_valid("sha512:" D64));
+  CHECK(fpull_digest_valid("sha512:" D64 D64));
+  CHECK(!fpull_digest_valid("sha512:" D64 D64 "0"));
+  CHECK(!fpull_digest_valid("sha384:" D64));
   CHECK(!fpull_digest_valid("SHA256:" D64));
   CHECK(!fpull_digest_valid(NULL));
   CHECK(!fpull_digest_valid("sha256:"));
