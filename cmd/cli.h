@@ -33,6 +33,10 @@ enum cli_opt_id {
   OPT_SQFS_BLOCK_SIZE,
   OPT_SQFS_LEVEL,
   OPT_SQFS_THREADS,
+  /* cache prune's limits (cmd_cache.c) */
+  OPT_OLDER_THAN,
+  OPT_MAX_SIZE,
+  OPT_PRUNE_ALL,
 };
 
 /* pull --format: what DEST becomes. */
@@ -74,6 +78,10 @@ struct cli_settings {
   /* --format squashfs's options (cli_sqfs.c) */
   struct fpull_sqfs_opts sqfs;
   int sqfs_given; /* some --sqfs-* option was given */
+  /* cache prune: as given, checked by cmd_cache.c */
+  const char *older_than;
+  const char *max_size;
+  int prune_all;
 };
 
 struct cli_cmd {
@@ -138,6 +146,6 @@ void *cli_pull_json(const struct fpull_pull_result *r);
 void cli_pull_say_done(const struct cli_settings *s, const struct fpull_pull_result *r);
 
 extern const struct cli_cmd cmd_pull, cmd_prefetch, cmd_inspect, cmd_features, cmd_version,
-    cmd_manifest, cmd_login, cmd_logout, cmd_config;
+    cmd_manifest, cmd_login, cmd_logout, cmd_config, cmd_cache;
 
 #endif

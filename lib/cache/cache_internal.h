@@ -16,6 +16,7 @@ struct fpull_cache {
   int readonly; /* a shared cache: read, never written, nothing removed (-1 fds above) */
   struct fpull_cache **shared; /* read-only caches searched after this one, in order */
   size_t n_shared;
+  struct fp_cache_pins *pins; /* cache_use.c: CACHE/used and its pins; NULL until opened */
 };
 
 /* Removes dirfd/name like fp_cache_remove_if_same, except in a read-only shared cache. */
