@@ -296,25 +296,32 @@ static int remove_image(struct model *m, size_t i, struct fpull_cache_prune_resu
   return 0;
 }
 
-/* Image indexes, least recently used first. */
-static const struct model *sort_model;
+struct lru_entry {
+  size_t i;
+  const struct fp_cache_root *r;
+};
+
 static int by_last_use_asc(const void *a, const void *b)
 {
-  const struct fp_cache_root *x = &sort_model->roots[*(const size_t *)a];
-  const struct fp_cache_root *y = &sort_model->roots[*(const size_t *)b];
+  const struct fp_cache_root *x = ((const struct lru_entry *)a)->r;
+  const struct fp_cache_root *y = ((const struct lru_entry *)b)->r;
   if (x->last_use != y->last_use)
     return x->last_use < y->last_use ? -1 : 1;
   return strcmp(x->reference, y->reference);
 }
 
+/* Image indexes, least recently used first. */
 static size_t *lru_order(const struct model *m)
 {
+  struct lru_entry *e = fp_xcalloc(m->n_roots ? m->n_roots : 1, sizeof *e);
+  for (size_t i = 0; i < m->n_roots; i++)
+    e[i] = (struct lru_entry){i, &m->roots[i]};
+  if (m->n_roots)
+    qsort(e, m->n_roots, sizeof *e, by_last_use_asc);
   size_t *order = fp_xcalloc(m->n_roots ? m->n_roots : 1, sizeof *order);
   for (size_t i = 0; i < m->n_roots; i++)
-    order[i] = i;
-  sort_model = m;
-  if (m->n_roots)
-    qsort(order, m->n_roots, sizeof *order, by_last_use_asc);
+    order[i] = e[i].i;
+  free(e);
   return order;
 }
 

@@ -215,7 +215,7 @@ void fp_cache_scan_blobs(fpull_cache *c, struct fp_cache_blob **out, size_t *n)
       cap = cap ? cap * 2 : 64;
       *out = fp_xrealloc(*out, cap * sizeof **out);
     }
-    snprintf((*out)[*n].digest, sizeof(*out)[*n].digest, "sha256:%s", e->d_name);
+    snprintf((*out)[*n].digest, sizeof(*out)[*n].digest, "sha256:%.64s", e->d_name);
     (*out)[(*n)++].size = (uint64_t)st.st_size;
   }
   if (d)
