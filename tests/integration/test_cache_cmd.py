@@ -334,6 +334,28 @@ class CacheCmd(cases.RegistryCase):
         self.assertEqual([im["reference"] for im in self.json(["cache", "ls"])["images"]],
                          [slow_ref])
 
+    def test_library_prune_to_a_size(self):
+        """fpull_cache_prune with a size limit, from a program with only the public headers
+        (what the Slurm plugin calls after each job)."""
+        tool = os.path.join(os.environ.get("FPULL_BUILD_DIR", ""), "tests", "fpull-libapi")
+        if not os.access(tool, os.X_OK):
+            self.fail("fpull-libapi not built: %s" % tool)
+        self.pull_both()
+        self.set_last_use(self.ref("team/a"), time.time() - 100)
+        b_size = sum(image_blobs(self.b).values())
+        cp = subprocess.run([tool, "prune", self.cache, "%dB" % (b_size + 4096)],
+                            capture_output=True, text=True, env=fpull.base_env())
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        lines = cp.stdout.splitlines()
+        self.assertEqual(lines[0], "removed " + self.ref("team/a"))
+        self.assertLessEqual(int(lines[-1].split()[1]), b_size + 4096)
+        self.assertEqual([im["reference"] for im in self.json(["cache", "ls"])["images"]],
+                         [self.ref("team/b")])
+        cp = subprocess.run([tool, "prune", self.cache, "10gig"], capture_output=True,
+                            text=True, env=fpull.base_env())
+        self.assertEqual(cp.returncode, 2)
+        self.assertIn("did you mean '10G'", cp.stderr)
+
     def test_bad_limits_exit_2(self):
         for args, hint in ((["--older-than", "7days"], "did you mean '7d'"),
                            (["--older-than", "7"], "did you mean '7d'"),
