@@ -30,6 +30,7 @@ struct fp_cache_pins {
   int used_fd; /* CACHE/used */
   int fd;      /* CACHE/used/.pins */
   int writable;
+  int impatient; /* a wait for a pin ran out: the next ones try once (atomic) */
 };
 
 void fp_cache_pins_free(struct fp_cache_pins *p)
@@ -109,11 +110,18 @@ void fp_cache_pin(fpull_cache *c, const char *digest)
   off_t off = pin_offset(digest);
   if (!c || !c->pins || c->pins->fd < 0 || off < 0)
     return;
-  for (int i = 0; i < FP_PIN_TRIES; i++) {
+  int tries = __atomic_load_n(&c->pins->impatient, __ATOMIC_RELAXED) ? 1 : FP_PIN_TRIES;
+  for (int i = 0; i < tries; i++) {
     if (lock_byte(c->pins->fd, F_RDLCK, off, F_OFD_SETLK) == 0)
       return;
     if (errno != EAGAIN && errno != EACCES)
       break;
+    /* Someone holds pins for longer than a removal takes: never wait that long again, so
+     * that a pull of many blobs is delayed by two seconds at most, not two per blob. */
+    if (i + 1 == tries) {
+      __atomic_store_n(&c->pins->impatient, 1, __ATOMIC_RELAXED);
+      break;
+    }
     /* A prune holds the byte for the time it takes to unlink the blob: bounded by the
      * tries, so that nobody who can write the cache can stop pulls by holding it. */
     struct timespec ts = {0, FP_PIN_SLEEP_NS};

@@ -48,8 +48,11 @@ TEST(a_pin_keeps_a_blob_from_removal_until_the_session_ends)
   /* Held by housekeeping, the byte is taken for everyone else until it is given back. */
   CHECK_INT_EQ(fp_cache_pin_hold(admin, idle), 0);
   CHECK_INT_EQ(fp_cache_pinned(pull, idle), 1);
+  /* A pull does not wait for it for ever: it goes on unpinned (bounded, see cache_use.h). */
+  fp_cache_pin(pull, idle);
   fp_cache_pin_release(admin, idle);
   CHECK_INT_EQ(fp_cache_pinned(pull, idle), 0);
+  CHECK_INT_EQ(fp_cache_pinned(admin, idle), 0);
   fpull_cache_free(pull);
   CHECK_INT_EQ(fp_cache_pinned(admin, used), 0);
   CHECK_INT_EQ(fp_cache_remove_blob(admin, used), 0);
