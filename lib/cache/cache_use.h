@@ -15,7 +15,8 @@ void fp_cache_pins_open(fpull_cache *c);
 /* Pins digest for the rest of the session: a shared lock on one byte of the pins file,
  * taken before the blob is looked up, written or unpacked and held until the cache is
  * freed, so that prune and rm leave it alone. Waits at most about two seconds for a prune
- * that is removing that very blob right now, then goes on unpinned. Thread-safe. */
+ * that is removing that very blob right now, then goes on unpinned; once such a wait ran
+ * out, the session's later pins are tried once only. Thread-safe. */
 void fp_cache_pin(fpull_cache *c, const char *digest);
 
 /* Stamps the last use of reference (a normalised reference, with a tag or a digest):
