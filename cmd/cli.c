@@ -41,6 +41,11 @@ static const struct cli_opt all_opts[] = {
      "SquashFS compression threads (default and at most: the CPUs fpull may use)"},
     {OPT_KEEP_PRIV, "keep-privileged", 0, NULL,
      "as root: keep setuid/setgid bits, file capabilities and devices in the SquashFS image"},
+    {OPT_OLDER_THAN, "older-than", 0, "DURATION",
+     "prune: remove images last used longer ago (7d, 12h, 30m)"},
+    {OPT_MAX_SIZE, "max-size", 0, "SIZE",
+     "prune: then remove the least recently used until the cache is at most SIZE (10G, 500M)"},
+    {OPT_PRUNE_ALL, "all", 0, NULL, "prune: remove every image no running pull uses"},
 };
 
 static const char *const format_names[] = {"dir", "bundle", "squashfs", NULL};
@@ -230,6 +235,15 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
               near ? "'?)" : "");
       return FPULL_EUSAGE;
     }
+    case OPT_OLDER_THAN:
+      s->older_than = optarg;
+      break;
+    case OPT_MAX_SIZE:
+      s->max_size = optarg;
+      break;
+    case OPT_PRUNE_ALL:
+      s->prune_all = 1;
+      break;
     case OPT_SQFS_COMP:
     case OPT_SQFS_BLOCK_SIZE:
     case OPT_SQFS_LEVEL:

@@ -35,6 +35,10 @@ enum cli_opt_id {
   OPT_SQFS_THREADS,
   OPT_KEEP_PRIV,
   OPT_PASSWORD, /* login -p */
+  /* cache prune's limits (cmd_cache.c) */
+  OPT_OLDER_THAN,
+  OPT_MAX_SIZE,
+  OPT_PRUNE_ALL,
 };
 
 /* pull --format: what DEST becomes. */
@@ -78,6 +82,10 @@ struct cli_settings {
   struct fpull_sqfs_opts sqfs;
   int sqfs_given;      /* some --sqfs-* option was given */
   int keep_privileged; /* --keep-privileged (squashfs, root only) */
+  /* cache prune: as given, checked by cmd_cache.c */
+  const char *older_than;
+  const char *max_size;
+  int prune_all;
 };
 
 struct cli_cmd {
@@ -142,6 +150,6 @@ void *cli_pull_json(const struct fpull_pull_result *r);
 void cli_pull_say_done(const struct cli_settings *s, const struct fpull_pull_result *r);
 
 extern const struct cli_cmd cmd_pull, cmd_prefetch, cmd_inspect, cmd_features, cmd_version,
-    cmd_manifest, cmd_login, cmd_logout, cmd_config;
+    cmd_manifest, cmd_login, cmd_logout, cmd_config, cmd_cache;
 
 #endif

@@ -7,7 +7,7 @@
 
 static const struct cli_cmd *const commands[] = {
     &cmd_pull,  &cmd_prefetch, &cmd_inspect, &cmd_features, &cmd_manifest,
-    &cmd_login, &cmd_logout,   &cmd_version, &cmd_config,
+    &cmd_login, &cmd_logout,   &cmd_version, &cmd_config,   &cmd_cache,
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

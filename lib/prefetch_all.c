@@ -2,6 +2,7 @@
  * prepare the cache for nodes of every kind and each of them pulls --offline its own. */
 #include <string.h>
 
+#include "cache/cache_use.h"
 #include "resolve.h"
 #include "util.h"
 #include "fpull/features.h"
@@ -170,6 +171,7 @@ int fpull_prefetch_all(struct fpull_pull_result **out, const char *image, const 
   if (rc == 0)
     rc = run_all(&s, os, arch, res, err);
   if (rc == 0) {
+    fp_cache_note_use(s.cache, s.reference);
     res->reference = fp_xstrdup(s.reference);
     res->bytes_downloaded = s.bytes_downloaded;
     res->bytes_from_cache = s.bytes_from_cache;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache/cache_use.h"
 #include "unpack/dest.h"
 #include "resolve.h"
 #include "util.h"
@@ -121,6 +122,7 @@ static int run(struct fpull_pull_result **out, const char *image, const char *de
     }
   }
   if (rc == 0) {
+    fp_cache_note_use(s.cache, s.reference);
     struct fpull_pull_result *res = fp_xcalloc(1, sizeof *res);
     res->reference = fp_xstrdup(s.reference);
     res->index_digest = fp_xstrdup(r.index_digest);

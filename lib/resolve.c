@@ -2,6 +2,7 @@
  * the index entry for the target, the manifest and its config. */
 #include <string.h>
 
+#include "cache/cache_use.h"
 #include "registry/blob_memory.h"
 #include "opts.h"
 #include "select/preflight.h"
@@ -29,6 +30,8 @@ static int session_open(struct fp_session *s, const char *image, const struct fp
     rc = fpull_cache_open_with_shared(&s->cache, o->cache_dir, o->config, err);
   if (rc)
     return rc;
+  /* What this session uses is pinned against fpull cache prune|rm until it closes. */
+  fp_cache_pins_open(s->cache);
   if (o->offline)
     return 0;
   struct fpull_registry_opts ro;
@@ -83,6 +86,7 @@ static int fetch_document(struct fp_session *s, const char *tag_or_digest,
     int rc = fpull_registry_get_manifest(out, s->reg, s->ref->repository, tag_or_digest, err);
     if (rc || !s->cache)
       return rc;
+    fp_cache_pin(s->cache, (*out)->digest);
     rc = fpull_cache_put_bytes(s->cache, (*out)->digest, (*out)->data, (*out)->len, err);
     if (rc == 0 && !by_digest) {
       cleanup_free char *tagref =
@@ -102,6 +106,7 @@ static int fetch_document(struct fp_session *s, const char *tag_or_digest,
       return fpull_err_set(err, FPULL_ENOTFOUND, "tag %s is not in the cache (--offline)",
                            tag_or_digest);
   }
+  fp_cache_pin(s->cache, digest);
   struct fpull_fetched *f = fp_xcalloc(1, sizeof *f);
   fpull_err e = {0};
   if (fpull_cache_get_bytes(s->cache, digest, FPULL_MANIFEST_MAX, &f->data, &f->len, &e) != 0) {
@@ -141,6 +146,10 @@ static int load_manifest(struct fp_session *s, struct fp_resolved *r, const stru
   int rc = fpull_manifest_parse(&r->manifest, f->data, f->len, f->content_type, err);
   if (rc)
     return rc;
+  /* The whole image stays while this session runs, the layers not reached yet included. */
+  fp_cache_pin(s->cache, r->manifest->config.digest);
+  for (size_t i = 0; i < r->manifest->n_layers; i++)
+    fp_cache_pin(s->cache, r->manifest->layers[i].digest);
   r->manifest_digest = fp_xstrdup(f->digest);
   /* An artifact is not an image, and nothing of it is fetched: in an index it is passed
    * over (not_image), alone it is the invalid-content code. */
@@ -429,6 +438,7 @@ int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, int *f
   uint64_t size = (uint64_t)d->size;
   if (fd)
     *fd = -1;
+  fp_cache_pin(s->cache, d->digest);
   /* A cached blob is re-hashed on every use, since the cache may be shared: a corrupt one
    * is removed by the check and fetched again, never extracted. */
   if (fpull_cache_has_blob(s->cache, d->digest, d->size)) {

@@ -103,4 +103,85 @@ FPULL_API int fpull_cache_tag_record(fpull_cache *c, const char *reference, cons
 FPULL_API int fpull_cache_tag_lookup(fpull_cache *c, const char *reference, char **digest,
                                      fpull_err *err);
 
+/* Housekeeping (fpull cache ls|du|prune|rm). An image is a tag record, or the last-use stamp
+ * of a pull by digest; its blobs are its documents (index, manifests), configs and layers
+ * that are in the cache. Pulls pin every blob they use until they end (a shared lock per
+ * blob) and stamp each reference they pulled with the time (CACHE/used/), so that what a
+ * running pull uses is never removed and "least recently used" means the last pull, not
+ * atime. dir: as fpull_cache_resolve_dir gives it. Only the own cache is looked at, never
+ * the shared ones. */
+struct fpull_cache_image {
+  char *reference;      /* REGISTRY/REPO:TAG, or REGISTRY/REPO@DIGEST for a pull by digest */
+  char *digest;         /* the top document: index or manifest */
+  uint64_t size;        /* bytes of its blobs in the cache */
+  uint64_t unique_size; /* of those, the bytes no other image needs: what removing it frees */
+  size_t blobs;         /* how many of its blobs are in the cache */
+  int64_t last_use;     /* seconds since the epoch: its last pull or prefetch */
+  int in_use;           /* a pull or prefetch of it is running now */
+};
+struct fpull_cache_listing {
+  struct fpull_cache_image *images; /* most recently used first */
+  size_t n_images;
+};
+/* Lists the images of the cache at dir (an empty list when there is no cache there). Reads
+ * only; any cache the caller can read. Caller frees (fpull_cache_listing_free). */
+FPULL_API int fpull_cache_list(struct fpull_cache_listing **out, const char *dir, fpull_err *err);
+FPULL_API void fpull_cache_listing_free(struct fpull_cache_listing *l);
+
+struct fpull_cache_kind_usage {
+  uint64_t count, bytes;
+};
+struct fpull_cache_usage {
+  struct fpull_cache_kind_usage blobs;        /* configs, layers and blobs no image needs */
+  struct fpull_cache_kind_usage manifests;    /* indexes and manifests of the images */
+  struct fpull_cache_kind_usage partials;     /* unfinished downloads and temporary files */
+  struct fpull_cache_kind_usage records;      /* tag records and last-use stamps */
+  struct fpull_cache_kind_usage unreferenced; /* of blobs, those no image needs */
+  size_t images;
+  uint64_t total; /* blobs + manifests + partials + records */
+};
+/* Sums up the cache at dir (all zero when there is none). Reads only. */
+FPULL_API int fpull_cache_du(struct fpull_cache_usage *out, const char *dir, fpull_err *err);
+
+#define FPULL_CACHE_PRUNE_OPTS_VERSION 1
+struct fpull_cache_prune_opts {
+  unsigned int version; /* FPULL_CACHE_PRUNE_OPTS_VERSION */
+  int64_t older_than;   /* seconds: remove the images last used longer ago; < 0: no limit */
+  int64_t max_size;     /* bytes: then remove the least recently used images until the
+                           cache's total is at most this; < 0: no limit */
+  int all;              /* remove every image */
+};
+#define FPULL_CACHE_PRUNE_OPTS_INIT                                                                \
+  {                                                                                                \
+    .version = FPULL_CACHE_PRUNE_OPTS_VERSION, .older_than = -1, .max_size = -1, .all = 0          \
+  }
+struct fpull_cache_prune_result {
+  char **removed;         /* references of the images removed, NULL-terminated */
+  char **in_use;          /* images that would have gone but a running pull uses them */
+  uint64_t blobs_removed; /* blobs and unfinished downloads */
+  uint64_t bytes_freed;
+  uint64_t size; /* the cache's total afterwards */
+};
+/* Prunes the cache at dir: always the blobs no image needs and the unfinished downloads
+ * nobody is writing; then the images o asks for (older_than, then max_size, least recently
+ * used first; all: every one). An image a pull or prefetch is using now, and every blob a
+ * running pull uses or writes, is kept (and named in in_use); so is a blob another image
+ * needs. The caller must own the cache (FPULL_EFAIL otherwise: a shared cache is its
+ * owner's); no cache at dir is nothing to do. Bad opts: FPULL_EUSAGE. Caller frees *out. */
+FPULL_API int fpull_cache_prune(struct fpull_cache_prune_result **out, const char *dir,
+                                const struct fpull_cache_prune_opts *o, fpull_err *err);
+/* Removes one image: every image whose reference is image's normalised form (a reference
+ * with a digest also matches the images of that repository with that digest), with the
+ * blobs no other image needs. FPULL_ENOTFOUND when none is in the cache, FPULL_EFAIL when
+ * a pull of it is running (nothing removed), FPULL_EUSAGE for a bad reference. */
+FPULL_API int fpull_cache_rm(struct fpull_cache_prune_result **out, const char *dir,
+                             const char *image, fpull_err *err);
+FPULL_API void fpull_cache_prune_result_free(struct fpull_cache_prune_result *r);
+
+/* "10G", "500M", "1.5T", "0" (K, M, G, T, P: powers of 1024, with or without "B" or "iB",
+ * any case) into bytes; "7d", "12h", "30m", "45s", "2w" into seconds. Anything else is
+ * FPULL_EUSAGE with what was expected and, where it is clear, what was meant. */
+FPULL_API int fpull_cache_parse_size(int64_t *out, const char *text, fpull_err *err);
+FPULL_API int fpull_cache_parse_duration(int64_t *out, const char *text, fpull_err *err);
+
 #endif

@@ -13,6 +13,7 @@
 #include "cache_internal.h"
 #include "cache_lock.h"
 #include "cache_trust.h"
+#include "cache_use.h"
 #include "digest.h"
 #include "fpull/cache.h"
 #include "fpull/config.h"
@@ -182,6 +183,7 @@ void fpull_cache_free(fpull_cache *c)
   for (size_t i = 0; i < c->n_shared; i++)
     fpull_cache_free(c->shared[i]);
   free(c->shared);
+  fp_cache_pins_free(c->pins);
   free(c->dir);
   free(c);
 }

@@ -17,6 +17,7 @@ struct fpull_cache {
   int readonly;    /* a shared cache: read, never written, nothing removed (-1 fds above) */
   struct fpull_cache **shared; /* read-only caches searched after this one, in order */
   size_t n_shared;
+  struct fp_cache_pins *pins; /* cache_use.c: CACHE/used and its pins; NULL until opened */
 };
 
 /* The directory of verified blobs for digest's algorithm (-1 when there is none); the file

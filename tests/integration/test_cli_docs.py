@@ -10,7 +10,8 @@ import fpull
 
 SRC = os.environ["FPULL_SRC_DIR"]
 MAN = os.path.join(SRC, "man", "fpull.1")
-COMMANDS = ["pull", "prefetch", "inspect", "features", "login", "logout", "version", "config"]
+COMMANDS = ["pull", "prefetch", "inspect", "features", "login", "logout", "version", "config",
+            "cache"]
 
 
 def man_text():

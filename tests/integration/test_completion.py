@@ -82,6 +82,19 @@ class Completion(unittest.TestCase):
                                   env={"FPULL_CONFIG": cfg}), {"infiniband"})
 
 
+    def test_cache_subcommands_and_their_options(self):
+        self.assertEqual(complete(["fpull", "ca"]), {"cache"})
+        self.assertEqual(complete(["fpull", "cache", ""]), {"ls", "du", "prune", "rm"})
+        got = complete(["fpull", "cache", "prune", "--"])
+        for o in ("--older-than", "--max-size", "--all", "--json", "--cache-dir"):
+            self.assertIn(o, got)
+        got = complete(["fpull", "cache", "ls", "--"])
+        self.assertIn("--json", got)
+        self.assertNotIn("--max-size", got)
+        self.assertNotIn("--all", got)
+        self.assertIn("7d", complete(["fpull", "cache", "prune", "--older-than", ""]))
+        self.assertEqual(complete(["fpull", "cache", "prune", "--max-size", "10"]), {"10G"})
+
     def test_format_values_and_config_command(self):
         self.assertEqual(complete(["fpull", "pull", "--format", ""]),
                          {"dir", "bundle", "squashfs"})
@@ -101,4 +114,5 @@ class CompletionFromCache(cases.RegistryCase):
         self.assertIn(ref, complete(["fpull", ""], env=env))  # the "fpull IMAGE" shorthand
         self.assertNotIn(ref, complete(["fpull", "pull", ""]))  # another cache
         self.assertIn(ref, complete(["fpull", "pull", "--cache-dir", cache, ""]))
+        self.assertIn(ref, complete(["fpull", "cache", "rm", ""], env=env))
         self.assertTrue(img["digest"])

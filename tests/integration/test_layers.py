@@ -37,9 +37,13 @@ class Layers(unittest.TestCase):
     def test_wing_including_orchestration_fails(self):
         root = self.copy_lib()
         self.inject(root, "cache/cache.c", '#include "resolve.h"')
+        self.inject(root, "select/match.c", '#include "candidates.h"')
         r = run_check(root)
         self.assertEqual(r.returncode, 1)
         self.assertIn("lib/cache/cache.c: wing cache includes the orchestration's resolve.h",
+                      r.stderr)
+        # An orchestration header the check was never told about is guarded too.
+        self.assertIn("lib/select/match.c: wing select includes the orchestration's candidates.h",
                       r.stderr)
 
     def test_sideways_include_not_below_fails(self):
