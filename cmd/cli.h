@@ -33,6 +33,7 @@ enum cli_opt_id {
   OPT_SQFS_BLOCK_SIZE,
   OPT_SQFS_LEVEL,
   OPT_SQFS_THREADS,
+  OPT_PROGRESS,
 };
 
 /* pull --format: what DEST becomes. */
@@ -74,6 +75,7 @@ struct cli_settings {
   /* --format squashfs's options (cli_sqfs.c) */
   struct fpull_sqfs_opts sqfs;
   int sqfs_given; /* some --sqfs-* option was given */
+  int progress;   /* --progress: 0 auto (a bar on a terminal), 1 lines, 2 none */
 };
 
 struct cli_cmd {

@@ -6,6 +6,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,7 +47,12 @@ int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, f
 {
   char name[32];
   job_name(name, sizeof name, job_id, "");
-  int rc = fp_slurm_job_dir_remove(run_fd, job_id, err);
+  struct stat st;
+  /* Each step of the job comes here: the directory an earlier step made stays. */
+  if (fstatat(run_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+      st.st_uid == uid && st.st_gid == gid && (st.st_mode & 07777) == 0700)
+    return 0;
+  int rc = fp_slurm_job_dir_remove(run_fd, NULL, job_id, err);
   if (rc)
     return rc;
   /* Created as root in a root-only directory: nobody can race us to this name. */
@@ -88,14 +95,63 @@ static int remove_as_user(int run_fd, const char *name, uid_t uid, gid_t gid)
   return rc;
 }
 
-/* What the prolog records beside the job directory. */
-static const char *const records[] = {".error", ".manifest"};
+/* Mount points under DIR/ in this mount namespace, deepest first, unmounted lazily: a
+ * FUSE mount a job left (a daemonized squashfuse) is never entered, so a hung daemon cannot
+ * hang the removal. Octal escapes of mountinfo (\040 for a space) are decoded. */
+static void unmount_under(const char *dir)
+{
+  cleanup_fclose FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (!f)
+    return;
+  size_t dlen = strlen(dir);
+  char **points = NULL;
+  size_t n = 0;
+  char line[8192];
+  while (fgets(line, sizeof line, f)) {
+    char *field = line;
+    for (int i = 0; i < 4 && field; i++) {
+      field = strchr(field, ' ');
+      if (field)
+        field++;
+    }
+    if (!field)
+      continue;
+    field[strcspn(field, " ")] = '\0';
+    char *w = field;
+    for (char *r = field; *r; r++) {
+      if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
+          r[3] <= '7') {
+        *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+        r += 3;
+      } else {
+        *w++ = *r;
+      }
+    }
+    *w = '\0';
+    if (strncmp(field, dir, dlen) == 0 && (field[dlen] == '/' || field[dlen] == '\0')) {
+      points = fp_xrealloc(points, (n + 1) * sizeof *points);
+      points[n++] = fp_xstrdup(field);
+    }
+  }
+  /* Later lines are mounted on top of earlier ones: from the last. */
+  while (n > 0) {
+    n--;
+    if (umount2(points[n], MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+      fp_warn("%s: not unmounted: %s", points[n], strerror(errno));
+    free(points[n]);
+  }
+  free(points);
+}
 
-int fp_slurm_job_dir_remove(int run_fd, uint32_t job_id, fpull_err *err)
+int fp_slurm_job_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, fpull_err *err)
 {
   char name[32];
   job_name(name, sizeof name, job_id, "");
   struct stat st;
+  if (run_dir) {
+    cleanup_free char *dir = fp_xasprintf("%s/%s", run_dir, name);
+    unmount_under(dir);
+  }
   if (fstatat(run_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (!S_ISDIR(st.st_mode) || st.st_uid == 0) {
       /* Only root writes here, and never anything but a user's directory: remove it as
@@ -123,87 +179,7 @@ int fp_slurm_job_dir_remove(int run_fd, uint32_t job_id, fpull_err *err)
         return fpull_err_set(err, FPULL_EFAIL, "job directory %s: %s", name, strerror(errno));
     }
   }
-  for (size_t i = 0; i < sizeof records / sizeof records[0]; i++) {
-    char rname[48];
-    job_name(rname, sizeof rname, job_id, records[i]);
-    if (unlinkat(run_fd, rname, 0) < 0 && errno != ENOENT)
-      return fpull_err_set(err, FPULL_EFAIL, "%s: %s", rname, strerror(errno));
-  }
   return 0;
-}
-
-/* Writes RUN_DIR/JOBID.SUFFIX (root-owned, 0644) beside its place and renames it in. */
-static int record_write(int run_fd, uint32_t job_id, const char *suffix, const char *text,
-                        fpull_err *err)
-{
-  char name[48], tname[64];
-  snprintf(name, sizeof name, "%" PRIu32 ".%s", job_id, suffix);
-  snprintf(tname, sizeof tname, "%s.tmp", name);
-  unlinkat(run_fd, tname, 0);
-  cleanup_close int fd =
-      openat(run_fd, tname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return fpull_err_set(err, FPULL_EFAIL, "%s: %s", tname, strerror(errno));
-  size_t n = strlen(text);
-  if (write(fd, text, n) != (ssize_t)n || fchmod(fd, 0644) < 0 ||
-      renameat(run_fd, tname, run_fd, name) < 0) {
-    int e = errno;
-    unlinkat(run_fd, tname, 0);
-    return fpull_err_set(err, FPULL_EFAIL, "%s: %s", name, strerror(e));
-  }
-  return 0;
-}
-
-/* Reads RUN_DIR/JOBID.SUFFIX into buf (first line); 0 when there is none. */
-static int record_read(int run_fd, uint32_t job_id, const char *suffix, char *buf, size_t len)
-{
-  char name[48];
-  snprintf(name, sizeof name, "%" PRIu32 ".%s", job_id, suffix);
-  cleanup_close int fd = openat(run_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  ssize_t n = read(fd, buf, len - 1);
-  if (n <= 0)
-    return 0;
-  buf[n] = '\0';
-  buf[strcspn(buf, "\n")] = '\0';
-  return 1;
-}
-
-int fp_slurm_error_record(int run_fd, uint32_t job_id, int code, const char *msg, fpull_err *err)
-{
-  char line[FPULL_ERR_MSG_MAX + 16];
-  snprintf(line, sizeof line, "%d %s\n", code, msg);
-  return record_write(run_fd, job_id, "error", line, err);
-}
-
-int fp_slurm_chosen_record(int run_fd, uint32_t job_id, const char *digest, fpull_err *err)
-{
-  char line[128];
-  snprintf(line, sizeof line, "%s\n", digest);
-  return record_write(run_fd, job_id, "manifest", line, err);
-}
-
-int fp_slurm_chosen_lookup(int run_fd, uint32_t job_id, char *digest, size_t len)
-{
-  return record_read(run_fd, job_id, "manifest", digest, len);
-}
-
-int fp_slurm_error_lookup(int run_fd, uint32_t job_id, fpull_err *out)
-{
-  char line[FPULL_ERR_MSG_MAX + 16];
-  if (!record_read(run_fd, job_id, "error", line, sizeof line))
-    return 0;
-  char *end = NULL;
-  long code = strtol(line, &end, 10);
-  if (end == line || *end != ' ' || code <= 0 || code > 255) {
-    code = FPULL_EFAIL;
-    end = line;
-  } else {
-    end++;
-  }
-  fpull_err_set(out, (int)code, "%s", end);
-  return 1;
 }
 
 const char *fp_slurm_code_meaning(int code)

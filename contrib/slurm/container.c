@@ -1,0 +1,748 @@
+/* fpull Slurm plugin: the step's container (see container.h). */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <fpull/cache.h>
+#include <fpull/config.h>
+
+#include "container.h"
+#include "job_dir.h"
+#include "util.h"
+
+/* The runner's records to slurmstepd, each "K<value>\0": D digest, W workdir, E one Env
+ * entry, P the holder's pid (last). */
+#define INFO_MAX (1u << 20)
+#define SPEC_MAX (4u << 20)
+
+static pid_t runner_pid;
+
+void fp_slurm_container_cancel(void)
+{
+  if (runner_pid > 0) {
+    kill(-runner_pid, SIGKILL);
+    kill(runner_pid, SIGKILL);
+    while (waitpid(runner_pid, NULL, 0) < 0 && errno == EINTR)
+      ;
+    runner_pid = 0;
+  }
+}
+
+void fp_slurm_container_free(struct fp_slurm_container *c)
+{
+  if (c->userns_fd >= 0)
+    close(c->userns_fd);
+  if (c->mntns_fd >= 0)
+    close(c->mntns_fd);
+  free(c->workdir);
+  fpull_strv_free(c->env);
+  memset(c, 0, sizeof *c);
+  c->userns_fd = c->mntns_fd = -1;
+}
+
+/* ---- in the runner (the job's user, every id) -------------------------------------- */
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+  char line[FPULL_ERR_MSG_MAX + 64];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return;
+  if ((size_t)n > sizeof line - 2)
+    n = (int)sizeof line - 2;
+  line[n++] = '\n';
+  ssize_t w = write(STDERR_FILENO, line, (size_t)n);
+  (void)w;
+}
+
+static void send_rec(int fd, char kind, const char *value)
+{
+  size_t n = strlen(value);
+  char k = kind;
+  if (write(fd, &k, 1) != 1 || write(fd, value, n + 1) != (ssize_t)(n + 1))
+    _exit(FPULL_EFAIL);
+}
+
+/* Runs argv (the job's user already), stdout into out (when out is not NULL, bounded),
+ * stderr on ours or /dev/null; its exit code, or FPULL_EFAIL when it did not exit. */
+static int run_to(char *const argv[], char *const envp[], struct fp_buf *out, int quiet,
+                  const char *log)
+{
+  int p[2] = {-1, -1};
+  if (out && pipe2(p, O_CLOEXEC) < 0)
+    return FPULL_EFAIL;
+  pid_t pid = fork();
+  if (pid < 0)
+    return FPULL_EFAIL;
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int nul = open("/dev/null", O_RDWR);
+    dup2(nul, STDIN_FILENO);
+    dup2(out ? p[1] : nul, STDOUT_FILENO);
+    int logfd = log ? open(log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600) : -1;
+    if (logfd >= 0) {
+      dup2(logfd, STDOUT_FILENO);
+      dup2(logfd, STDERR_FILENO);
+    } else if (quiet) {
+      dup2(nul, STDERR_FILENO);
+    }
+    execve(argv[0], argv, envp);
+    say("fpull: %s: %s", argv[0], strerror(errno));
+    _exit(127);
+  }
+  if (out) {
+    close(p[1]);
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(p[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+      if (n > 0 && out->len + (size_t)n < INFO_MAX)
+        fp_buf_append(out, buf, (size_t)n);
+    close(p[0]);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (!WIFEXITED(status))
+    return FPULL_EFAIL;
+  return WEXITSTATUS(status) == 127 ? FPULL_EFAIL : WEXITSTATUS(status);
+}
+
+static int run(char *const argv[], char *const envp[], struct fp_buf *out, int quiet)
+{
+  return run_to(argv, envp, out, quiet, NULL);
+}
+
+static int dir_writable(const char *p)
+{
+  struct stat st;
+  return p && p[0] == '/' && stat(p, &st) == 0 && S_ISDIR(st.st_mode) && access(p, W_OK) == 0;
+}
+
+struct runner {
+  const struct fp_slurm_request *r;
+  char step[64];         /* the step's directory, relative to the job's */
+  char bundle[PATH_MAX]; /* absolute */
+  char cache[PATH_MAX];  /* --cache-dir, or "" for fpull's default (the user's own) */
+  char **envp;
+};
+
+static char *const *env_add(char ***envp, const char *k, const char *v)
+{
+  if (v) {
+    cleanup_free char *kv = fp_xasprintf("%s=%s", k, v);
+    *envp = fp_strv_push(*envp, kv);
+  }
+  return *envp;
+}
+
+/* fpull pull --format bundle as the user; the --json result into out. */
+static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *out)
+{
+  const struct fp_slurm_request *r = rn->r;
+  char jobs[16];
+  snprintf(jobs, sizeof jobs, "%d", r->s->jobs);
+  const char *argv[24];
+  size_t n = 0;
+  argv[n++] = r->s->fpull;
+  argv[n++] = "pull";
+  argv[n++] = "--format=bundle";
+  argv[n++] = "--progress=lines";
+  argv[n++] = "--json";
+  argv[n++] = "--force";
+  if (offline)
+    argv[n++] = "--offline";
+  if (r->s->config) {
+    argv[n++] = "--config";
+    argv[n++] = r->s->config;
+  }
+  if (r->features) {
+    argv[n++] = "--features";
+    argv[n++] = r->features;
+  }
+  if (r->s->jobs) {
+    argv[n++] = "--jobs";
+    argv[n++] = jobs;
+  }
+  if (rn->cache[0]) {
+    argv[n++] = "--cache-dir";
+    argv[n++] = rn->cache;
+  }
+  argv[n++] = "--";
+  argv[n++] = r->image;
+  argv[n++] = rn->bundle;
+  argv[n] = NULL;
+  out->len = 0;
+  return run((char *const *)argv, rn->envp, out, quiet);
+}
+
+/* How old the cached manifest is, for the outage warning. */
+static void cached_age(const struct runner *rn, const char *digest, char *buf, size_t len)
+{
+  snprintf(buf, len, "unknown age");
+  const char *hex = strchr(digest, ':');
+  if (!hex)
+    return;
+  cleanup_free char *dir = NULL;
+  if (rn->cache[0]) {
+    dir = fp_xstrdup(rn->cache);
+  } else {
+    struct fpull_config *config = NULL;
+    fpull_err ignored = {0};
+    if (fpull_config_load(&config, rn->r->s->config, &ignored) == 0)
+      dir = fpull_cache_resolve_dir(NULL, config);
+    fpull_config_free(config);
+  }
+  struct stat st;
+  cleanup_free char *p = dir ? fp_xasprintf("%s/blobs/sha256/%s", dir, hex + 1) : NULL;
+  if (!p || stat(p, &st) != 0)
+    return;
+  long secs = (long)(time(NULL) - st.st_mtime);
+  if (secs < 0)
+    secs = 0;
+  if (secs >= 86400)
+    snprintf(buf, len, "%ldd%02ldh old", secs / 86400, secs / 3600 % 24);
+  else if (secs >= 3600)
+    snprintf(buf, len, "%ldh%02ldm old", secs / 3600, secs / 60 % 60);
+  else
+    snprintf(buf, len, "%ldm%02lds old", secs / 60, secs % 60);
+}
+
+/* The pull policy (settings.h) over fpull's exit codes. */
+static int pull(struct runner *rn, cJSON **result)
+{
+  struct fp_buf out = {0};
+  int rc;
+  switch (rn->r->pull) {
+  case FP_PULL_NEVER:
+    rc = pull_once(rn, 1, 0, &out);
+    break;
+  case FP_PULL_MISSING:
+    rc = pull_once(rn, 1, 1, &out);
+    if (rc != 0)
+      rc = pull_once(rn, 0, 0, &out);
+    break;
+  case FP_PULL_NEWER:
+    rc = pull_once(rn, 0, 0, &out);
+    if (rc == FPULL_ENET && pull_once(rn, 1, 1, &out) == 0) {
+      cJSON *j = cJSON_ParseWithLength(out.data ? out.data : "", out.len);
+      const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(j, "manifest_digest"));
+      char age[64];
+      cached_age(rn, d ? d : "", age, sizeof age);
+      say("fpull: warning: %s: the registry cannot be reached: running the cached %s (%s)",
+          rn->r->image, d ? d : "image", age);
+      cJSON_Delete(j);
+      rc = 0;
+    }
+    break;
+  default:
+    rc = pull_once(rn, 0, 0, &out);
+    break;
+  }
+  if (rc == 0) {
+    *result = cJSON_ParseWithLength(out.data ? out.data : "", out.len);
+    if (!*result)
+      rc = FPULL_EFAIL;
+  }
+  fp_buf_free(&out);
+  return rc;
+}
+
+/* The line saying what this node chose, on the step's stderr. */
+static void say_chosen(const struct runner *rn, const cJSON *res)
+{
+  const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(res, "manifest_digest"));
+  const cJSON *pl = cJSON_GetObjectItem(res, "platform");
+  char feats[1024] = "";
+  size_t off = 0;
+  const cJSON *f;
+  cJSON_ArrayForEach(f, cJSON_GetObjectItem(pl, "features"))
+  {
+    const char *s = cJSON_GetStringValue(f);
+    if (s && off + strlen(s) + 2 < sizeof feats)
+      off += (size_t)snprintf(feats + off, sizeof feats - off, "%s%s", off ? "," : "", s);
+  }
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  const char *os = cJSON_GetStringValue(cJSON_GetObjectItem(pl, "os"));
+  const char *arch = cJSON_GetStringValue(cJSON_GetObjectItem(pl, "architecture"));
+  say("fpull: %s: %s: %s (%s/%s%s%s, %s)", host, rn->r->image, d ? d : "?", os ? os : "?",
+      arch ? arch : "?", feats[0] ? " " : "", feats,
+      cJSON_IsNull(cJSON_GetObjectItem(res, "index_digest"))
+          ? "the only entry"
+          : (rn->r->features ? "the entry for --fpull-features" : "the entry for this node"));
+}
+
+static cJSON *bind_mount(const char *src, const char *dst, int ro)
+{
+  cJSON *m = cJSON_CreateObject();
+  cJSON_AddStringToObject(m, "destination", dst);
+  cJSON_AddStringToObject(m, "type", "bind");
+  cJSON_AddStringToObject(m, "source", src);
+  cJSON *o = cJSON_AddArrayToObject(m, "options");
+  cJSON_AddItemToArray(o, cJSON_CreateString("rbind"));
+  cJSON_AddItemToArray(o, cJSON_CreateString("nosuid"));
+  if (ro)
+    cJSON_AddItemToArray(o, cJSON_CreateString("ro"));
+  return m;
+}
+
+static int add_mounts(cJSON *arr, const char *what, const char *spec)
+{
+  struct fp_slurm_mount *m = NULL;
+  size_t n = 0;
+  fpull_err err = {0};
+  if (fp_slurm_mounts_parse(&m, &n, what, spec, &err) != 0) {
+    say("fpull: %s", err.msg);
+    return FPULL_EUSAGE;
+  }
+  for (size_t i = 0; i < n; i++)
+    cJSON_AddItemToArray(arr, bind_mount(m[i].src, m[i].dst, m[i].ro));
+  fp_slurm_mounts_free(m, n);
+  return 0;
+}
+
+static cJSON *id_map(unsigned host)
+{
+  cJSON *a = cJSON_CreateArray();
+  cJSON *m = cJSON_CreateObject();
+  cJSON_AddNumberToObject(m, "containerID", 0);
+  cJSON_AddNumberToObject(m, "hostID", host);
+  cJSON_AddNumberToObject(m, "size", 1);
+  cJSON_AddItemToArray(a, m);
+  return a;
+}
+
+/* Writes the container's config.json: the image's rootfs, the user's id as the user
+ * namespace's only one (runc needs a root inside: the user's uid is it; tasks that are not
+ * to be root nest their own, see fp_slurm_container_join), user and mount namespaces only
+ * (the host's network, PIDs and IPC, as a Slurm task has them), the host's /proc, /sys and
+ * /dev, and the site's, the home and the job's bind mounts. No cgroups: the tasks stay in
+ * Slurm's. The image's own config.json is kept as image.json. */
+static int write_spec(struct runner *rn, char **workdir, char ***env)
+{
+  const struct fp_slurm_request *r = rn->r;
+  cleanup_free char *ipath = fp_xasprintf("%s/config.json", rn->bundle);
+  cleanup_free char *kept = fp_xasprintf("%s/image.json", rn->bundle);
+  char *text = NULL;
+  size_t len = 0;
+  if (fp_read_file(ipath, SPEC_MAX, &text, &len) != 0) {
+    say("fpull: %s: %s", ipath, strerror(errno));
+    return FPULL_EFAIL;
+  }
+  cJSON *img = cJSON_ParseWithLength(text, len);
+  free(text);
+  const cJSON *proc = cJSON_GetObjectItem(img, "process");
+  const char *cwd = cJSON_GetStringValue(cJSON_GetObjectItem(proc, "cwd"));
+  if (cwd && cwd[0] == '/')
+    *workdir = fp_xstrdup(cwd);
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(proc, "env"))
+  {
+    const char *s = cJSON_GetStringValue(e);
+    /* "A" or "=x" is no variable: not passed on. */
+    if (s && strchr(s, '=') && s[0] != '=')
+      *env = fp_strv_push(*env, s);
+  }
+  cJSON_Delete(img);
+
+  cJSON *spec = cJSON_CreateObject();
+  cJSON_AddStringToObject(spec, "ociVersion", "1.0.2");
+  cJSON *root = cJSON_AddObjectToObject(spec, "root");
+  cJSON_AddStringToObject(root, "path", "rootfs");
+  cJSON *p = cJSON_AddObjectToObject(spec, "process");
+  cJSON_AddFalseToObject(p, "terminal");
+  cJSON *u = cJSON_AddObjectToObject(p, "user");
+  cJSON_AddNumberToObject(u, "uid", 0);
+  cJSON_AddNumberToObject(u, "gid", 0);
+  /* Never started: the container's init only holds its namespaces. */
+  cJSON *args = cJSON_AddArrayToObject(p, "args");
+  /* runc looks args[0] up before it waits to start; the host's /proc is mounted. */
+  cJSON_AddItemToArray(args, cJSON_CreateString("/proc/self/exe"));
+  cJSON_AddArrayToObject(p, "env");
+  cJSON_AddStringToObject(p, "cwd", "/");
+  cJSON_AddTrueToObject(p, "noNewPrivileges");
+  cJSON *mounts = cJSON_AddArrayToObject(spec, "mounts");
+  cJSON_AddItemToArray(mounts, bind_mount("/proc", "/proc", 0));
+  cJSON_AddItemToArray(mounts, bind_mount("/sys", "/sys", 1));
+  cJSON_AddItemToArray(mounts, bind_mount("/dev", "/dev", 0));
+  int rc = add_mounts(mounts, "plugin argument mounts", r->s->mounts);
+  if (rc == 0 && r->mount_home && dir_writable(r->home))
+    cJSON_AddItemToArray(mounts, bind_mount(r->home, r->home, 0));
+  if (rc == 0)
+    rc = add_mounts(mounts, "--fpull-mounts", r->mounts);
+  cJSON *linux_ = cJSON_AddObjectToObject(spec, "linux");
+  cJSON_AddItemToObject(linux_, "uidMappings", id_map((unsigned)r->uid));
+  cJSON_AddItemToObject(linux_, "gidMappings", id_map((unsigned)r->gid));
+  cJSON *ns = cJSON_AddArrayToObject(linux_, "namespaces");
+  cJSON *t = cJSON_CreateObject();
+  cJSON_AddStringToObject(t, "type", "user");
+  cJSON_AddItemToArray(ns, t);
+  t = cJSON_CreateObject();
+  cJSON_AddStringToObject(t, "type", "mount");
+  cJSON_AddItemToArray(ns, t);
+  if (r->s->nvidia_hook && r->gpus) {
+    /* The NVIDIA Container Toolkit's hook mounts the driver and exactly these devices. */
+    cJSON *hooks = cJSON_AddObjectToObject(spec, "hooks");
+    cJSON *pre = cJSON_AddArrayToObject(hooks, "prestart");
+    cJSON *h = cJSON_CreateObject();
+    cJSON_AddStringToObject(h, "path", r->s->nvidia_hook);
+    cJSON *ha = cJSON_AddArrayToObject(h, "args");
+    cJSON_AddItemToArray(ha, cJSON_CreateString(r->s->nvidia_hook));
+    cJSON_AddItemToArray(ha, cJSON_CreateString("prestart"));
+    cJSON *he = cJSON_AddArrayToObject(h, "env");
+    cleanup_free char *vis = fp_xasprintf("NVIDIA_VISIBLE_DEVICES=%s", r->gpus);
+    cJSON_AddItemToArray(he, cJSON_CreateString(vis));
+    cJSON_AddItemToArray(he, cJSON_CreateString("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+                                                "/usr/bin:/sbin:/bin"));
+    cJSON_AddItemToArray(pre, h);
+    cJSON *pe = cJSON_GetObjectItem(p, "env");
+    cJSON_AddItemToArray(pe, cJSON_CreateString(vis));
+  }
+  char *out = rc == 0 ? cJSON_PrintUnformatted(spec) : NULL;
+  cJSON_Delete(spec);
+  if (rc)
+    return rc;
+  cleanup_free char *tmp = fp_xasprintf("%s/config.json.tmp", rn->bundle);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  size_t n = strlen(out);
+  int ok = fd >= 0 && write(fd, out, n) == (ssize_t)n;
+  if (fd >= 0 && close(fd) < 0)
+    ok = 0;
+  free(out);
+  if (!ok || rename(ipath, kept) < 0 || rename(tmp, ipath) < 0) {
+    say("fpull: %s: %s", ipath, strerror(errno));
+    return FPULL_EFAIL;
+  }
+  return 0;
+}
+
+static const char *runtime_path(const char *rt, char *buf, size_t len)
+{
+  if (rt[0] == '/')
+    return rt;
+  static const char *const dirs[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin",
+                                     "/sbin",           "/bin",           NULL};
+  for (size_t i = 0; dirs[i]; i++) {
+    snprintf(buf, len, "%s/%s", dirs[i], rt);
+    if (access(buf, X_OK) == 0)
+      return buf;
+  }
+  return rt;
+}
+
+/* The runtime's verb on the step's container; its output (warnings about cgroups it was
+ * not given) is said only when it fails. */
+static int runtime(struct runner *rn, const char *verb, const char *extra1, const char *extra2,
+                   int quiet)
+{
+  char rtbuf[PATH_MAX];
+  const char *rt = runtime_path(rn->r->s->runtime, rtbuf, sizeof rtbuf);
+  cleanup_free char *state = fp_xasprintf("%s/%s/runtime", rn->r->s->run_dir, rn->step);
+  char name[64];
+  snprintf(name, sizeof name, "fpull-%" PRIu32 ".%" PRIu32, rn->r->job_id, rn->r->step_id);
+  const char *argv[12];
+  size_t n = 0;
+  argv[n++] = rt;
+  argv[n++] = "--root";
+  argv[n++] = state;
+  argv[n++] = verb;
+  if (extra1)
+    argv[n++] = extra1;
+  if (extra2)
+    argv[n++] = extra2;
+  argv[n++] = name;
+  argv[n] = NULL;
+  /* A file, not a pipe: the container's init keeps what it was given open. */
+  cleanup_free char *log = fp_xasprintf("%s/%s/runtime.log", rn->r->s->run_dir, rn->step);
+  int rc = run_to((char *const *)argv, rn->envp, NULL, 1, log);
+  struct fp_buf out = {0};
+  if (rc && !quiet)
+    fp_read_file(log, 1 << 16, &out.data, &out.len);
+  if (rc && !quiet && out.len) {
+    /* Its last line says why. */
+    while (out.len && out.data[out.len - 1] == '\n')
+      out.len--;
+    size_t start = out.len;
+    while (start && out.data[start - 1] != '\n')
+      start--;
+    say("fpull: %s %s: %.*s", rn->r->s->runtime, verb, (int)(out.len - start), out.data + start);
+  }
+  fp_buf_free(&out);
+  return rc;
+}
+
+static int runner_main(const struct fp_slurm_request *r, int info, int ack)
+{
+  /* Every id, for good: a bug in what parses the image must not be one setresuid(0) away
+   * from root (slurmstepd keeps ruid and suid 0 here). The groups are the user's already. */
+  gid_t groups[256];
+  int ng = getgroups(256, groups);
+  /* Only the effective uid is the user's here: back to root to be allowed to drop all. */
+  if (ng < 0 || seteuid(0) < 0) {
+    say("fpull: cannot become root: %s", strerror(errno));
+    return FPULL_EFAIL;
+  }
+  /* As root, before anything of the image is read: the job's directory, the user's, in
+   * the root-only run_dir. */
+  fpull_err err = {0};
+  cleanup_close int run_fd = -1;
+  if (fp_slurm_run_dir_open(&run_fd, r->s->run_dir, 1, &err) != 0 ||
+      fp_slurm_job_dir_create(run_fd, r->job_id, r->uid, r->gid, &err) != 0) {
+    say("fpull: %s", err.msg);
+    return err.code ? err.code : FPULL_EFAIL;
+  }
+  if (setgroups((size_t)ng, groups) < 0 || setresgid(r->gid, r->gid, r->gid) < 0 ||
+      setresuid(r->uid, r->uid, r->uid) < 0) {
+    say("fpull: cannot become uid %u: %s", (unsigned)r->uid, strerror(errno));
+    return FPULL_EFAIL;
+  }
+  uid_t ru, eu, su;
+  if (getresuid(&ru, &eu, &su) < 0 || ru != r->uid || eu != r->uid || su != r->uid)
+    return FPULL_EFAIL;
+  prctl(PR_SET_DUMPABLE, 1);
+  umask(077);
+  struct runner rn = {.r = r};
+  snprintf(rn.step, sizeof rn.step, "%" PRIu32 "/%" PRIu32, r->job_id, r->step_id);
+  cleanup_free char *jobdir = fp_xasprintf("%s/%" PRIu32, r->s->run_dir, r->job_id);
+  cleanup_free char *stepdir = fp_xasprintf("%s/%" PRIu32, jobdir, r->step_id);
+  if (mkdir(stepdir, 0700) < 0 && errno != EEXIST) {
+    say("fpull: %s: %s", stepdir, strerror(errno));
+    return FPULL_EFAIL;
+  }
+  snprintf(rn.bundle, sizeof rn.bundle, "%s/bundle", stepdir);
+  /* The user's own cache (their HOME) keeps images between jobs; without a home to write,
+   * one for the job only. */
+  if (!dir_writable(r->xdg_cache_home) && !dir_writable(r->home))
+    snprintf(rn.cache, sizeof rn.cache, "%s/cache", jobdir);
+  env_add(&rn.envp, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  env_add(&rn.envp, "HOME", r->home);
+  env_add(&rn.envp, "DOCKER_CONFIG", r->docker_config);
+  env_add(&rn.envp, "XDG_CONFIG_HOME", r->xdg_config_home);
+  env_add(&rn.envp, "XDG_CACHE_HOME", r->xdg_cache_home);
+  env_add(&rn.envp, "XDG_RUNTIME_DIR", stepdir);
+  env_add(&rn.envp, "FPULL_SHARED_CACHES", r->s->cache_dir);
+  env_add(&rn.envp, "FPULL_DATA_DIR", r->s->data_dir);
+  /* The helpers below read the same. */
+  for (size_t i = 0; rn.envp[i]; i++)
+    putenv(rn.envp[i]);
+
+  cJSON *res = NULL;
+  int rc = pull(&rn, &res);
+  if (rc)
+    return rc; /* fpull said why on the step's stderr */
+  say_chosen(&rn, res);
+  const char *digest = cJSON_GetStringValue(cJSON_GetObjectItem(res, "manifest_digest"));
+  send_rec(info, 'D', digest ? digest : "");
+  cJSON_Delete(res);
+  cleanup_free char *workdir = NULL;
+  cleanup_strv char **env = NULL;
+  rc = write_spec(&rn, &workdir, &env);
+  if (rc)
+    return rc;
+  if (workdir)
+    send_rec(info, 'W', workdir);
+  for (size_t i = 0; env && env[i]; i++)
+    send_rec(info, 'E', env[i]);
+  rc = runtime(&rn, "create", "--bundle", rn.bundle, 0);
+  if (rc)
+    return FPULL_EFAIL;
+  /* runc and crun both say the init's pid in `state`. */
+  struct fp_buf out = {0};
+  {
+    char rtbuf[PATH_MAX];
+    const char *rt = runtime_path(r->s->runtime, rtbuf, sizeof rtbuf);
+    cleanup_free char *state = fp_xasprintf("%s/runtime", stepdir);
+    char name[64];
+    snprintf(name, sizeof name, "fpull-%" PRIu32 ".%" PRIu32, r->job_id, r->step_id);
+    const char *argv[] = {rt, "--root", state, "state", name, NULL};
+    rc = run((char *const *)argv, rn.envp, &out, 0);
+  }
+  cJSON *st = rc == 0 ? cJSON_ParseWithLength(out.data ? out.data : "", out.len) : NULL;
+  fp_buf_free(&out);
+  double pid = cJSON_GetNumberValue(cJSON_GetObjectItem(st, "pid"));
+  cJSON_Delete(st);
+  if (!(pid > 1)) {
+    say("fpull: %s state: no pid of the container", r->s->runtime);
+    runtime(&rn, "delete", "--force", NULL, 1);
+    return FPULL_EFAIL;
+  }
+  char pidbuf[32];
+  snprintf(pidbuf, sizeof pidbuf, "%.0f", pid);
+  send_rec(info, 'P', pidbuf);
+  /* slurmstepd holds the namespaces once it answers (or is gone): the container's init is
+   * no longer needed. */
+  char c;
+  while (read(ack, &c, 1) < 0 && errno == EINTR)
+    ;
+  runtime(&rn, "delete", "--force", NULL, 1);
+  return 0;
+}
+
+/* ---- in slurmstepd ------------------------------------------------------------------ */
+
+static int read_all(int fd, struct fp_buf *b)
+{
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return 0;
+    if (b->len + (size_t)n > INFO_MAX)
+      return -1;
+    fp_buf_append(b, buf, (size_t)n);
+    /* The pid is the last record: the runner waits for our answer after it. */
+    if (b->len >= 2 && b->data[b->len - 1] == '\0') {
+      const char *last = b->data + b->len - 1;
+      while (last > b->data && last[-1] != '\0')
+        last--;
+      if (*last == 'P')
+        return 0;
+    }
+  }
+}
+
+int fp_slurm_container_start(struct fp_slurm_container *c, const struct fp_slurm_request *r,
+                             fpull_err *err)
+{
+  memset(c, 0, sizeof *c);
+  c->userns_fd = c->mntns_fd = -1;
+  int info[2], ack[2];
+  if (pipe2(info, O_CLOEXEC) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "pipe: %s", strerror(errno));
+  if (pipe2(ack, O_CLOEXEC) < 0) {
+    close(info[0]);
+    close(info[1]);
+    return fpull_err_set(err, FPULL_EFAIL, "pipe: %s", strerror(errno));
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    /* Dies with slurmstepd; its own process group, so that cancelling kills fpull too. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+      _exit(FPULL_EFAIL);
+    setpgid(0, 0);
+    close(info[0]);
+    close(ack[1]);
+    _exit(runner_main(r, info[1], ack[0]) & 0xff);
+  }
+  runner_pid = pid;
+  setpgid(pid, pid);
+  close(info[1]);
+  close(ack[0]);
+  struct fp_buf b = {0};
+  int bad = read_all(info[0], &b);
+  close(info[0]);
+  const char *pidrec = NULL;
+  for (size_t off = 0; !bad && off < b.len;) {
+    const char *rec = b.data + off;
+    size_t n = strnlen(rec, b.len - off);
+    if (off + n >= b.len)
+      break;
+    if (rec[0] == 'D')
+      snprintf(c->digest, sizeof c->digest, "%s", rec + 1);
+    else if (rec[0] == 'W')
+      c->workdir = fp_xstrdup(rec + 1);
+    else if (rec[0] == 'E')
+      c->env = fp_strv_push(c->env, rec + 1);
+    else if (rec[0] == 'P')
+      pidrec = rec + 1;
+    off += n + 1;
+  }
+  int rc = 0;
+  if (pidrec) {
+    /* Opened with the user's credentials (slurmstepd's euid is theirs here): a pid that is
+     * not the user's own process cannot be opened. */
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%s/ns/user", pidrec);
+    c->userns_fd = open(p, O_RDONLY | O_CLOEXEC);
+    snprintf(p, sizeof p, "/proc/%s/ns/mnt", pidrec);
+    c->mntns_fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (c->userns_fd < 0 || c->mntns_fd < 0)
+      rc = fpull_err_set(err, FPULL_EFAIL, "the container's namespaces (%s): %s", p,
+                         strerror(errno));
+  }
+  char one = 1;
+  ssize_t w = write(ack[1], &one, 1);
+  (void)w;
+  close(ack[1]);
+  fp_buf_free(&b);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  runner_pid = 0;
+  if (rc)
+    return rc;
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : FPULL_EFAIL;
+  if (code == 0 && !pidrec)
+    code = FPULL_EFAIL;
+  if (code) {
+    /* The runner or fpull said why on the step's stderr. */
+    err->code = code;
+    err->msg[0] = '\0';
+    return code;
+  }
+  return 0;
+}
+
+/* ---- in a task ---------------------------------------------------------------------- */
+
+static int write_proc(const char *name, const char *text)
+{
+  int fd = open(name, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  size_t n = strlen(text);
+  int ok = write(fd, text, n) == (ssize_t)n;
+  close(fd);
+  return ok ? 0 : -1;
+}
+
+int fp_slurm_container_join(const struct fp_slurm_container *c, uid_t uid, gid_t gid,
+                            int remap_root, fpull_err *err)
+{
+  if (setns(c->userns_fd, CLONE_NEWUSER) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "joining the container's user namespace: %s",
+                         strerror(errno));
+  if (setns(c->mntns_fd, CLONE_NEWNS) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "joining the container's mount namespace: %s",
+                         strerror(errno));
+  if (!remap_root) {
+    /* The runtime made the user root of the container's user namespace; a task that is
+     * not to be root there sees its own ids through one more, nested in it. */
+    char map[64];
+    /* Slurm changed this process's ids, which made it non-dumpable: its /proc files are
+     * then root's, whom the namespace does not map. Its exec makes it dumpable anyway. */
+    prctl(PR_SET_DUMPABLE, 1);
+    if (unshare(CLONE_NEWUSER) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "user namespace: %s", strerror(errno));
+    snprintf(map, sizeof map, "%u 0 1\n", (unsigned)uid);
+    if (write_proc("/proc/self/uid_map", map) < 0 || write_proc("/proc/self/setgroups", "deny") < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "uid_map: %s", strerror(errno));
+    snprintf(map, sizeof map, "%u 0 1\n", (unsigned)gid);
+    if (write_proc("/proc/self/gid_map", map) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "gid_map: %s", strerror(errno));
+  }
+  return 0;
+}
