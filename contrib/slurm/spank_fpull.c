@@ -117,15 +117,26 @@ static void log_to_slurm(void *ud, int level, const char *msg)
     slurm_debug("fpull: %s", msg);
 }
 
-int slurm_spank_init(spank_t sp, int ac, char **av)
+/* The plugstack.conf arguments, parsed once per process (the epilog's gets no
+ * slurm_spank_init). */
+static int settings_load(int ac, char **av)
 {
   fpull_err err = {0};
+  if (settings_ok)
+    return 0;
   fpull_log_set(log_to_slurm, NULL);
   if (fp_slurm_settings_parse(&settings, ac, av, &err) != 0) {
     slurm_error("fpull: plugstack.conf: %s", err.msg);
     return -1;
   }
   settings_ok = 1;
+  return 0;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+  if (settings_load(ac, av) != 0)
+    return -1;
   /* The epilog reads the options with spank_option_getopt; registering is for the contexts
    * that parse a command line, and may be refused elsewhere. */
   spank_context_t ctx = spank_context();
@@ -293,8 +304,8 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
   /* A pull cancelled with the step (scancel) does not outlive it. */
   fp_slurm_container_cancel();
   fp_slurm_container_free(&container);
-  if (spank_context() == S_CTX_REMOTE)
-    fp_slurm_settings_free(&settings);
+  fp_slurm_settings_free(&settings);
+  settings_ok = 0;
   return 0;
 }
 
@@ -304,7 +315,9 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
   fpull_err err = {0};
   uint32_t job_id = 0;
   cleanup_close int run_fd = -1;
-  int rc = settings_ok ? 0 : fpull_err_set(&err, FPULL_EUSAGE, "plugstack.conf");
+  if (settings_load(ac, av) != 0)
+    return 0;
+  int rc = 0;
   if (rc == 0 && job_ids(sp, &job_id, NULL, NULL) != 0)
     rc = fpull_err_set(&err, FPULL_EFAIL, "epilog: no job id");
   if (rc == 0)
