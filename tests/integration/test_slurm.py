@@ -315,7 +315,7 @@ class SlurmPlugin(SlurmCase):
         os.mkdir(data, 0o777)
         cp = self.srun(["--fpull-image=" + ref, "--fpull-workdir=/up",
                         "--fpull-mounts=%s:/abs/escaped" % data,
-                        "sh", "-c", "pwd; cat etc/kind; ls %s 2>&1 >/dev/null || echo no-marker; "
+                        "sh", "-c", "pwd; cat etc/kind; ls %s >/dev/null 2>&1 || echo no-marker; "
                                     "test -d /escaped && echo in-image-root" % marker])
         self.assertEqual(cp.returncode, 0, cp.stderr)
         self.assertEqual(cp.stdout.splitlines(), ["/", "links", "no-marker", "in-image-root"],
