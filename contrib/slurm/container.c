@@ -30,6 +30,18 @@
 
 static pid_t runner_pid;
 
+/* In the runner: the pull's child and the deadline of pull_timeout=. */
+static volatile pid_t pull_child;
+static volatile sig_atomic_t pull_timed_out;
+
+static void on_alarm(int sig)
+{
+  (void)sig;
+  pull_timed_out = 1;
+  if (pull_child > 0)
+    kill(pull_child, SIGKILL);
+}
+
 void fp_slurm_container_cancel(void)
 {
   if (runner_pid > 0) {
@@ -93,6 +105,8 @@ static int run_to(char *const argv[], char *const envp[], struct fp_buf *out, in
     return FPULL_EFAIL;
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    signal(SIGALRM, SIG_DFL);
+    alarm(0);
     int nul = open("/dev/null", O_RDWR);
     dup2(nul, STDIN_FILENO);
     dup2(out ? p[1] : nul, STDOUT_FILENO);
@@ -107,6 +121,7 @@ static int run_to(char *const argv[], char *const envp[], struct fp_buf *out, in
     say("fpull: %s: %s", argv[0], strerror(errno));
     _exit(127);
   }
+  pull_child = pid;
   if (out) {
     close(p[1]);
     char buf[4096];
@@ -119,8 +134,9 @@ static int run_to(char *const argv[], char *const envp[], struct fp_buf *out, in
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
     ;
+  pull_child = 0;
   if (!WIFEXITED(status))
-    return FPULL_EFAIL;
+    return pull_timed_out ? FPULL_ENET : FPULL_EFAIL;
   return WEXITSTATUS(status) == 127 ? FPULL_EFAIL : WEXITSTATUS(status);
 }
 
@@ -189,6 +205,8 @@ static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *o
   argv[n++] = rn->bundle;
   argv[n] = NULL;
   out->len = 0;
+  if (pull_timed_out)
+    return FPULL_ENET;
   return run((char *const *)argv, rn->envp, out, quiet);
 }
 
@@ -229,6 +247,12 @@ static int pull(struct runner *rn, cJSON **result)
 {
   struct fp_buf out = {0};
   int rc;
+  /* A registry that trickles cannot hold the job longer than the site allows (the job's
+   * time limit bounds it anyway; the node is never at stake). */
+  if (rn->r->s->pull_timeout > 0) {
+    signal(SIGALRM, on_alarm);
+    alarm((unsigned)rn->r->s->pull_timeout);
+  }
   switch (rn->r->pull) {
   case FP_PULL_NEVER:
     rc = pull_once(rn, 1, 0, &out);
@@ -254,6 +278,13 @@ static int pull(struct runner *rn, cJSON **result)
   default:
     rc = pull_once(rn, 0, 0, &out);
     break;
+  }
+  alarm(0);
+  if (pull_timed_out) {
+    say("fpull: %s: the pull took longer than pull_timeout=%d seconds (exit 6: network or "
+        "registry failure, worth retrying)",
+        rn->r->image, rn->r->s->pull_timeout);
+    rc = FPULL_ENET;
   }
   if (rc == 0) {
     *result = cJSON_ParseWithLength(out.data ? out.data : "", out.len);
@@ -638,7 +669,15 @@ int fp_slurm_container_start(struct fp_slurm_container *c, const struct fp_slurm
   if (pid < 0)
     return fpull_err_set(err, FPULL_EFAIL, "fork: %s", strerror(errno));
   if (pid == 0) {
-    /* Dies with slurmstepd; its own process group, so that cancelling kills fpull too. */
+    /* Dies with slurmstepd; its own process group, so that cancelling kills fpull too.
+     * slurmstepd's thread blocks signals that fpull must get (SIGTERM from scancel, our
+     * SIGALRM): none blocked, default actions. */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int sig = 1; sig < NSIG; sig++)
+      if (sig != SIGKILL && sig != SIGSTOP)
+        signal(sig, SIG_DFL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
       _exit(FPULL_EFAIL);

@@ -14,8 +14,8 @@
 #endif
 
 static const char *const arg_names[] = {
-    "fpull",           "runtime",     "run_dir", "cache_dir",  "config", "data_dir", "mounts",
-    "env_passthrough", "nvidia_hook", "jobs",    "mount_home", "pull",   NULL};
+    "fpull",           "runtime",     "run_dir", "cache_dir",  "config", "data_dir",     "mounts",
+    "env_passthrough", "nvidia_hook", "jobs",    "mount_home", "pull",   "pull_timeout", NULL};
 
 static const char *const pull_names[] = {"always", "missing", "newer", "never", NULL};
 
@@ -94,6 +94,15 @@ static int parse_one(struct fp_slurm_settings *s, const char *key, const char *v
       return fpull_err_set(err, FPULL_EUSAGE, "plugin argument jobs=%s: not a number from 1 to 64",
                            val);
     s->jobs = (int)n;
+    return 0;
+  }
+  if (strcmp(key, "pull_timeout") == 0) {
+    char *end = NULL;
+    long n = strtol(val, &end, 10);
+    if (!*val || *end || n < 0 || n > 86400 * 7)
+      return fpull_err_set(err, FPULL_EUSAGE,
+                           "plugin argument pull_timeout=%s: not a number of seconds", val);
+    s->pull_timeout = (int)n;
     return 0;
   }
   if (strcmp(key, "mount_home") == 0) {

@@ -26,6 +26,8 @@ struct fp_slurm_settings {
   char *env_passthrough;   /* env_passthrough=: NAME[,NAME...] the job's value wins */
   char *nvidia_hook;       /* nvidia_hook=: nvidia-container-runtime-hook, or NULL */
   int jobs;                /* jobs=: parallel downloads; 0: fpull's default */
+  int pull_timeout;        /* pull_timeout=: seconds a step's pull may take; 0: no bound
+                              but the job's time limit */
   int mount_home;          /* mount_home=yes|no: the default of --[no-]fpull-mount-home */
   enum fp_slurm_pull pull; /* pull=: the default of --fpull-pull */
 };

@@ -11,6 +11,7 @@ import time
 import unittest
 
 import cases
+import faultproxy
 import fpull
 import images
 import registry
@@ -455,3 +456,72 @@ class SlurmProlog(SlurmCase):
         with open(self.prolog_log) as f:
             self.assertRegex(f.read(), r"fpull-prolog: job %s: %s: exit 5: fpull: " % (
                 job, re.escape(bad)))
+
+
+class SlurmSlowRegistry(SlurmCase):
+    """The step's pull against a registry behind a fault proxy: it is job time, bounded and
+    cancellable, and never the node's problem."""
+
+    PULL_TIMEOUT = 8
+
+    def setUp(self):
+        super().setUp()
+        if not os.path.isfile(PLUGIN):
+            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
+        if not shutil.which("runc"):
+            self.skipTest("runc is not installed (Debian: runc)")
+        self.proxy = faultproxy.FaultProxy(self.reg.url).start()
+        self.addCleanup(self.proxy.stop)
+        images.push_image(self.client, "hpc/big", "1.0",
+                          [tools_layer(), os_release("big"),
+                           [{"path": "data/blob", "data": os.urandom(1 << 20)}]])
+        self.big = "%s/hpc/big:1.0" % self.proxy.hostport
+        self.cluster = self.start_cluster(
+            plugin=PLUGIN,
+            plugin_args=["run_dir=" + self.run_dir, "config=" + self.config,
+                         "data_dir=" + DATA_DIR, "fpull=" + fpull.binary(),
+                         "pull_timeout=%d" % self.PULL_TIMEOUT])
+
+    def pulls(self):
+        cp = subprocess.run(["pgrep", "-u", "nobody", "-x", "fpull"], stdout=subprocess.PIPE)
+        return cp.stdout.split()
+
+    def test_trickling_registry_fails_the_step_with_exit_6(self):
+        # One byte every 20 s never trips a stall timeout; pull_timeout= ends it.
+        self.proxy.add(r"/blobs/", trickle=(1, 20))
+        cp = self.cluster._cmd(["srun", "--fpull-image=" + self.big, "echo", "ran"],
+                               check=False, user="nobody")
+        self.assertEqual(cp.returncode, 6, cp.stdout + cp.stderr)
+        self.assertNotIn("ran", cp.stdout)
+        self.assertIn("fpull: %s: the pull took longer than pull_timeout=%d seconds (exit 6: "
+                      "network or registry failure, worth retrying)" % (
+                          self.big, self.PULL_TIMEOUT), cp.stderr)
+        self.assertEqual(self.pulls(), [])
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
+        self.assertEqual(os.listdir(self.run_dir), [])
+
+    def test_scancel_during_the_pull_ends_it(self):
+        self.proxy.add(r"/blobs/", trickle=(1024, 0.5))
+        p = subprocess.Popen(["runuser", "-u", "nobody", "--", "srun", "-J", "slowpull",
+                              "--fpull-image=" + self.big, "echo", "ran"],
+                             env=self.cluster.env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        self.addCleanup(p.kill)
+        for _ in range(300):
+            if self.pulls() and self.proxy.count(r"/blobs/"):
+                break
+            time.sleep(0.1)
+        self.assertNotEqual(self.pulls(), [], self.cluster.logs())
+        cp = self.cluster._cmd(["squeue", "-h", "-n", "slowpull", "-o", "%i"])
+        job = cp.stdout.strip()
+        t0 = time.monotonic()
+        self.cluster._cmd(["scancel", job])
+        out, err = p.communicate(timeout=60)
+        while self.pulls() and time.monotonic() - t0 < 30:
+            time.sleep(0.1)
+        print("srun and its pull ended %.1f s after scancel" % (time.monotonic() - t0))
+        self.assertNotEqual(p.returncode, 0)
+        self.assertNotIn("ran", out)
+        self.assertEqual(self.pulls(), [])
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
+        self.assertEqual(os.listdir(self.run_dir), [])
