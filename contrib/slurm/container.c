@@ -44,7 +44,8 @@ static void on_alarm(int sig)
 
 void fp_slurm_container_cancel(void)
 {
-  if (runner_pid > 0) {
+  /* Only while it is still our unreaped child: its pid cannot have been reused then. */
+  if (runner_pid > 0 && waitpid(runner_pid, NULL, WNOHANG) == 0) {
     kill(-runner_pid, SIGKILL);
     kill(runner_pid, SIGKILL);
     while (waitpid(runner_pid, NULL, 0) < 0 && errno == EINTR)
@@ -55,14 +56,14 @@ void fp_slurm_container_cancel(void)
 
 void fp_slurm_container_free(struct fp_slurm_container *c)
 {
-  if (c->userns_fd >= 0)
-    close(c->userns_fd);
-  if (c->mntns_fd >= 0)
-    close(c->mntns_fd);
+  int *fds[] = {&c->userns_fd, &c->mntns_fd, &c->info_fd, &c->ack_fd};
+  for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+    if (*fds[i] >= 0)
+      close(*fds[i]);
   free(c->workdir);
   fpull_strv_free(c->env);
   memset(c, 0, sizeof *c);
-  c->userns_fd = c->mntns_fd = -1;
+  c->userns_fd = c->mntns_fd = c->info_fd = c->ack_fd = -1;
 }
 
 /* ---- in the runner (the job's user, every id) -------------------------------------- */
@@ -84,12 +85,10 @@ static void say(const char *fmt, ...)
   (void)w;
 }
 
-static void send_rec(int fd, char kind, const char *value)
+static void send_rec(struct fp_buf *recs, char kind, const char *value)
 {
-  size_t n = strlen(value);
-  char k = kind;
-  if (write(fd, &k, 1) != 1 || write(fd, value, n + 1) != (ssize_t)(n + 1))
-    _exit(FPULL_EFAIL);
+  fp_buf_append(recs, &kind, 1);
+  fp_buf_append(recs, value, strlen(value) + 1);
 }
 
 /* Runs argv (the job's user already), stdout into out (when out is not NULL, bounded),
@@ -519,7 +518,26 @@ static int runtime(struct runner *rn, const char *verb, const char *extra1, cons
   return rc;
 }
 
-static int runner_main(const struct fp_slurm_request *r, int info, int ack)
+static char *info_path(const struct fp_slurm_settings *s, uint32_t job_id, uint32_t step_id)
+{
+  return fp_xasprintf("%s/%" PRIu32 "/%" PRIu32 "/info", s->run_dir, job_id, step_id);
+}
+
+/* The records for the tasks, in the step's directory (written beside, renamed in). */
+static int info_publish(const struct fp_slurm_request *r, const struct fp_buf *info)
+{
+  cleanup_free char *path = info_path(r->s, r->job_id, r->step_id);
+  cleanup_free char *tmp = fp_xasprintf("%s.tmp", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return FPULL_EFAIL;
+  int ok = write(fd, info->data, info->len) == (ssize_t)info->len;
+  if (close(fd) < 0 || !ok || rename(tmp, path) < 0)
+    return FPULL_EFAIL;
+  return 0;
+}
+
+static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, int ack)
 {
   /* Every id, for good: a bug in what parses the image must not be one setresuid(0) away
    * from root (slurmstepd keeps ruid and suid 0 here). The groups are the user's already. */
@@ -617,45 +635,28 @@ static int runner_main(const struct fp_slurm_request *r, int info, int ack)
   char pidbuf[32];
   snprintf(pidbuf, sizeof pidbuf, "%.0f", pid);
   send_rec(info, 'P', pidbuf);
-  /* slurmstepd holds the namespaces once it answers (or is gone): the container's init is
-   * no longer needed. */
-  char c;
-  while (read(ack, &c, 1) < 0 && errno == EINTR)
-    ;
+  int rc2 = info_publish(r, info);
+  /* The tasks wait for this end of the pipe to close. */
+  close(r->info_fd);
+  /* Once every local task has joined (each says so), the namespaces live on in them and
+   * the container's init is no longer needed. */
+  for (uint32_t joined = 0; rc2 == 0 && joined < r->ntasks;) {
+    char c;
+    ssize_t n = read(ack, &c, 1);
+    if (n == 1)
+      joined++;
+    else if (n == 0 || errno != EINTR)
+      break;
+  }
   runtime(&rn, "delete", "--force", NULL, 1);
-  return 0;
+  return rc2;
 }
 
 /* ---- in slurmstepd ------------------------------------------------------------------ */
 
-static int read_all(int fd, struct fp_buf *b)
-{
-  char buf[4096];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return 0;
-    if (b->len + (size_t)n > INFO_MAX)
-      return -1;
-    fp_buf_append(b, buf, (size_t)n);
-    /* The pid is the last record: the runner waits for our answer after it. */
-    if (b->len >= 2 && b->data[b->len - 1] == '\0') {
-      const char *last = b->data + b->len - 1;
-      while (last > b->data && last[-1] != '\0')
-        last--;
-      if (*last == 'P')
-        return 0;
-    }
-  }
-}
-
-int fp_slurm_container_start(struct fp_slurm_container *c, const struct fp_slurm_request *r,
+int fp_slurm_container_start(struct fp_slurm_container *c, const struct fp_slurm_request *req,
                              fpull_err *err)
 {
-  memset(c, 0, sizeof *c);
-  c->userns_fd = c->mntns_fd = -1;
   int info[2], ack[2];
   if (pipe2(info, O_CLOEXEC) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "pipe: %s", strerror(errno));
@@ -684,20 +685,48 @@ int fp_slurm_container_start(struct fp_slurm_container *c, const struct fp_slurm
     setpgid(0, 0);
     close(info[0]);
     close(ack[1]);
-    _exit(runner_main(r, info[1], ack[0]) & 0xff);
+    struct fp_slurm_request r = *req;
+    r.info_fd = info[1];
+    struct fp_buf recs = {0};
+    int rc = runner_main(&r, &recs, ack[0]);
+    if (rc) {
+      char code[16];
+      snprintf(code, sizeof code, "%d", rc);
+      send_rec(&recs, 'X', code);
+      info_publish(&r, &recs);
+    }
+    _exit(rc & 0xff);
   }
   runner_pid = pid;
   setpgid(pid, pid);
   close(info[1]);
   close(ack[0]);
-  struct fp_buf b = {0};
-  int bad = read_all(info[0], &b);
-  close(info[0]);
+  /* The tasks, forked after this, wait on info (see fp_slurm_container_wait): the step is
+   * running meanwhile, so that scancel reaches the pull at once. */
+  c->info_fd = info[0];
+  c->ack_fd = ack[1];
+  return 0;
+}
+
+int fp_slurm_container_wait(struct fp_slurm_container *c, const struct fp_slurm_settings *s,
+                            uint32_t job_id, uint32_t step_id, fpull_err *err)
+{
+  char b;
+  while (read(c->info_fd, &b, 1) < 0 && errno == EINTR)
+    ;
+  close(c->info_fd);
+  c->info_fd = -1;
+  cleanup_free char *path = info_path(s, job_id, step_id);
+  char *data = NULL;
+  size_t len = 0;
+  if (fp_read_file(path, INFO_MAX, &data, &len) != 0)
+    return fpull_err_set(err, FPULL_EFAIL, "the step's pull ended without a result (killed?)");
   const char *pidrec = NULL;
-  for (size_t off = 0; !bad && off < b.len;) {
-    const char *rec = b.data + off;
-    size_t n = strnlen(rec, b.len - off);
-    if (off + n >= b.len)
+  int code = 0;
+  for (size_t off = 0; off < len;) {
+    const char *rec = data + off;
+    size_t n = strnlen(rec, len - off);
+    if (off + n >= len)
       break;
     if (rec[0] == 'D')
       snprintf(c->digest, sizeof c->digest, "%s", rec + 1);
@@ -707,12 +736,19 @@ int fp_slurm_container_start(struct fp_slurm_container *c, const struct fp_slurm
       c->env = fp_strv_push(c->env, rec + 1);
     else if (rec[0] == 'P')
       pidrec = rec + 1;
+    else if (rec[0] == 'X')
+      code = atoi(rec + 1);
     off += n + 1;
   }
   int rc = 0;
-  if (pidrec) {
-    /* Opened with the user's credentials (slurmstepd's euid is theirs here): a pid that is
-     * not the user's own process cannot be opened. */
+  if (code || !pidrec) {
+    /* The runner or fpull said why on the step's stderr. */
+    err->code = code ? code : FPULL_EFAIL;
+    err->msg[0] = '\0';
+    rc = err->code;
+  } else {
+    /* With the user's credentials: a pid that is not the user's own process cannot be
+     * opened. */
     char p[64];
     snprintf(p, sizeof p, "/proc/%s/ns/user", pidrec);
     c->userns_fd = open(p, O_RDONLY | O_CLOEXEC);
@@ -722,27 +758,22 @@ int fp_slurm_container_start(struct fp_slurm_container *c, const struct fp_slurm
       rc = fpull_err_set(err, FPULL_EFAIL, "the container's namespaces (%s): %s", p,
                          strerror(errno));
   }
+  free(data);
+  return rc;
+}
+
+void fp_slurm_container_joined(struct fp_slurm_container *c)
+{
   char one = 1;
-  ssize_t w = write(ack[1], &one, 1);
-  (void)w;
-  close(ack[1]);
-  fp_buf_free(&b);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-    ;
-  runner_pid = 0;
-  if (rc)
-    return rc;
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : FPULL_EFAIL;
-  if (code == 0 && !pidrec)
-    code = FPULL_EFAIL;
-  if (code) {
-    /* The runner or fpull said why on the step's stderr. */
-    err->code = code;
-    err->msg[0] = '\0';
-    return code;
+  if (c->ack_fd >= 0) {
+    /* A runner that is gone is no reason for the task to die of SIGPIPE. */
+    void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+    ssize_t w = write(c->ack_fd, &one, 1);
+    (void)w;
+    signal(SIGPIPE, old);
+    close(c->ack_fd);
+    c->ack_fd = -1;
   }
-  return 0;
 }
 
 /* ---- in a task ---------------------------------------------------------------------- */

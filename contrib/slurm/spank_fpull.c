@@ -73,7 +73,8 @@ static struct spank_option fpull_options[] = {
 /* The site's settings (slurm_spank_init) and this step's state. */
 static struct fp_slurm_settings settings;
 static int settings_ok;
-static struct fp_slurm_container container = {.userns_fd = -1, .mntns_fd = -1};
+static struct fp_slurm_container container = {
+    .info_fd = -1, .ack_fd = -1, .userns_fd = -1, .mntns_fd = -1};
 static int in_container;
 static fpull_err failure;
 
@@ -227,6 +228,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   r.xdg_config_home = job_env(sp, "XDG_CONFIG_HOME", xc, sizeof xc);
   r.xdg_cache_home = job_env(sp, "XDG_CACHE_HOME", xh, sizeof xh);
   r.gpus = job_env(sp, "CUDA_VISIBLE_DEVICES", gpus, sizeof gpus);
+  if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &r.ntasks) != ESPANK_SUCCESS)
+    r.ntasks = 1;
   if (fp_slurm_container_start(&container, &r, &err) != 0)
     return fail(&err);
   in_container = 1;
@@ -266,26 +269,39 @@ static void merge_env(spank_t sp)
   spank_setenv(sp, "FPULL_IMAGE_DIGEST", container.digest, 1);
 }
 
+/* --fpull-workdir, else the image's WorkingDir, else /. */
+static const char *workdir(spank_t sp)
+{
+  const char *wd = option(sp, FP_OPT_WORKDIR);
+  if (wd && *wd)
+    return wd;
+  return container.workdir ? container.workdir : "/";
+}
+
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
   fpull_err err = {0};
   if (!failure.code && in_container) {
     uid_t uid = getuid();
     gid_t gid = getgid();
-    const char *wd = option(sp, FP_OPT_WORKDIR);
-    if (!wd || !*wd)
-      wd = container.workdir ? container.workdir : "/";
-    if (fp_slurm_container_join(&container, uid, gid, option(sp, FP_OPT_REMAP_ROOT) != NULL,
-                                &err) != 0)
+    uint32_t job_id = 0, step_id = 0;
+    spank_get_item(sp, S_JOB_STEPID, &step_id);
+    if (job_ids(sp, &job_id, NULL, NULL) != 0)
+      fpull_err_set(&err, FPULL_EFAIL, "no job id");
+    if (err.code || fp_slurm_container_wait(&container, &settings, job_id, step_id, &err) != 0)
+      fail(&err);
+    else if (fp_slurm_container_join(&container, uid, gid, option(sp, FP_OPT_REMAP_ROOT) != NULL,
+                                     &err) != 0)
       fail(&err);
     /* Inside, / is the image's: a ".." or a symlink in DIR cannot lead out of it. */
-    else if (chdir(wd) < 0) {
-      fpull_err_set(&err, FPULL_EFAIL, "--fpull-workdir %s: %s", wd, strerror(errno));
+    else if (chdir(workdir(sp)) < 0) {
+      fpull_err_set(&err, FPULL_EFAIL, "working directory %s: %s", workdir(sp), strerror(errno));
       fail(&err);
-    } else
+    } else {
       merge_env(sp);
-    close(container.userns_fd);
-    close(container.mntns_fd);
+      fp_slurm_container_joined(&container);
+    }
+    fp_slurm_container_free(&container);
   }
   if (!failure.code)
     return 0;
