@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import time
@@ -386,6 +387,51 @@ class SlurmPlugin(SlurmCase):
         job, rec, out = self.submit(["--fpull-image=" + self.other_ref],
                                     "srun cat /etc/kind\nsrun -n 2 cat /etc/kind\n")
         self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
+        self.assert_clean()
+        with open("/proc/self/mountinfo") as f:
+            self.assertNotIn(self.run_dir, f.read())
+
+    def test_epilog_never_hangs_on_a_fuse_mount_left_in_the_job_dir(self):
+        # A daemonized squashfuse left mounted in the job's directory, its daemon stopped:
+        # anything that enters the mount hangs. The epilog unmounts it lazily and removes
+        # the rest without entering it (issue 20). (The test mounts it as root: /dev/fuse
+        # is root's on this machine.)
+        for tool in ("squashfuse", "mksquashfs"):
+            if not shutil.which(tool):
+                self.skipTest("%s is not installed" % tool)
+        src = os.path.join(self.tmp, "sqsrc")
+        os.mkdir(src)
+        with open(os.path.join(src, "f"), "w") as f:
+            f.write("x\n")
+        sqsh = os.path.join(self.tmp, "img.sqsh")
+        subprocess.run(["mksquashfs", src, sqsh, "-quiet", "-noappend"], check=True,
+                       stdout=subprocess.DEVNULL)
+        ready = os.path.join(self.cluster.outdir, "ready-%s" % os.urandom(4).hex())
+        go = ready + ".go"
+        cp, job = self.cluster.sbatch(
+            ["--fpull-image=" + self.other_ref],
+            'srun true\nmkdir %s/$SLURM_JOB_ID/mnt && touch %s\n'
+            'while [ ! -e %s ]; do sleep 0.2; done\n' % (self.run_dir, ready, go))
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        for _ in range(300):
+            if os.path.exists(ready):
+                break
+            time.sleep(0.2)
+        self.assertTrue(os.path.exists(ready), self.cluster.output(job) + self.cluster.logs())
+        mnt = os.path.join(self.run_dir, job, "mnt")
+        fuse = subprocess.Popen(["squashfuse", "-f", sqsh, mnt])
+        self.addCleanup(fuse.wait)
+        self.addCleanup(fuse.kill)
+        self.addCleanup(os.kill, fuse.pid, signal.SIGCONT)
+        for _ in range(100):
+            with open("/proc/self/mountinfo") as f:
+                if mnt in f.read():
+                    break
+            time.sleep(0.1)
+        os.kill(fuse.pid, signal.SIGSTOP)
+        open(go, "w").close()
+        rec = self.cluster.wait(job)
+        self.assertEqual(rec["JobState"], "COMPLETED", self.cluster.output(job))
         self.assert_clean()
         with open("/proc/self/mountinfo") as f:
             self.assertNotIn(self.run_dir, f.read())
