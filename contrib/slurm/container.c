@@ -427,6 +427,11 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
   t = cJSON_CreateObject();
   cJSON_AddStringToObject(t, "type", "mount");
   cJSON_AddItemToArray(ns, t);
+  if (!r->s->nvidia_hook && r->gpus && access("/dev/nvidiactl", F_OK) == 0)
+    say("fpull: warning: the job has GPUs (%s) but the container gets none: the site's "
+        "plugstack.conf names no nvidia_hook= (install the NVIDIA Container Toolkit and give "
+        "nvidia_hook=/usr/bin/nvidia-container-runtime-hook)",
+        r->gpus);
   if (r->s->nvidia_hook && r->gpus) {
     /* The NVIDIA Container Toolkit's hook mounts the driver and exactly these devices. */
     cJSON *hooks = cJSON_AddObjectToObject(spec, "hooks");

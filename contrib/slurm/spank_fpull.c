@@ -227,7 +227,12 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   r.docker_config = job_env(sp, "DOCKER_CONFIG", dc, sizeof dc);
   r.xdg_config_home = job_env(sp, "XDG_CONFIG_HOME", xc, sizeof xc);
   r.xdg_cache_home = job_env(sp, "XDG_CACHE_HOME", xh, sizeof xh);
+  /* The GPUs the job was given: what Slurm's gres set, or told the job. */
   r.gpus = job_env(sp, "CUDA_VISIBLE_DEVICES", gpus, sizeof gpus);
+  if (!r.gpus)
+    r.gpus = job_env(sp, "SLURM_STEP_GPUS", gpus, sizeof gpus);
+  if (!r.gpus)
+    r.gpus = job_env(sp, "SLURM_JOB_GPUS", gpus, sizeof gpus);
   if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &r.ntasks) != ESPANK_SUCCESS)
     r.ntasks = 1;
   if (fp_slurm_container_start(&container, &r, &err) != 0)

@@ -204,7 +204,8 @@ class SlurmPlugin(SlurmCase):
         os.mkdir(data, 0o755)
         shutil.chown(data, "nobody", None)
         ro = os.path.join(self.tmp, "ro")
-        os.mkdir(ro, 0o777)
+        os.mkdir(ro)
+        os.chmod(ro, 0o777)  # only the mount's ro keeps the task out
         cp = self.srun(["--fpull-image=" + self.other_ref,
                         "--fpull-mounts=%s:/data,%s:/ro:ro" % (data, ro),
                         "sh", "-c", "echo hello >/data/out && touch /ro/x; echo rc=$?"])
@@ -314,7 +315,8 @@ class SlurmPlugin(SlurmCase):
         marker = os.path.join(self.tmp, "marker-%s" % os.urandom(4).hex())
         os.mkdir(marker)
         data = os.path.join(self.tmp, "d")
-        os.mkdir(data, 0o777)
+        os.mkdir(data)
+        os.chmod(data, 0o777)
         cp = self.srun(["--fpull-image=" + ref, "--fpull-workdir=/up",
                         "--fpull-mounts=%s:/abs/escaped" % data,
                         "sh", "-c", "pwd; cat etc/kind; ls %s >/dev/null 2>&1 || echo no-marker; "
@@ -502,6 +504,58 @@ class SlurmProlog(SlurmCase):
         with open(self.prolog_log) as f:
             self.assertRegex(f.read(), r"fpull-prolog: job %s: %s: exit 5: fpull: " % (
                 job, re.escape(bad)))
+
+
+class SlurmGpuHook(SlurmCase):
+    """nvidia_hook=: the container's prestart hook, with the job's GPUs (a stand-in hook that
+    records how it was called: no GPU on this machine)."""
+
+    def setUp(self):
+        super().setUp()
+        if not os.path.isfile(PLUGIN):
+            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
+        if not shutil.which("runc"):
+            self.skipTest("runc is not installed (Debian: runc)")
+        self.calls = os.path.join(self.tmp, "calls")
+        os.mkdir(self.calls)
+        os.chmod(self.calls, 0o1777)
+        self.hook = os.path.join(self.tmp, "nvidia-hook")
+        with open(self.hook, "w") as f:
+            f.write('#!/bin/sh\nd=%s/$$\n{ echo "args=$*"; echo "uid=$(id -u)"; '
+                    'echo "visible=$NVIDIA_VISIBLE_DEVICES"; cat; echo; } >"$d"\n' % self.calls)
+        os.chmod(self.hook, 0o755)
+        images.push_image(self.client, "hpc/gpu", "1.0", [tools_layer(), os_release("gpu")])
+        self.gpu_ref = "%s/hpc/gpu:1.0" % self.reg.hostport
+        self.cluster = self.start_cluster(
+            plugin=PLUGIN,
+            plugin_args=["run_dir=" + self.run_dir, "config=" + self.config,
+                         "data_dir=" + DATA_DIR, "fpull=" + fpull.binary(),
+                         "nvidia_hook=" + self.hook])
+
+    def srun(self, env, *args):
+        return self.cluster._cmd(["env"] + ["%s=%s" % kv for kv in env.items()] +
+                                 ["srun", "--fpull-image=" + self.gpu_ref] + list(args),
+                                 check=False, user="nobody")
+
+    def test_hook_gets_the_jobs_gpus(self):
+        cp = self.srun({"CUDA_VISIBLE_DEVICES": "0,2"}, "sh", "-c",
+                       'echo "cuda=$CUDA_VISIBLE_DEVICES"; cat /etc/kind')
+        self.assertEqual((cp.returncode, cp.stdout), (0, "cuda=0,2\ngpu\n"), cp.stderr)
+        calls = os.listdir(self.calls)
+        self.assertEqual(len(calls), 1, calls)
+        with open(os.path.join(self.calls, calls[0])) as f:
+            args, uid, visible, state = f.read().split("\n", 3)
+        self.assertEqual(args, "args=prestart")
+        self.assertEqual(uid, "uid=%d" % slurm.NOBODY)
+        self.assertEqual(visible, "visible=0,2")
+        state = json.loads(state)
+        self.assertTrue(state["bundle"].startswith(self.run_dir + "/"), state)
+        self.assertGreater(state["pid"], 1)
+
+    def test_no_gpus_no_hook(self):
+        cp = self.srun({}, "cat", "/etc/kind")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "gpu\n"), cp.stderr)
+        self.assertEqual(os.listdir(self.calls), [])
 
 
 class SlurmSlowRegistry(SlurmCase):
