@@ -68,10 +68,21 @@ int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, f
 }
 
 /* In the child: become the job's user for good, then empty the tree. */
-static int remove_as_user(int run_fd, const char *name, uid_t uid, gid_t gid)
+static int become(uid_t uid, gid_t gid)
 {
+  /* slurmstepd may have only its effective uid dropped: back to root first, then all. */
+  if (geteuid() != 0 && getuid() == 0 && seteuid(0) < 0)
+    return errno;
   if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
     return errno ? errno : EPERM;
+  return 0;
+}
+
+static int remove_as_user(int run_fd, const char *name, uid_t uid, gid_t gid)
+{
+  int e = become(uid, gid);
+  if (e)
+    return e;
   cleanup_close int fd = openat(run_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return errno == ENOENT ? 0 : errno;
@@ -202,4 +213,32 @@ const char *fp_slurm_code_meaning(int code)
   default:
     return "failure";
   }
+}
+
+int fp_slurm_step_dir_remove(int run_fd, uint32_t job_id, uint32_t step_id, uid_t uid, gid_t gid,
+                             fpull_err *err)
+{
+  char job[32], step[32];
+  job_name(job, sizeof job, job_id, "");
+  job_name(step, sizeof step, step_id, "");
+  pid_t pid = fork();
+  if (pid < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    int e = become(uid, gid);
+    if (e)
+      _exit(e & 0xff);
+    int fd = openat(run_fd, job, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+      _exit(errno == ENOENT ? 0 : errno & 0xff);
+    _exit(fp_rm_rf_at(fd, step) < 0 ? errno & 0xff : 0);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return fpull_err_set(err, FPULL_EFAIL, "%s/%s: removing as uid %u: %s", job, step,
+                         (unsigned)uid,
+                         WIFEXITED(status) ? fp_rm_strerror(WEXITSTATUS(status)) : "killed");
+  return 0;
 }

@@ -32,6 +32,11 @@ int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, f
  * mount point. A missing directory is fine. */
 int fp_slurm_job_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, fpull_err *err);
 
+/* Removes RUN_DIR/JOBID/STEPID as uid:gid (a child that drops every id to them), at the
+ * end of the step: a long job's steps do not pile up their trees. */
+int fp_slurm_step_dir_remove(int run_fd, uint32_t job_id, uint32_t step_id, uid_t uid, gid_t gid,
+                             fpull_err *err);
+
 /* The contract's meaning of an exit code ("not found", ...). */
 const char *fp_slurm_code_meaning(int code);
 

@@ -325,6 +325,19 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
   /* A pull cancelled with the step (scancel) does not outlive it. */
   fp_slurm_container_cancel();
   fp_slurm_container_free(&container);
+  uint32_t step_id = 0, job_id = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  if (in_container && settings_ok && container_step(sp, &step_id) &&
+      job_ids(sp, &job_id, &uid, &gid) == 0) {
+    /* The step's tree goes with the step (the namespaces, and so its mounts, went with the
+     * tasks); the epilog removes what is left of the job. */
+    fpull_err err = {0};
+    cleanup_close int run_fd = -1;
+    if (fp_slurm_run_dir_open(&run_fd, settings.run_dir, 0, &err) != 0 ||
+        fp_slurm_step_dir_remove(run_fd, job_id, step_id, uid, gid, &err) != 0)
+      slurm_info("fpull: step %" PRIu32 ".%" PRIu32 ": %s", job_id, step_id, err.msg);
+  }
   fp_slurm_settings_free(&settings);
   settings_ok = 0;
   return 0;

@@ -383,6 +383,27 @@ class SlurmPlugin(SlurmCase):
                         "cat", "/etc/kind"], env={"HOME": home})
         self.assertEqual((cp.returncode, cp.stdout), (0, "other\n"), cp.stderr)
 
+    def test_steps_trees_go_with_the_steps(self):
+        # A long job's steps do not pile up trees: each goes with its step.
+        job, rec, out = self.submit(["--fpull-image=" + self.other_ref],
+                                    "srun true\nsrun true\nls %s/$SLURM_JOB_ID\n" % self.run_dir)
+        self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
+        self.assertEqual(out.splitlines()[-1:], ["cache"], out)
+
+    def test_home_is_mounted_unless_asked_not_to(self):
+        home = self.home("h")
+        with open(os.path.join(home, "mine"), "w") as f:
+            f.write("x")
+        script = 'ls "$HOME"; pwd'
+        cp = self.srun(["--fpull-image=" + self.other_ref, "sh", "-c", script],
+                       env={"HOME": home})
+        self.assertEqual((cp.returncode, cp.stdout), (0, "mine\n/\n"), cp.stderr)
+        cp = self.srun(["--fpull-image=" + self.other_ref, "--no-fpull-mount-home",
+                        "--fpull-workdir=/etc", "sh", "-c", script], env={"HOME": home})
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertEqual(cp.stdout.splitlines()[-1], "/etc", cp.stdout)
+        self.assertNotIn("mine", cp.stdout)
+
     def test_epilog_leaves_nothing_behind(self):
         # The step's tree, its runtime state and the job's cache (nobody has no home) are
         # gone when the job is; nothing is left mounted.
