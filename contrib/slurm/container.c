@@ -632,7 +632,7 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   fp_buf_free(&out);
   double pid = cJSON_GetNumberValue(cJSON_GetObjectItem(st, "pid"));
   cJSON_Delete(st);
-  if (!(pid > 1)) {
+  if (!(pid > 1) || pid > INT_MAX) {
     say("fpull: %s state: no pid of the container", r->s->runtime);
     runtime(&rn, "delete", "--force", NULL, 1);
     return FPULL_EFAIL;
@@ -653,6 +653,12 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
     else if (n == 0 || errno != EINTR)
       break;
   }
+  /* Without a PID namespace of its own, runc finds the container's processes through its
+   * cgroup, which a rootless container has not: it would leave the init running. It is
+   * our child (we are the subreaper): kill and reap it, then let the runtime forget it. */
+  kill((pid_t)pid, SIGKILL);
+  while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
+    ;
   runtime(&rn, "delete", "--force", NULL, 1);
   return rc2;
 }
@@ -688,6 +694,9 @@ int fp_slurm_container_start(struct fp_slurm_container *c, const struct fp_slurm
     if (getppid() != parent)
       _exit(FPULL_EFAIL);
     setpgid(0, 0);
+    /* The container's init, which the runtime leaves behind, stays ours (and in our
+     * process group): killing the group ends it too, never an orphan holding the image. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     close(info[0]);
     close(ack[1]);
     struct fp_slurm_request r = *req;

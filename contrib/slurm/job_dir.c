@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
@@ -78,6 +79,27 @@ static int become(uid_t uid, gid_t gid)
   return 0;
 }
 
+/* As the user: a container's init that a step's runner left (it was killed before it
+ * could) ends here. Its pid is the "P" record of the step's info file (container.c); as
+ * the user, only the user's own process can be killed. */
+static void kill_holder(int job_fd, const char *step)
+{
+  char path[64];
+  snprintf(path, sizeof path, "%s/info", step);
+  cleanup_close int fd = openat(job_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  char buf[1 << 16];
+  ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+  if (n <= 0)
+    return;
+  buf[n] = '\0';
+  for (char *p = buf; p < buf + n; p += strlen(p) + 1)
+    if (p[0] == 'P') {
+      long pid = strtol(p + 1, NULL, 10);
+      if (pid > 1)
+        kill((pid_t)pid, SIGKILL);
+    }
+}
+
 static int remove_as_user(int run_fd, const char *name, uid_t uid, gid_t gid)
 {
   int e = become(uid, gid);
@@ -99,6 +121,7 @@ static int remove_as_user(int run_fd, const char *name, uid_t uid, gid_t gid)
   while ((de = readdir(d)) != NULL) {
     if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
       continue;
+    kill_holder(fd, de->d_name);
     if (fp_rm_rf_at(fd, de->d_name) < 0 && !rc)
       rc = errno;
   }
@@ -231,6 +254,7 @@ int fp_slurm_step_dir_remove(int run_fd, uint32_t job_id, uint32_t step_id, uid_
     int fd = openat(run_fd, job, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
       _exit(errno == ENOENT ? 0 : errno & 0xff);
+    kill_holder(fd, step);
     _exit(fp_rm_rf_at(fd, step) < 0 ? errno & 0xff : 0);
   }
   int status = 0;

@@ -293,18 +293,21 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     spank_get_item(sp, S_JOB_STEPID, &step_id);
     if (job_ids(sp, &job_id, NULL, NULL) != 0)
       fpull_err_set(&err, FPULL_EFAIL, "no job id");
-    if (err.code || fp_slurm_container_wait(&container, &settings, job_id, step_id, &err) != 0)
-      fail(&err);
-    else if (fp_slurm_container_join(&container, uid, gid, option(sp, FP_OPT_REMAP_ROOT) != NULL,
-                                     &err) != 0)
-      fail(&err);
-    /* Inside, / is the image's: a ".." or a symlink in DIR cannot lead out of it. */
-    else if (chdir(workdir(sp)) < 0) {
-      fpull_err_set(&err, FPULL_EFAIL, "working directory %s: %s", workdir(sp), strerror(errno));
+    if (err.code || fp_slurm_container_wait(&container, &settings, job_id, step_id, &err) != 0) {
       fail(&err);
     } else {
-      merge_env(sp);
+      int rc = fp_slurm_container_join(&container, uid, gid, option(sp, FP_OPT_REMAP_ROOT) != NULL,
+                                       &err);
+      /* Joined or not, this task is done with the container's init. */
       fp_slurm_container_joined(&container);
+      if (rc != 0)
+        fail(&err);
+      /* Inside, / is the image's: a ".." or a symlink in DIR cannot lead out of it. */
+      else if (chdir(workdir(sp)) < 0) {
+        fpull_err_set(&err, FPULL_EFAIL, "working directory %s: %s", workdir(sp), strerror(errno));
+        fail(&err);
+      } else
+        merge_env(sp);
     }
     fp_slurm_container_free(&container);
   }

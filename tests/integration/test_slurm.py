@@ -8,6 +8,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import threading
 import time
 import unittest
 
@@ -110,6 +111,20 @@ def tools_layer():
     return entries
 
 
+def holders(run_dir):
+    """Processes whose root is under run_dir: containers' init processes (rootless runc's
+    holders) or tasks left behind."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            root = os.readlink("/proc/%s/root" % pid)
+        except (OSError, ValueError):
+            continue
+        if root.startswith(run_dir + "/"):
+            found.append((pid, root))
+    return found
+
+
 def os_release(name):
     return [{"path": "etc/os-release", "data": 'NAME="%s"\nID=fpulltest\n' % name},
             {"path": "etc/kind", "data": name + "\n"}]
@@ -167,6 +182,7 @@ class SlurmPlugin(SlurmCase):
     def assert_clean(self):
         self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
         self.assertEqual(os.listdir(self.run_dir) if os.path.isdir(self.run_dir) else [], [])
+        self.assertEqual(holders(self.run_dir), [])
 
     def test_task_runs_in_the_image(self):
         cp = self.srun(["--fpull-image=" + self.os_ref, "--fpull-features=x86-64-v3",
@@ -383,6 +399,15 @@ class SlurmPlugin(SlurmCase):
                         "cat", "/etc/kind"], env={"HOME": home})
         self.assertEqual((cp.returncode, cp.stdout), (0, "other\n"), cp.stderr)
 
+    def test_failed_task_leaves_no_container_behind(self):
+        cp = self.srun(["--fpull-image=" + self.other_ref, "--fpull-workdir=/nonexistent",
+                        "echo", "ran"])
+        self.assertEqual(cp.returncode, 1, cp.stderr)
+        self.assertNotIn("ran", cp.stdout)
+        self.assertIn("fpull: working directory /nonexistent: No such file or directory "
+                      "(exit 1: failure)", cp.stderr)
+        self.assert_clean()
+
     def test_steps_trees_go_with_the_steps(self):
         # A long job's steps do not pile up trees: each goes with its step.
         job, rec, out = self.submit(["--fpull-image=" + self.other_ref],
@@ -583,7 +608,7 @@ class SlurmSlowRegistry(SlurmCase):
     """The step's pull against a registry behind a fault proxy: it is job time, bounded and
     cancellable, and never the node's problem."""
 
-    PULL_TIMEOUT = 8
+    PULL_TIMEOUT = 15
 
     def setUp(self):
         super().setUp()
@@ -604,8 +629,10 @@ class SlurmSlowRegistry(SlurmCase):
                          "pull_timeout=%d" % self.PULL_TIMEOUT])
 
     def pulls(self):
-        cp = subprocess.run(["pgrep", "-u", "nobody", "-x", "fpull"], stdout=subprocess.PIPE)
-        return cp.stdout.split()
+        """This cluster's fpull processes (their DEST is under run_dir)."""
+        cp = subprocess.run(["pgrep", "-u", "nobody", "-a", "-x", "fpull"],
+                            stdout=subprocess.PIPE, text=True)
+        return [ln for ln in cp.stdout.splitlines() if self.run_dir + "/" in ln]
 
     def test_trickling_registry_fails_the_step_with_exit_6(self):
         # One byte every 20 s never trips a stall timeout; pull_timeout= ends it.
@@ -628,16 +655,25 @@ class SlurmSlowRegistry(SlurmCase):
                              env=self.cluster.env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         self.addCleanup(p.kill)
+        # The pull's progress comes live on the step's stderr, a line every few seconds.
+        lines = []
+        reader = threading.Thread(target=lambda: lines.extend(iter(p.stderr.readline, "")))
+        reader.start()
+        progress = re.compile(r"^%s: \d+/\d+ layers, .* / .* downloaded, \d+s$" %
+                              re.escape(self.big))
         for _ in range(300):
-            if self.pulls() and self.proxy.count(r"/blobs/"):
+            if any(progress.match(ln) for ln in lines):
                 break
             time.sleep(0.1)
+        self.assertTrue(any(progress.match(ln) for ln in lines), lines)
         self.assertNotEqual(self.pulls(), [], self.cluster.logs())
         cp = self.cluster._cmd(["squeue", "-h", "-n", "slowpull", "-o", "%i"])
         job = cp.stdout.strip()
         t0 = time.monotonic()
         self.cluster._cmd(["scancel", job])
-        out, err = p.communicate(timeout=60)
+        out = p.stdout.read()
+        p.wait(timeout=60)
+        reader.join(timeout=60)
         while self.pulls() and time.monotonic() - t0 < 30:
             time.sleep(0.1)
         print("srun and its pull ended %.1f s after scancel" % (time.monotonic() - t0))
