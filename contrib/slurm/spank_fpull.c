@@ -73,6 +73,7 @@ static struct spank_option fpull_options[] = {
 /* The site's settings (slurm_spank_init) and this step's state. */
 static struct fp_slurm_settings settings;
 static int settings_ok;
+static fpull_err settings_err; /* why they are wrong, when they are */
 static struct fp_slurm_container container = {
     .info_fd = -1, .ack_fd = -1, .userns_fd = -1, .mntns_fd = -1};
 static int in_container;
@@ -92,7 +93,11 @@ static int check_option(int val, const char *optarg, int remote)
   if (remote)
     return 0;
   fpull_err err = {0};
-  if (fp_slurm_option_check(val, optarg, settings_ok ? &settings : NULL, &err) != 0) {
+  if (!settings_ok) {
+    slurm_error("fpull: %s", settings_err.msg);
+    return -1;
+  }
+  if (fp_slurm_option_check(val, optarg, &settings, &err) != 0) {
     slurm_error("fpull: %s", err.msg[0] ? err.msg : option_name(val));
     return -1;
   }
@@ -119,15 +124,16 @@ static void log_to_slurm(void *ud, int level, const char *msg)
 }
 
 /* The plugstack.conf arguments, parsed once per process (the epilog's gets no
- * slurm_spank_init). */
+ * slurm_spank_init). A wrong line fails what uses fpull, naming it, and nothing else: not
+ * slurmd, not a job without --fpull-image. */
 static int settings_load(int ac, char **av)
 {
-  fpull_err err = {0};
   if (settings_ok)
     return 0;
   fpull_log_set(log_to_slurm, NULL);
-  if (fp_slurm_settings_parse(&settings, ac, av, &err) != 0) {
-    slurm_error("fpull: plugstack.conf: %s", err.msg);
+  memset(&settings_err, 0, sizeof settings_err);
+  if (fp_slurm_settings_parse(&settings, ac, av, &settings_err) != 0) {
+    fpull_err_prefix(&settings_err, "plugstack.conf");
     return -1;
   }
   settings_ok = 1;
@@ -136,8 +142,9 @@ static int settings_load(int ac, char **av)
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
-  if (settings_load(ac, av) != 0)
-    return -1;
+  /* Said where an admin looks (slurmd's log); users see it when they use an option. */
+  if (settings_load(ac, av) != 0 && spank_context() == S_CTX_SLURMD)
+    slurm_error("fpull: %s", settings_err.msg);
   /* The epilog reads the options with spank_option_getopt; registering is for the contexts
    * that parse a command line, and may be refused elsewhere. */
   spank_context_t ctx = spank_context();
@@ -207,6 +214,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   uint32_t step_id = 0;
   if (!container_step(sp, &step_id) || failure.code)
     return 0;
+  if (!settings_ok)
+    return fail(&settings_err);
   struct fp_slurm_request r = {.s = &settings, .step_id = step_id};
   fpull_err err = {0};
   if (job_ids(sp, &r.job_id, &r.uid, &r.gid) != 0) {

@@ -605,6 +605,25 @@ class SlurmGpuHook(SlurmCase):
         self.assertEqual(os.listdir(self.calls), [])
 
 
+class SlurmPlugstack(SlurmCase):
+    def test_typo_in_plugstack_conf_is_named(self):
+        if not os.path.isfile(PLUGIN):
+            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
+        # Named where it is used, and nothing else fails: slurmd starts, jobs without
+        # --fpull-image run.
+        c = self.start_cluster(plugin=PLUGIN, plugin_args=["run_dri=/run/x", "pull=nwer"])
+        want = ("fpull: plugstack.conf: unknown plugin argument 'run_dri' (did you mean "
+                "'run_dir='?)")
+        self.assertIn(want, c.log("slurmd.log"))
+        cp = c._cmd(["srun", "echo", "plain"], check=False, user="nobody")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "plain\n"), cp.stderr)
+        cp = c._cmd(["srun", "--fpull-image=" + self.ref, "echo", "ran"], check=False,
+                    user="nobody")
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertNotIn("ran", cp.stdout)
+        self.assertIn(want, cp.stderr)
+
+
 class SlurmSlowRegistry(SlurmCase):
     """The step's pull against a registry behind a fault proxy: it is job time, bounded and
     cancellable, and never the node's problem."""
