@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -93,11 +94,36 @@ static void send_rec(struct fp_buf *recs, char kind, const char *value)
 
 /* Runs argv (the job's user already), stdout into out (when out is not NULL, bounded),
  * stderr on ours or /dev/null; its exit code, or FPULL_EFAIL when it did not exit. */
-static int run_to(char *const argv[], char *const envp[], struct fp_buf *out, int quiet,
-                  const char *log)
+/* Writes the complete lines of buf (len bytes) that do not contain drop to our stderr; the
+ * rest stays in buf. Returns the bytes kept. */
+static size_t forward_lines(char *buf, size_t len, const char *drop)
 {
-  int p[2] = {-1, -1};
+  size_t start = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (buf[i] != '\n')
+      continue;
+    buf[i] = '\0';
+    if (!strstr(buf + start, drop)) {
+      buf[i] = '\n';
+      ssize_t w = write(STDERR_FILENO, buf + start, i + 1 - start);
+      (void)w;
+    }
+    start = i + 1;
+  }
+  memmove(buf, buf + start, len - start);
+  return len - start;
+}
+
+/* Runs argv (the job's user already): stdout into out (when out is not NULL, bounded);
+ * stderr into log, or to /dev/null (quiet), or ours, without the lines that contain drop
+ * (when given, with out). Its exit code, or FPULL_EFAIL when it did not exit. */
+static int run_to(char *const argv[], char *const envp[], struct fp_buf *out, int quiet,
+                  const char *log, const char *drop)
+{
+  int p[2] = {-1, -1}, e[2] = {-1, -1};
   if (out && pipe2(p, O_CLOEXEC) < 0)
+    return FPULL_EFAIL;
+  if (out && drop && !quiet && !log && pipe2(e, O_CLOEXEC) < 0)
     return FPULL_EFAIL;
   pid_t pid = fork();
   if (pid < 0)
@@ -115,6 +141,8 @@ static int run_to(char *const argv[], char *const envp[], struct fp_buf *out, in
       dup2(logfd, STDERR_FILENO);
     } else if (quiet) {
       dup2(nul, STDERR_FILENO);
+    } else if (e[1] >= 0) {
+      dup2(e[1], STDERR_FILENO);
     }
     execve(argv[0], argv, envp);
     say("fpull: %s: %s", argv[0], strerror(errno));
@@ -123,12 +151,46 @@ static int run_to(char *const argv[], char *const envp[], struct fp_buf *out, in
   pull_child = pid;
   if (out) {
     close(p[1]);
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(p[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-      if (n > 0 && out->len + (size_t)n < INFO_MAX)
-        fp_buf_append(out, buf, (size_t)n);
+    if (e[1] >= 0)
+      close(e[1]);
+    struct pollfd fds[2] = {{.fd = p[0], .events = POLLIN}, {.fd = e[0], .events = POLLIN}};
+    char line[8192];
+    size_t kept = 0;
+    while (fds[0].fd >= 0 || fds[1].fd >= 0) {
+      if (poll(fds, 2, -1) < 0) {
+        if (errno == EINTR)
+          continue;
+        break;
+      }
+      if (fds[0].revents) {
+        char buf[4096];
+        ssize_t n = read(fds[0].fd, buf, sizeof buf);
+        if (n > 0 && out->len + (size_t)n < INFO_MAX)
+          fp_buf_append(out, buf, (size_t)n);
+        else if (n == 0 || (n < 0 && errno != EINTR))
+          fds[0].fd = -1;
+      }
+      if (fds[1].revents) {
+        ssize_t n = read(fds[1].fd, line + kept, sizeof line - 1 - kept);
+        if (n > 0) {
+          kept = forward_lines(line, kept + (size_t)n, drop);
+          if (kept == sizeof line - 1) { /* a line longer than the buffer: as it is */
+            ssize_t w = write(STDERR_FILENO, line, kept);
+            (void)w;
+            kept = 0;
+          }
+        } else if (n == 0 || errno != EINTR) {
+          fds[1].fd = -1;
+        }
+      }
+    }
+    if (kept) {
+      ssize_t w = write(STDERR_FILENO, line, kept);
+      (void)w;
+    }
     close(p[0]);
+    if (e[0] >= 0)
+      close(e[0]);
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -141,7 +203,7 @@ static int run_to(char *const argv[], char *const envp[], struct fp_buf *out, in
 
 static int run(char *const argv[], char *const envp[], struct fp_buf *out, int quiet)
 {
-  return run_to(argv, envp, out, quiet, NULL);
+  return run_to(argv, envp, out, quiet, NULL, NULL);
 }
 
 static int dir_writable(const char *p)
@@ -206,7 +268,9 @@ static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *o
   out->len = 0;
   if (pull_timed_out)
     return FPULL_ENET;
-  return run((char *const *)argv, rn->envp, out, quiet);
+  /* The container runs no command of the image's: a warning that the image names none
+   * would only mislead. */
+  return run_to((char *const *)argv, rn->envp, out, quiet, NULL, "neither Entrypoint nor Cmd");
 }
 
 /* How old the cached manifest is, for the outage warning. */
@@ -506,7 +570,7 @@ static int runtime(struct runner *rn, const char *verb, const char *extra1, cons
   argv[n] = NULL;
   /* A file, not a pipe: the container's init keeps what it was given open. */
   cleanup_free char *log = fp_xasprintf("%s/%s/runtime.log", rn->r->s->run_dir, rn->step);
-  int rc = run_to((char *const *)argv, rn->envp, NULL, 1, log);
+  int rc = run_to((char *const *)argv, rn->envp, NULL, 1, log, NULL);
   struct fp_buf out = {0};
   if (rc && !quiet)
     fp_read_file(log, 1 << 16, &out.data, &out.len);

@@ -200,6 +200,8 @@ class SlurmPlugin(SlurmCase):
                                         re.escape(self.os_ref), v3))
         self.assertRegex(cp.stderr, r"(?m)^%s: done: 2 layers " % re.escape(self.os_ref))
         self.assertNotIn("\r", cp.stderr)
+        # The container runs no command of the image's: no warning that it names none.
+        self.assertNotIn("Entrypoint", cp.stderr)
         self.assert_clean()
 
     def test_remap_root(self):
