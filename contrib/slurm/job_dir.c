@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -49,6 +50,10 @@ int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, f
   char name[32];
   job_name(name, sizeof name, job_id, "");
   struct stat st;
+  /* Steps that start at once must not take each other's half-made directory for a
+   * stale one: one at a time (released when run_fd is closed). */
+  while (flock(run_fd, LOCK_EX) < 0 && errno == EINTR)
+    ;
   /* Each step of the job comes here: the directory an earlier step made stays. */
   if (fstatat(run_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
       st.st_uid == uid && st.st_gid == gid && (st.st_mode & 07777) == 0700)

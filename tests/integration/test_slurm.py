@@ -402,6 +402,17 @@ class SlurmPlugin(SlurmCase):
                         "cat", "/etc/kind"], env={"HOME": home})
         self.assertEqual((cp.returncode, cp.stdout), (0, "other\n"), cp.stderr)
 
+    def test_steps_started_at_once_each_get_their_container(self):
+        job, rec, out = self.submit(
+            ["--fpull-image=" + self.other_ref, "-n", "3", "-O"],
+            "for i in 1 2 3; do srun -n 1 --exact cat /etc/kind >%s/$SLURM_JOB_ID.$i & done\n"
+            "wait\n" % self.cluster.outdir)
+        self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
+        for i in (1, 2, 3):
+            with open(os.path.join(self.cluster.outdir, "%s.%d" % (job, i))) as f:
+                self.assertEqual(f.read(), "other\n", out)
+        self.assert_clean()
+
     def test_failed_task_leaves_no_container_behind(self):
         cp = self.srun(["--fpull-image=" + self.other_ref, "--fpull-workdir=/nonexistent",
                         "echo", "ran"])
