@@ -19,6 +19,7 @@
 
 #include <fpull/cache.h>
 #include <fpull/config.h>
+#include <fpull/ref.h>
 
 #include "container.h"
 #include "job_dir.h"
@@ -606,6 +607,46 @@ static int info_publish(const struct fp_slurm_request *r, const struct fp_buf *i
   return 0;
 }
 
+/* --fpull-save: the entry the step runs, as a SquashFS file, from the cache (the pull just
+ * filled it) and as the user. Said, not fatal, when it cannot be written: the step runs. */
+static void save(struct runner *rn, const char *digest)
+{
+  const struct fp_slurm_request *r = rn->r;
+  struct fpull_ref *ref = NULL;
+  if (fpull_ref_parse(&ref, r->image, NULL) != 0)
+    return;
+  /* With a tag and a digest the digest wins (contract); the tag stays for messages. */
+  free(ref->digest);
+  ref->digest = fp_xstrdup(digest);
+  cleanup_free char *pinned = fpull_ref_format(ref);
+  fpull_ref_free(ref);
+  const char *argv[16];
+  size_t n = 0;
+  argv[n++] = r->s->fpull;
+  argv[n++] = "pull";
+  argv[n++] = "--format=squashfs";
+  argv[n++] = "--offline";
+  argv[n++] = "--force";
+  argv[n++] = "--quiet";
+  if (r->s->config) {
+    argv[n++] = "--config";
+    argv[n++] = r->s->config;
+  }
+  if (rn->cache[0]) {
+    argv[n++] = "--cache-dir";
+    argv[n++] = rn->cache;
+  }
+  argv[n++] = "--";
+  argv[n++] = pinned;
+  argv[n++] = r->save;
+  argv[n] = NULL;
+  int rc = run((char *const *)argv, rn->envp, NULL, 0);
+  if (rc)
+    say("fpull: warning: --fpull-save=%s: not saved (exit %d)", r->save, rc);
+  else
+    say("fpull: saved %s to %s", pinned, r->save);
+}
+
 static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, int ack)
 {
   /* Every id, for good: a bug in what parses the image must not be one setresuid(0) away
@@ -667,6 +708,8 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
     return rc; /* fpull said why on the step's stderr */
   say_chosen(&rn, res);
   const char *digest = cJSON_GetStringValue(cJSON_GetObjectItem(res, "manifest_digest"));
+  if (r->save && digest)
+    save(&rn, digest);
   send_rec(info, 'D', digest ? digest : "");
   cJSON_Delete(res);
   cleanup_free char *workdir = NULL;

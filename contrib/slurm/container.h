@@ -35,6 +35,7 @@ struct fp_slurm_request {
   /* From the job's environment: where the user's credentials and cache are. */
   const char *home, *docker_config, *xdg_config_home, *xdg_cache_home;
   const char *gpus; /* the allocation's GPUs (CUDA_VISIBLE_DEVICES), or NULL */
+  const char *save; /* --fpull-save: a SquashFS file of the image, written by node 0 */
   uint32_t ntasks;  /* the step's tasks on this node: each joins, then the holder goes */
   int info_fd;      /* (the runner's own) */
 };

@@ -306,6 +306,8 @@ int fp_slurm_option_check(int opt, const char *value, const struct fp_slurm_sett
   }
   case FP_OPT_WORKDIR:
     return check_path("--fpull-workdir", value, err);
+  case FP_OPT_SAVE:
+    return check_path("--fpull-save", value, err);
   case FP_OPT_PULL:
     if (fp_slurm_pull_parse(value) >= 0)
       return 0;

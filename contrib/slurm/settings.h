@@ -49,6 +49,7 @@ enum fp_slurm_opt {
   FP_OPT_REMAP_ROOT,
   FP_OPT_ENTRYPOINT,
   FP_OPT_PULL,
+  FP_OPT_SAVE,
 };
 
 /* One bind mount of --fpull-mounts or mounts=. */

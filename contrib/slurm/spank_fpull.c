@@ -68,6 +68,9 @@ static struct spank_option fpull_options[] = {
      "when to ask the registry (default: the site's, else newer: the cached image when the "
      "registry cannot be reached)",
      1, FP_OPT_PULL, check_option},
+    {"fpull-save", "PATH.sqsh",
+     "also write the step's image to PATH as a SquashFS file (the first node of the step)", 1,
+     FP_OPT_SAVE, check_option},
     SPANK_OPTIONS_TABLE_END};
 
 /* The site's settings (slurm_spank_init) and this step's state. */
@@ -244,6 +247,9 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     r.gpus = job_env(sp, "SLURM_JOB_GPUS", gpus, sizeof gpus);
   if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &r.ntasks) != ESPANK_SUCCESS)
     r.ntasks = 1;
+  uint32_t node = 0;
+  if (spank_get_item(sp, S_JOB_NODEID, &node) == ESPANK_SUCCESS && node == 0)
+    r.save = option(sp, FP_OPT_SAVE);
   if (fp_slurm_container_start(&container, &r, &err) != 0)
     return fail(&err);
   in_container = 1;

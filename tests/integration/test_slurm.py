@@ -413,6 +413,27 @@ class SlurmPlugin(SlurmCase):
                 self.assertEqual(f.read(), "other\n", out)
         self.assert_clean()
 
+    def test_save_writes_the_image_as_squashfs(self):
+        if not shutil.which("unsquashfs"):
+            self.skipTest("unsquashfs is not installed (Debian: squashfs-tools)")
+        out = os.path.join(self.tmp, "saved")
+        os.mkdir(out)
+        shutil.chown(out, "nobody", None)
+        sqsh = os.path.join(out, "app.sqsh")
+        cp = self.srun(["--fpull-image=" + self.os_ref, "--fpull-features=x86-64-v2",
+                        "--fpull-save=" + sqsh, "cat", "/etc/kind"])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "image-v2\n"), cp.stderr)
+        self.assertIn("fpull: saved %s@%s to %s" % (self.os_ref, self.images["v2"]["digest"],
+                                                    sqsh), cp.stderr)
+        self.assertEqual(os.stat(sqsh).st_uid, slurm.NOBODY)
+        listing = subprocess.run(["unsquashfs", "-cat", sqsh, "etc/kind"],
+                                 stdout=subprocess.PIPE, text=True)
+        self.assertEqual(listing.stdout, "image-v2\n")
+        # Not a path: refused at submit.
+        cp = self.srun(["--fpull-image=" + self.os_ref, "--fpull-save=app.sqsh", "true"])
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertIn("fpull: --fpull-save=app.sqsh: not an absolute path", cp.stderr)
+
     def test_failed_task_leaves_no_container_behind(self):
         cp = self.srun(["--fpull-image=" + self.other_ref, "--fpull-workdir=/nonexistent",
                         "echo", "ran"])
