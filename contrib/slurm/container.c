@@ -651,10 +651,14 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
 {
   /* Every id, for good: a bug in what parses the image must not be one setresuid(0) away
    * from root (slurmstepd keeps ruid and suid 0 here). The groups are the user's already. */
-  gid_t groups[256];
-  int ng = getgroups(256, groups);
+  int ng = getgroups(0, NULL);
+  cleanup_free gid_t *groups = fp_xcalloc(ng > 0 ? (size_t)ng : 1, sizeof *groups);
+  if (ng < 0 || (ng = getgroups(ng, groups)) < 0) {
+    say("fpull: the job's groups: %s", strerror(errno));
+    return FPULL_EFAIL;
+  }
   /* Only the effective uid is the user's here: back to root to be allowed to drop all. */
-  if (ng < 0 || seteuid(0) < 0) {
+  if (seteuid(0) < 0) {
     say("fpull: cannot become root: %s", strerror(errno));
     return FPULL_EFAIL;
   }
@@ -667,6 +671,8 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
     say("fpull: %s", err.msg);
     return err.code ? err.code : FPULL_EFAIL;
   }
+  close(run_fd);
+  run_fd = -1;
   if (setgroups((size_t)ng, groups) < 0 || setresgid(r->gid, r->gid, r->gid) < 0 ||
       setresuid(r->uid, r->uid, r->uid) < 0) {
     say("fpull: cannot become uid %u: %s", (unsigned)r->uid, strerror(errno));

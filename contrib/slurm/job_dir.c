@@ -45,15 +45,11 @@ static void job_name(char *buf, size_t len, uint32_t job_id, const char *suffix)
   snprintf(buf, len, "%" PRIu32 "%s", job_id, suffix);
 }
 
-int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, fpull_err *err)
+static int job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, fpull_err *err)
 {
   char name[32];
   job_name(name, sizeof name, job_id, "");
   struct stat st;
-  /* Steps that start at once must not take each other's half-made directory for a
-   * stale one: one at a time (released when run_fd is closed). */
-  while (flock(run_fd, LOCK_EX) < 0 && errno == EINTR)
-    ;
   /* Each step of the job comes here: the directory an earlier step made stays. */
   if (fstatat(run_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
       st.st_uid == uid && st.st_gid == gid && (st.st_mode & 07777) == 0700)
@@ -71,6 +67,17 @@ int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, f
     return fpull_err_set(err, FPULL_EFAIL, "job directory %s: %s", name, strerror(e));
   }
   return 0;
+}
+
+int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, fpull_err *err)
+{
+  /* Steps that start at once must not take each other's half-made directory for a stale
+   * one: one at a time. */
+  while (flock(run_fd, LOCK_EX) < 0 && errno == EINTR)
+    ;
+  int rc = job_dir_create(run_fd, job_id, uid, gid, err);
+  flock(run_fd, LOCK_UN);
+  return rc;
 }
 
 /* In the child: become the job's user for good, then empty the tree. */
