@@ -639,6 +639,58 @@ class SlurmGpuHook(SlurmCase):
         self.assertEqual(os.listdir(self.calls), [])
 
 
+class SlurmSiteSettings(SlurmCase):
+    """The site's plugstack arguments: mounts= for every container, env_passthrough= names
+    that keep the job's value, mount_home=no as the default, pull=never."""
+
+    def setUp(self):
+        super().setUp()
+        if not os.path.isfile(PLUGIN):
+            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
+        if not shutil.which("runc"):
+            self.skipTest("runc is not installed (Debian: runc)")
+        self.scratch = os.path.join(self.tmp, "scratch")
+        os.mkdir(self.scratch)
+        with open(os.path.join(self.scratch, "site-file"), "w") as f:
+            f.write("from the site\n")
+        images.push_image(self.client, "hpc/site", "1.0", [tools_layer(), os_release("site")],
+                          config_extra={"config": {"Env": ["APP_MODE=image", "OTHER=image"]}})
+        self.site_ref = "%s/hpc/site:1.0" % self.reg.hostport
+        self.cluster = self.start_cluster(
+            plugin=PLUGIN,
+            plugin_args=["run_dir=" + self.run_dir, "config=" + self.config,
+                         "data_dir=" + DATA_DIR, "fpull=" + fpull.binary(),
+                         "mounts=%s:/scratch:ro" % self.scratch, "env_passthrough=APP_MODE",
+                         "mount_home=no", "pull=never"])
+
+    def srun(self, env, *args):
+        return self.cluster._cmd(["env"] + ["%s=%s" % kv for kv in env.items()] +
+                                 ["srun"] + list(args), check=False, user="nobody")
+
+    def test_site_mounts_env_and_defaults(self):
+        home = os.path.join(self.tmp, "home")
+        os.mkdir(home)
+        shutil.chown(home, "nobody", None)
+        # pull=never: nothing is in the cache yet, so the step fails without asking.
+        gets = len(self.blob_gets())
+        cp = self.srun({"HOME": home}, "--fpull-image=" + self.site_ref, "true")
+        self.assertEqual(cp.returncode, 5, cp.stderr)
+        self.assertEqual(len(self.blob_gets()), gets)
+        # --fpull-pull overrides the site's default.
+        cp = self.srun({"HOME": home, "APP_MODE": "job", "OTHER": "job"},
+                       "--fpull-image=" + self.site_ref, "--fpull-pull=missing", "sh", "-c",
+                       'cat /scratch/site-file; echo "$APP_MODE $OTHER"; '
+                       'test -d "$HOME" && echo home || echo no-home; '
+                       'touch /scratch/x 2>/dev/null || echo ro')
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertEqual(cp.stdout.splitlines(), ["from the site", "job image", "no-home", "ro"],
+                         cp.stderr)
+        # --fpull-mount-home overrides mount_home=no.
+        cp = self.srun({"HOME": home}, "--fpull-image=" + self.site_ref, "--fpull-mount-home",
+                       "sh", "-c", 'test -d "$HOME" && echo home')
+        self.assertEqual((cp.returncode, cp.stdout), (0, "home\n"), cp.stderr)
+
+
 class SlurmPlugstack(SlurmCase):
     def test_typo_in_plugstack_conf_is_named(self):
         if not os.path.isfile(PLUGIN):
