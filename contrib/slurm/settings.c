@@ -281,6 +281,9 @@ int fp_slurm_option_check(int opt, const char *value, const struct fp_slurm_sett
 {
   switch (opt) {
   case FP_OPT_IMAGE: {
+    /* A path: a SquashFS file (no reference starts with '/'). */
+    if (value && value[0] == '/')
+      return check_path("--fpull-image", value, err);
     struct fpull_ref *ref = NULL;
     /* A typo in IMAGE is a submit-time error, never a job that runs something else. */
     if (fpull_ref_parse(&ref, value ? value : "", err) != 0)

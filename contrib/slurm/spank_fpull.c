@@ -45,7 +45,8 @@ static int check_option(int val, const char *optarg, int remote);
 /* Registered from slurm_spank_init: sbatch and salloc (the allocator context) only know
  * options registered that way, not an exported spank_options table. */
 static struct spank_option fpull_options[] = {
-    {"fpull-image", "IMAGE", "run the step's tasks in IMAGE (its entry for each node, by fpull)", 1,
+    {"fpull-image", "IMAGE|/PATH.sqsh",
+     "run the step's tasks in IMAGE (its entry for each node, by fpull) or a SquashFS file", 1,
      FP_OPT_IMAGE, check_option},
     {"fpull-features", "LIST",
      "choose IMAGE's entry for these features instead of each node's own (as fpull --features)", 1,

@@ -413,7 +413,7 @@ class SlurmPlugin(SlurmCase):
                 self.assertEqual(f.read(), "other\n", out)
         self.assert_clean()
 
-    def test_save_writes_the_image_as_squashfs(self):
+    def test_save_writes_the_image_as_squashfs_and_a_job_runs_it(self):
         if not shutil.which("unsquashfs"):
             self.skipTest("unsquashfs is not installed (Debian: squashfs-tools)")
         out = os.path.join(self.tmp, "saved")
@@ -429,6 +429,21 @@ class SlurmPlugin(SlurmCase):
         listing = subprocess.run(["unsquashfs", "-cat", sqsh, "etc/kind"],
                                  stdout=subprocess.PIPE, text=True)
         self.assertEqual(listing.stdout, "image-v2\n")
+        # A later job runs the saved file (extracted with unsquashfs: no registry).
+        self.reg.stop()
+        cp = self.srun(["--fpull-image=" + sqsh, "sh", "-c",
+                        'cat /etc/kind; echo "digest=$FPULL_IMAGE_DIGEST"; pwd'])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "image-v2\ndigest=\n/\n"), cp.stderr)
+        self.assertRegex(cp.stderr, r"(?m)^fpull: [^ ]+: %s \(a SquashFS file\)$" % sqsh)
+        self.assert_clean()
+        # A file that is no SquashFS fails the step.
+        bad = os.path.join(out, "bad.sqsh")
+        with open(bad, "w") as f:
+            f.write("not squashfs")
+        cp = self.srun(["--fpull-image=" + bad, "echo", "ran"])
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertNotIn("ran", cp.stdout)
+        self.assertIn("fpull: %s: cannot be unpacked as a SquashFS file" % bad, cp.stderr)
         # Not a path: refused at submit.
         cp = self.srun(["--fpull-image=" + self.os_ref, "--fpull-save=app.sqsh", "true"])
         self.assertNotEqual(cp.returncode, 0)
