@@ -1,7 +1,9 @@
 /* fpull Slurm plugin: the step's container (see container.h). */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -23,6 +26,7 @@
 
 #include "container.h"
 #include "job_dir.h"
+#include "unpack/inroot.h"
 #include "util.h"
 
 /* The runner's records to slurmstepd, each "K<value>\0": D digest, W workdir, E one Env
@@ -216,9 +220,15 @@ static int dir_writable(const char *p)
 struct runner {
   const struct fp_slurm_request *r;
   char step[64];         /* the step's directory, relative to the job's */
-  char bundle[PATH_MAX]; /* absolute */
+  char bundle[PATH_MAX]; /* the step's bundle (config.json), absolute */
+  char tree[PATH_MAX];   /* the image's (rootfs/, fpull's config.json): the bundle's, or
+                            a kept one in the node store */
   char cache[PATH_MAX];  /* --cache-dir, or "" for fpull's default (the user's own) */
   char **envp;
+  const char *pull_image; /* what is pulled: the image, or it pinned to a digest */
+  int inspect;            /* resolve only (fpull inspect) */
+  int offline_only;       /* an earlier resolution found the registry down */
+  int went_offline;       /* the last pull() used the cache only */
 };
 
 static char *const *env_add(char ***envp, const char *k, const char *v)
@@ -239,11 +249,13 @@ static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *o
   const char *argv[24];
   size_t n = 0;
   argv[n++] = r->s->fpull;
-  argv[n++] = "pull";
-  argv[n++] = "--format=bundle";
-  argv[n++] = "--progress=lines";
+  argv[n++] = rn->inspect ? "inspect" : "pull";
   argv[n++] = "--json";
-  argv[n++] = "--force";
+  if (!rn->inspect) {
+    argv[n++] = "--format=bundle";
+    argv[n++] = "--progress=lines";
+    argv[n++] = "--force";
+  }
   if (offline)
     argv[n++] = "--offline";
   if (r->s->config) {
@@ -254,7 +266,7 @@ static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *o
     argv[n++] = "--features";
     argv[n++] = r->features;
   }
-  if (r->s->jobs) {
+  if (r->s->jobs && !rn->inspect) {
     argv[n++] = "--jobs";
     argv[n++] = jobs;
   }
@@ -263,8 +275,9 @@ static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *o
     argv[n++] = rn->cache;
   }
   argv[n++] = "--";
-  argv[n++] = r->image;
-  argv[n++] = rn->bundle;
+  argv[n++] = rn->pull_image;
+  if (!rn->inspect)
+    argv[n++] = rn->tree;
   argv[n] = NULL;
   out->len = 0;
   if (pull_timed_out)
@@ -317,12 +330,15 @@ static int pull(struct runner *rn, cJSON **result)
     signal(SIGALRM, on_alarm);
     alarm((unsigned)rn->r->s->pull_timeout);
   }
-  switch (rn->r->pull) {
+  rn->went_offline = 0;
+  switch (rn->offline_only ? FP_PULL_NEVER : rn->r->pull) {
   case FP_PULL_NEVER:
     rc = pull_once(rn, 1, 0, &out);
+    rn->went_offline = 1;
     break;
   case FP_PULL_MISSING:
     rc = pull_once(rn, 1, 1, &out);
+    rn->went_offline = rc == 0;
     if (rc != 0)
       rc = pull_once(rn, 0, 0, &out);
     break;
@@ -331,6 +347,9 @@ static int pull(struct runner *rn, cJSON **result)
     if (rc == FPULL_ENET && pull_once(rn, 1, 1, &out) == 0) {
       cJSON *j = cJSON_ParseWithLength(out.data ? out.data : "", out.len);
       const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(j, "manifest_digest"));
+      if (!d)
+        d = cJSON_GetStringValue(cJSON_GetObjectItem(j, "chosen"));
+      rn->went_offline = 1;
       char age[64];
       cached_age(rn, d ? d : "", age, sizeof age);
       say("fpull: warning: %s: the registry cannot be reached: running the cached %s (%s)",
@@ -433,8 +452,11 @@ static cJSON *id_map(unsigned host)
 static int write_spec(struct runner *rn, char **workdir, char ***env)
 {
   const struct fp_slurm_request *r = rn->r;
-  cleanup_free char *ipath = fp_xasprintf("%s/config.json", rn->bundle);
+  int own = strcmp(rn->tree, rn->bundle) == 0;
+  cleanup_free char *ipath = fp_xasprintf("%s/config.json", rn->tree);
   cleanup_free char *kept = fp_xasprintf("%s/image.json", rn->bundle);
+  cleanup_free char *opath = fp_xasprintf("%s/config.json", rn->bundle);
+  cleanup_free char *rootfs = fp_xasprintf("%s/rootfs", rn->tree);
   char *text = NULL;
   size_t len = 0;
   if (fp_read_file(ipath, SPEC_MAX, &text, &len) != 0) {
@@ -460,7 +482,8 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
   cJSON *spec = cJSON_CreateObject();
   cJSON_AddStringToObject(spec, "ociVersion", "1.0.2");
   cJSON *root = cJSON_AddObjectToObject(spec, "root");
-  cJSON_AddStringToObject(root, "path", "rootfs");
+  /* A kept tree is shared by the user's steps: named by its absolute path. */
+  cJSON_AddStringToObject(root, "path", own ? "rootfs" : rootfs);
   cJSON *p = cJSON_AddObjectToObject(spec, "process");
   cJSON_AddFalseToObject(p, "terminal");
   cJSON *u = cJSON_AddObjectToObject(p, "user");
@@ -519,6 +542,11 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
   cJSON_Delete(spec);
   if (rc)
     return rc;
+  if (!own && mkdir(rn->bundle, 0700) < 0 && errno != EEXIST) {
+    free(out);
+    say("fpull: %s: %s", rn->bundle, strerror(errno));
+    return FPULL_EFAIL;
+  }
   cleanup_free char *tmp = fp_xasprintf("%s/config.json.tmp", rn->bundle);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   size_t n = strlen(out);
@@ -526,8 +554,8 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
   if (fd >= 0 && close(fd) < 0)
     ok = 0;
   free(out);
-  if (!ok || rename(ipath, kept) < 0 || rename(tmp, ipath) < 0) {
-    say("fpull: %s: %s", ipath, strerror(errno));
+  if (!ok || (own && rename(ipath, kept) < 0) || rename(tmp, opath) < 0) {
+    say("fpull: %s: %s", opath, strerror(errno));
     return FPULL_EFAIL;
   }
   return 0;
@@ -689,6 +717,173 @@ static int from_squashfs(struct runner *rn)
   return 0;
 }
 
+/* ---- the node store (store_max=): a user's unpacked images, kept between jobs ------- */
+
+static uint64_t tree_bytes;
+static int add_bytes(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+  (void)p;
+  (void)flag;
+  (void)f;
+  tree_bytes += (uint64_t)st->st_blocks * 512;
+  return 0;
+}
+
+struct kept {
+  char hex[72];
+  time_t used;
+  uint64_t bytes;
+};
+
+static int kept_older(const void *a, const void *b)
+{
+  const struct kept *x = a, *y = b;
+  return x->used < y->used ? -1 : x->used > y->used;
+}
+
+/* Removes the least recently used trees until the user's store is within store_max, never
+ * keep (this step's) nor one another step holds (its lock). */
+static void evict(const struct runner *rn, const char *store, const char *keep)
+{
+  cleanup_close int dfd = open(store, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d = dfd < 0 ? NULL : fdopendir(dup(dfd));
+  if (!d)
+    return;
+  struct kept *k = NULL;
+  size_t n = 0;
+  uint64_t total = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    size_t len = strlen(de->d_name);
+    if (len < 6 || len > 70 || strcmp(de->d_name + len - 5, ".lock") != 0)
+      continue;
+    struct stat st;
+    if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+      continue;
+    k = fp_xrealloc(k, (n + 1) * sizeof *k);
+    snprintf(k[n].hex, sizeof k[n].hex, "%.*s", (int)(len - 5), de->d_name);
+    k[n].used = st.st_mtime;
+    k[n].bytes = 0;
+    char sz[96], buf[32] = "";
+    snprintf(sz, sizeof sz, "%s.size", k[n].hex);
+    int fd = openat(dfd, sz, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+      ssize_t r = read(fd, buf, sizeof buf - 1);
+      buf[r > 0 ? r : 0] = '\0';
+      k[n].bytes = strtoull(buf, NULL, 10);
+      close(fd);
+    }
+    total += k[n].bytes;
+    n++;
+  }
+  closedir(d);
+  qsort(k, n, sizeof *k, kept_older);
+  for (size_t i = 0; i < n && total > rn->r->s->store_max; i++) {
+    if (strcmp(k[i].hex, keep) == 0)
+      continue;
+    char name[96];
+    snprintf(name, sizeof name, "%s.lock", k[i].hex);
+    int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+      continue;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      fp_rm_rf_at(dfd, k[i].hex);
+      snprintf(name, sizeof name, "%s.size", k[i].hex);
+      unlinkat(dfd, name, 0);
+      snprintf(name, sizeof name, "%s.lock", k[i].hex);
+      unlinkat(dfd, name, 0);
+      total -= k[i].bytes;
+    }
+    close(fd);
+  }
+  free(k);
+}
+
+/* With store_max=: resolves the entry (fpull inspect, under the pull policy), and unpacks
+ * it into the user's store only when it is not there yet. *lock stays held (shared) for
+ * the step: no other job evicts the tree meanwhile. *res: what say_chosen needs. */
+static int from_store(struct runner *rn, cJSON **res, int *lock)
+{
+  const struct fp_slurm_request *r = rn->r;
+  cJSON *ins = NULL;
+  rn->inspect = 1;
+  int rc = pull(rn, &ins);
+  rn->inspect = 0;
+  if (rc)
+    return rc;
+  rn->offline_only = rn->went_offline;
+  const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(ins, "chosen"));
+  if (!d || strncmp(d, "sha256:", 7) != 0 || strlen(d) != 71 ||
+      strspn(d + 7, "0123456789abcdef") != 64) {
+    cJSON_Delete(ins);
+    say("fpull: %s: no entry of the image fits this node", r->image);
+    return FPULL_ENOMATCH;
+  }
+  char hex[72];
+  snprintf(hex, sizeof hex, "%s", d + 7);
+  cleanup_free char *store = fp_xasprintf("%s/store/%u", r->s->run_dir, (unsigned)r->uid);
+  snprintf(rn->tree, sizeof rn->tree, "%s/%s", store, hex);
+  cleanup_free char *lockp = fp_xasprintf("%s.lock", rn->tree);
+  cleanup_free char *config = fp_xasprintf("%s/config.json", rn->tree);
+  int fd = open(lockp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+    say("fpull: %s: %s", lockp, strerror(errno));
+    cJSON_Delete(ins);
+    if (fd >= 0)
+      close(fd);
+    return FPULL_EFAIL;
+  }
+  struct stat st;
+  if (stat(config, &st) == 0) {
+    /* Kept: what the pull would have said. */
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "manifest_digest", d);
+    cJSON_AddItemToObject(o, "index_digest",
+                          cJSON_Duplicate(cJSON_GetObjectItem(ins, "index_digest"), 1));
+    const cJSON *e;
+    cJSON_ArrayForEach(
+        e, cJSON_GetObjectItem(ins, "entries")) if (cJSON_IsTrue(cJSON_GetObjectItem(e, "chosen")))
+        cJSON_AddItemToObject(o, "platform",
+                              cJSON_Duplicate(cJSON_GetObjectItem(e, "platform"), 1));
+    *res = o;
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    say("fpull: %s: %s: %s is kept on this node: not unpacked again", host, r->image, d);
+  } else {
+    struct fpull_ref *ref = NULL;
+    cleanup_free char *pinned = NULL;
+    if (fpull_ref_parse(&ref, r->image, NULL) == 0) {
+      free(ref->digest);
+      ref->digest = fp_xstrdup(d);
+      pinned = fpull_ref_format(ref);
+    }
+    fpull_ref_free(ref);
+    rn->pull_image = pinned ? pinned : r->image;
+    rc = pull(rn, res);
+    rn->pull_image = r->image;
+    if (rc == 0) {
+      tree_bytes = 0;
+      nftw(rn->tree, add_bytes, 16, FTW_PHYS | FTW_MOUNT);
+      cleanup_free char *szp = fp_xasprintf("%s.size", rn->tree);
+      FILE *f = fopen(szp, "we");
+      if (f) {
+        fprintf(f, "%llu\n", (unsigned long long)tree_bytes);
+        fclose(f);
+      }
+    }
+  }
+  cJSON_Delete(ins);
+  if (rc) {
+    close(fd);
+    return rc;
+  }
+  futimens(fd, NULL);
+  flock(fd, LOCK_SH);
+  *lock = fd;
+  evict(rn, store, hex);
+  return 0;
+}
+
 static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, int ack)
 {
   /* Every id, for good: a bug in what parses the image must not be one setresuid(0) away
@@ -713,6 +908,10 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
     say("fpull: %s", err.msg);
     return err.code ? err.code : FPULL_EFAIL;
   }
+  if (r->s->store_max && fp_slurm_store_dir_create(run_fd, r->uid, r->gid, &err) != 0) {
+    say("fpull: %s/%s", r->s->run_dir, err.msg);
+    return err.code ? err.code : FPULL_EFAIL;
+  }
   close(run_fd);
   run_fd = -1;
   if (setgroups((size_t)ng, groups) < 0 || setresgid(r->gid, r->gid, r->gid) < 0 ||
@@ -734,6 +933,9 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
     return FPULL_EFAIL;
   }
   snprintf(rn.bundle, sizeof rn.bundle, "%s/bundle", stepdir);
+  snprintf(rn.tree, sizeof rn.tree, "%s", rn.bundle);
+  rn.pull_image = r->image;
+  int store_lock = -1;
   /* The user's own cache (their HOME) keeps images between jobs; without a home to write,
    * one for the job only. */
   if (!dir_writable(r->xdg_cache_home) && !dir_writable(r->home))
@@ -758,7 +960,7 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
     send_rec(info, 'D', "");
   } else {
     cJSON *res = NULL;
-    rc = pull(&rn, &res);
+    rc = r->s->store_max ? from_store(&rn, &res, &store_lock) : pull(&rn, &res);
     if (rc)
       return rc; /* fpull said why on the step's stderr */
     say_chosen(&rn, res);
@@ -822,7 +1024,19 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   kill((pid_t)pid, SIGKILL);
   while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
     ;
+  /* Every task has read it; its pid is no one's to kill any more. */
+  cleanup_free char *infop = info_path(r->s, r->job_id, r->step_id);
+  unlink(infop);
   runtime(&rn, "delete", "--force", NULL, 1);
+  /* A kept tree stays locked while the step runs: the step's end kills us. Not with the
+   * step's stdio open, which Slurm waits to see closed before it ends the step. */
+  if (rc2 == 0 && store_lock >= 0) {
+    int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd < 3 && nul >= 0; fd++)
+      dup2(nul, fd);
+    for (;;)
+      pause();
+  }
   return rc2;
 }
 
@@ -862,6 +1076,11 @@ int fp_slurm_container_start(struct fp_slurm_container *c, const struct fp_slurm
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     close(info[0]);
     close(ack[1]);
+    /* Nothing of slurmstepd's stays open here (its sockets, the tasks' stdio pipes): a
+     * runner that outlives the tasks must not keep the step from ending. */
+    for (int fd = 3; fd < 1024; fd++)
+      if (fd != info[1] && fd != ack[0])
+        close(fd);
     struct fp_slurm_request r = *req;
     r.info_fd = info[1];
     struct fp_buf recs = {0};

@@ -278,3 +278,28 @@ int fp_slurm_step_dir_remove(int run_fd, uint32_t job_id, uint32_t step_id, uid_
                          WIFEXITED(status) ? fp_rm_strerror(WEXITSTATUS(status)) : "killed");
   return 0;
 }
+
+int fp_slurm_store_dir_create(int run_fd, uid_t uid, gid_t gid, fpull_err *err)
+{
+  if (mkdirat(run_fd, "store", 0755) < 0 && errno != EEXIST)
+    return fpull_err_set(err, FPULL_EFAIL, "store: %s", strerror(errno));
+  cleanup_close int fd = openat(run_fd, "store", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "store: %s", strerror(errno));
+  if (st.st_uid != 0 || (st.st_mode & 0022))
+    return fpull_err_set(err, FPULL_EFAIL,
+                         "store: must be owned by root and writable by root only");
+  char name[32];
+  snprintf(name, sizeof name, "%u", (unsigned)uid);
+  if (mkdirat(fd, name, 0700) == 0) {
+    if (fchownat(fd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "store/%s: %s", name, strerror(errno));
+  } else if (errno != EEXIST) {
+    return fpull_err_set(err, FPULL_EFAIL, "store/%s: %s", name, strerror(errno));
+  }
+  if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid ||
+      (st.st_mode & 0077))
+    return fpull_err_set(err, FPULL_EFAIL, "store/%s: not the user's private directory", name);
+  return 0;
+}

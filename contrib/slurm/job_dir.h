@@ -37,6 +37,10 @@ int fp_slurm_job_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, fp
 int fp_slurm_step_dir_remove(int run_fd, uint32_t job_id, uint32_t step_id, uid_t uid, gid_t gid,
                              fpull_err *err);
 
+/* As root: RUN_DIR/store (root's, 0755) and RUN_DIR/store/UID (the user's, 0700), where
+ * a user's unpacked images are kept between jobs (store_max=). */
+int fp_slurm_store_dir_create(int run_fd, uid_t uid, gid_t gid, fpull_err *err);
+
 /* The contract's meaning of an exit code ("not found", ...). */
 const char *fp_slurm_code_meaning(int code);
 

@@ -14,8 +14,9 @@
 #endif
 
 static const char *const arg_names[] = {
-    "fpull",           "runtime",     "run_dir", "cache_dir",  "config", "data_dir",     "mounts",
-    "env_passthrough", "nvidia_hook", "jobs",    "mount_home", "pull",   "pull_timeout", NULL};
+    "fpull",      "runtime", "run_dir",         "cache_dir",   "config",
+    "data_dir",   "mounts",  "env_passthrough", "nvidia_hook", "jobs",
+    "mount_home", "pull",    "pull_timeout",    "store_max",   NULL};
 
 static const char *const pull_names[] = {"always", "missing", "newer", "never", NULL};
 
@@ -103,6 +104,22 @@ static int parse_one(struct fp_slurm_settings *s, const char *key, const char *v
       return fpull_err_set(err, FPULL_EUSAGE,
                            "plugin argument pull_timeout=%s: not a number of seconds", val);
     s->pull_timeout = (int)n;
+    return 0;
+  }
+  if (strcmp(key, "store_max") == 0) {
+    char *end = NULL;
+    unsigned long long n = strtoull(val, &end, 10);
+    unsigned long long unit = !*end                ? 1
+                              : strchr("kK", *end) ? 1ULL << 10
+                              : strchr("mM", *end) ? 1ULL << 20
+                              : strchr("gG", *end) ? 1ULL << 30
+                              : strchr("tT", *end) ? 1ULL << 40
+                                                   : 0;
+    if (!*val || val[0] == '-' || !unit || (*end && end[1]))
+      return fpull_err_set(err, FPULL_EUSAGE,
+                           "plugin argument store_max=%s: not a size (bytes, or with K, M, G or T)",
+                           val);
+    s->store_max = n * unit;
     return 0;
   }
   if (strcmp(key, "mount_home") == 0) {

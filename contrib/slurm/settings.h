@@ -16,20 +16,22 @@ enum fp_slurm_pull {
 
 /* The plugin's arguments in plugstack.conf (docs/cluster.md lists them). */
 struct fp_slurm_settings {
-  char *fpull;             /* fpull=: the fpull program the job's pull runs */
-  char *runtime;           /* runtime=: runc or crun, or a path to one of them */
-  char *run_dir;           /* run_dir=: where job-private directories live */
-  char *cache_dir;         /* cache_dir=: a read-only shared cache searched after the user's */
-  char *config;            /* config=: an fpull config file, or NULL for fpull's own search */
-  char *data_dir;          /* data_dir=: where cputags.yaml is, or NULL for the installed one */
-  char *mounts;            /* mounts=: site mounts SRC:DST[:ro|rw][,...] (checked) */
-  char *env_passthrough;   /* env_passthrough=: NAME[,NAME...] the job's value wins */
-  char *nvidia_hook;       /* nvidia_hook=: nvidia-container-runtime-hook, or NULL */
-  int jobs;                /* jobs=: parallel downloads; 0: fpull's default */
-  int pull_timeout;        /* pull_timeout=: seconds a step's pull may take; 0: no bound
-                              but the job's time limit */
-  int mount_home;          /* mount_home=yes|no: the default of --[no-]fpull-mount-home */
-  enum fp_slurm_pull pull; /* pull=: the default of --fpull-pull */
+  char *fpull;           /* fpull=: the fpull program the job's pull runs */
+  char *runtime;         /* runtime=: runc or crun, or a path to one of them */
+  char *run_dir;         /* run_dir=: where job-private directories live */
+  char *cache_dir;       /* cache_dir=: a read-only shared cache searched after the user's */
+  char *config;          /* config=: an fpull config file, or NULL for fpull's own search */
+  char *data_dir;        /* data_dir=: where cputags.yaml is, or NULL for the installed one */
+  char *mounts;          /* mounts=: site mounts SRC:DST[:ro|rw][,...] (checked) */
+  char *env_passthrough; /* env_passthrough=: NAME[,NAME...] the job's value wins */
+  char *nvidia_hook;     /* nvidia_hook=: nvidia-container-runtime-hook, or NULL */
+  int jobs;              /* jobs=: parallel downloads; 0: fpull's default */
+  int pull_timeout;      /* pull_timeout=: seconds a step's pull may take; 0: no bound
+                            but the job's time limit */
+  unsigned long long store_max; /* store_max=: bytes of unpacked images kept per user on the
+                                  node for later jobs (run_dir/store/UID); 0: none kept */
+  int mount_home;               /* mount_home=yes|no: the default of --[no-]fpull-mount-home */
+  enum fp_slurm_pull pull;      /* pull=: the default of --fpull-pull */
 };
 
 /* Parses "key=value" plugin arguments into s (which owns copies); unknown keys and bad

@@ -706,6 +706,91 @@ class SlurmSiteSettings(SlurmCase):
         self.assertEqual((cp.returncode, cp.stdout), (0, "home\n"), cp.stderr)
 
 
+class SlurmStore(SlurmCase):
+    """store_max=: a user's unpacked images are kept on the node between jobs, least
+    recently used evicted first, never while a step uses one."""
+
+    def setUp(self):
+        super().setUp()
+        if not os.path.isfile(PLUGIN):
+            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
+        if not shutil.which("runc"):
+            self.skipTest("runc is not installed (Debian: runc)")
+        tools = tools_layer()
+        self.a = images.push_image(self.client, "hpc/a", "1.0", [tools, os_release("a")])
+        self.b = images.push_image(self.client, "hpc/b", "1.0", [tools, os_release("b")])
+        self.home = os.path.join(self.tmp, "home")
+        os.mkdir(self.home)
+        shutil.chown(self.home, "nobody", None)
+
+    def start(self, store_max):
+        self.cluster = self.start_cluster(
+            plugin=PLUGIN,
+            plugin_args=["run_dir=" + self.run_dir, "config=" + self.config,
+                         "data_dir=" + DATA_DIR, "fpull=" + fpull.binary(),
+                         "store_max=" + store_max])
+
+    def srun(self, image, *cmd):
+        return self.cluster._cmd(["env", "HOME=" + self.home, "srun",
+                                  "--fpull-image=%s/%s" % (self.reg.hostport, image)] +
+                                 list(cmd), check=False, user="nobody")
+
+    def kept(self):
+        store = os.path.join(self.run_dir, "store", str(slurm.NOBODY))
+        return sorted(n for n in os.listdir(store) if "." not in n)
+
+    def test_second_job_does_not_unpack_again(self):
+        self.start("1G")
+        cp = self.srun("hpc/a:1.0", "cat", "/etc/kind")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "a\n"), cp.stderr)
+        self.assertIn("done: 2 layers", cp.stderr)
+        hexa = self.a["digest"].split(":")[1]
+        self.assertEqual(self.kept(), [hexa])
+        kind = os.path.join(self.run_dir, "store", str(slurm.NOBODY), hexa, "rootfs", "etc",
+                            "kind")
+        ino = os.stat(kind).st_ino
+        cp = self.srun("hpc/a:1.0", "sh", "-c", 'cat /etc/kind; echo "$FPULL_IMAGE_DIGEST"')
+        self.assertEqual((cp.returncode, cp.stdout), (0, "a\n%s\n" % self.a["digest"]),
+                         cp.stderr)
+        self.assertIn("is kept on this node: not unpacked again", cp.stderr)
+        self.assertNotIn("done: ", cp.stderr)
+        self.assertEqual(os.stat(kind).st_ino, ino)
+        # The job's directory goes; the kept tree stays, the user's only.
+        self.assertEqual(self.cluster.settled_node_state(), "idle")
+        self.assertEqual(sorted(os.listdir(self.run_dir)), ["store"])
+        st = os.stat(os.path.join(self.run_dir, "store", str(slurm.NOBODY)))
+        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (slurm.NOBODY, 0o700))
+        self.assertEqual(holders(self.run_dir), [])
+
+    def test_least_recently_used_is_evicted_never_one_in_use(self):
+        self.start("1")  # one byte: only the tree in use stays
+        cp = self.srun("hpc/a:1.0", "cat", "/etc/kind")
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        hexa, hexb = self.a["digest"].split(":")[1], self.b["digest"].split(":")[1]
+        self.assertEqual(self.kept(), [hexa])
+        # While a job runs in a, a job with b evicts nothing of a.
+        p = subprocess.Popen(["runuser", "-u", "nobody", "--", "env", "HOME=" + self.home,
+                              "srun", "-J", "holda", "--fpull-image=%s/hpc/a:1.0" %
+                              self.reg.hostport, "sh", "-c", "echo up; sleep 300"],
+                             env=self.cluster.env(), stdout=subprocess.PIPE, text=True)
+        self.addCleanup(p.kill)
+        self.assertEqual(p.stdout.readline(), "up\n")
+        cp = self.cluster._cmd(["srun", "--overlap", "--jobid",
+                                self.cluster._cmd(["squeue", "-h", "-n", "holda", "-o", "%i"]
+                                                  ).stdout.strip(),
+                                "--fpull-image=%s/hpc/b:1.0" % self.reg.hostport,
+                                "cat", "/etc/kind"], check=False, user="nobody")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "b\n"), cp.stderr)
+        self.assertEqual(self.kept(), sorted([hexa, hexb]))
+        self.cluster._cmd(["scancel", "-n", "holda"])
+        p.wait(timeout=60)
+        self.assertEqual(self.cluster.settled_node_state(), "idle")
+        # Now a is no one's: the next job with b evicts it.
+        cp = self.srun("hpc/b:1.0", "cat", "/etc/kind")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "b\n"), cp.stderr)
+        self.assertEqual(self.kept(), [hexb])
+
+
 class SlurmPlugstack(SlurmCase):
     def test_typo_in_plugstack_conf_is_named(self):
         if not os.path.isfile(PLUGIN):
