@@ -46,6 +46,8 @@ static const struct cli_opt all_opts[] = {
     {OPT_MAX_SIZE, "max-size", 0, "SIZE",
      "prune: then remove the least recently used until the cache is at most SIZE (10G, 500M)"},
     {OPT_PRUNE_ALL, "all", 0, NULL, "prune: remove every image no running pull uses"},
+    {OPT_PROGRESS, "progress", 0, "bar|lines|none",
+     "progress on stderr: a bar on a terminal (default), a line every 5 s anywhere, or none"},
 };
 
 static const char *const format_names[] = {"dir", "bundle", "squashfs", NULL};
@@ -191,6 +193,16 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
       break;
     case OPT_VERBOSE:
       s->verbose++;
+      break;
+    case OPT_PROGRESS:
+      if (strcmp(optarg, "bar") == 0)
+        s->progress = 0;
+      else if (strcmp(optarg, "lines") == 0)
+        s->progress = 1;
+      else if (strcmp(optarg, "none") == 0)
+        s->progress = 2;
+      else
+        return usage_error(cmd, "--progress takes bar, lines or none, not", optarg);
       break;
     case OPT_JOBS: {
       char *end;

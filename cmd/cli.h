@@ -39,6 +39,7 @@ enum cli_opt_id {
   OPT_OLDER_THAN,
   OPT_MAX_SIZE,
   OPT_PRUNE_ALL,
+  OPT_PROGRESS,
 };
 
 /* pull --format: what DEST becomes. */
@@ -86,6 +87,7 @@ struct cli_settings {
   const char *older_than;
   const char *max_size;
   int prune_all;
+  int progress; /* --progress: 0 auto (a bar on a terminal), 1 lines, 2 none */
 };
 
 struct cli_cmd {

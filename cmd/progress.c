@@ -154,9 +154,48 @@ static void on_progress(void *ud, const struct fpull_progress *p)
   fflush(stderr);
 }
 
+/* --progress=lines: for logs and batch jobs (a Slurm job's stderr is a file or a pipe), a
+ * whole line at the start, then one at most every LINE_INTERVAL while bytes arrive, and one
+ * at the end: no carriage returns, no escape sequences. */
+#define LINE_INTERVAL 5.0
+
+static void on_progress_lines(void *ud, const struct fpull_progress *p)
+{
+  static double start, last;
+  double now = now_s();
+  char a[32], b[32];
+  switch (p->event) {
+  case FPULL_PROGRESS_START:
+    start = last = now;
+    fprintf(stderr, "%s: %u layer%s, %s\n", p->reference, p->blobs_total,
+            p->blobs_total == 1 ? "" : "s", cli_human_bytes(a, sizeof a, p->bytes_total));
+    break;
+  case FPULL_PROGRESS_BYTES:
+    if (now - last < LINE_INTERVAL)
+      return;
+    last = now;
+    fprintf(stderr, "%s: %u/%u layers, %s / %s downloaded, %.0fs\n", p->reference, p->blobs_done,
+            p->blobs_total, cli_human_bytes(a, sizeof a, p->bytes_done),
+            cli_human_bytes(b, sizeof b, p->bytes_total - p->bytes_cached), now - start);
+    break;
+  case FPULL_PROGRESS_FINISH:
+    fprintf(stderr, "%s: done: %u layer%s (%u cached), %s downloaded in %.0fs\n", p->reference,
+            p->blobs_total, p->blobs_total == 1 ? "" : "s", p->blobs_cached,
+            cli_human_bytes(a, sizeof a, p->bytes_done), now - start);
+    break;
+  default:
+    return;
+  }
+  fflush(stderr);
+}
+
 void cli_progress_attach(struct fpull_pull_opts *o, const struct cli_settings *s)
 {
-  /* Progress only on a terminal: scripts and logs get nothing but the result. */
-  if (!s->quiet && isatty(STDERR_FILENO))
+  if (s->quiet || s->progress == 2)
+    return;
+  if (s->progress == 1)
+    o->progress = on_progress_lines;
+  /* The bar only on a terminal: scripts and logs get nothing but the result. */
+  else if (isatty(STDERR_FILENO))
     o->progress = on_progress;
 }

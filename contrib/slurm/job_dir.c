@@ -4,8 +4,12 @@
 #include <dirent.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,11 +45,16 @@ static void job_name(char *buf, size_t len, uint32_t job_id, const char *suffix)
   snprintf(buf, len, "%" PRIu32 "%s", job_id, suffix);
 }
 
-int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, fpull_err *err)
+static int job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, fpull_err *err)
 {
   char name[32];
   job_name(name, sizeof name, job_id, "");
-  int rc = fp_slurm_job_dir_remove(run_fd, job_id, err);
+  struct stat st;
+  /* Each step of the job comes here: the directory an earlier step made stays. */
+  if (fstatat(run_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+      st.st_uid == uid && st.st_gid == gid && (st.st_mode & 07777) == 0700)
+    return 0;
+  int rc = fp_slurm_job_dir_remove(run_fd, NULL, job_id, err);
   if (rc)
     return rc;
   /* Created as root in a root-only directory: nobody can race us to this name. */
@@ -60,11 +69,54 @@ int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, f
   return 0;
 }
 
-/* In the child: become the job's user for good, then empty the tree. */
-static int remove_as_user(int run_fd, const char *name, uid_t uid, gid_t gid)
+int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, fpull_err *err)
 {
+  /* Steps that start at once must not take each other's half-made directory for a stale
+   * one: one at a time. */
+  while (flock(run_fd, LOCK_EX) < 0 && errno == EINTR)
+    ;
+  int rc = job_dir_create(run_fd, job_id, uid, gid, err);
+  flock(run_fd, LOCK_UN);
+  return rc;
+}
+
+/* In the child: become the job's user for good, then empty the tree. */
+static int become(uid_t uid, gid_t gid)
+{
+  /* slurmstepd may have only its effective uid dropped: back to root first, then all. */
+  if (geteuid() != 0 && getuid() == 0 && seteuid(0) < 0)
+    return errno;
   if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
     return errno ? errno : EPERM;
+  return 0;
+}
+
+/* As the user: a container's init that a step's runner left (it was killed before it
+ * could) ends here. Its pid is the "P" record of the step's info file (container.c); as
+ * the user, only the user's own process can be killed. */
+static void kill_holder(int job_fd, const char *step)
+{
+  char path[64];
+  snprintf(path, sizeof path, "%s/info", step);
+  cleanup_close int fd = openat(job_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  char buf[1 << 16];
+  ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+  if (n <= 0)
+    return;
+  buf[n] = '\0';
+  for (char *p = buf; p < buf + n; p += strlen(p) + 1)
+    if (p[0] == 'P') {
+      long pid = strtol(p + 1, NULL, 10);
+      if (pid > 1)
+        kill((pid_t)pid, SIGKILL);
+    }
+}
+
+static int remove_as_user(int run_fd, const char *name, uid_t uid, gid_t gid)
+{
+  int e = become(uid, gid);
+  if (e)
+    return e;
   cleanup_close int fd = openat(run_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return errno == ENOENT ? 0 : errno;
@@ -81,6 +133,7 @@ static int remove_as_user(int run_fd, const char *name, uid_t uid, gid_t gid)
   while ((de = readdir(d)) != NULL) {
     if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
       continue;
+    kill_holder(fd, de->d_name);
     if (fp_rm_rf_at(fd, de->d_name) < 0 && !rc)
       rc = errno;
   }
@@ -88,14 +141,63 @@ static int remove_as_user(int run_fd, const char *name, uid_t uid, gid_t gid)
   return rc;
 }
 
-/* What the prolog records beside the job directory. */
-static const char *const records[] = {".error", ".manifest"};
+/* Mount points under DIR/ in this mount namespace, deepest first, unmounted lazily: a
+ * FUSE mount a job left (a daemonized squashfuse) is never entered, so a hung daemon cannot
+ * hang the removal. Octal escapes of mountinfo (\040 for a space) are decoded. */
+static void unmount_under(const char *dir)
+{
+  cleanup_fclose FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (!f)
+    return;
+  size_t dlen = strlen(dir);
+  char **points = NULL;
+  size_t n = 0;
+  char line[8192];
+  while (fgets(line, sizeof line, f)) {
+    char *field = line;
+    for (int i = 0; i < 4 && field; i++) {
+      field = strchr(field, ' ');
+      if (field)
+        field++;
+    }
+    if (!field)
+      continue;
+    field[strcspn(field, " ")] = '\0';
+    char *w = field;
+    for (char *r = field; *r; r++) {
+      if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
+          r[3] <= '7') {
+        *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+        r += 3;
+      } else {
+        *w++ = *r;
+      }
+    }
+    *w = '\0';
+    if (strncmp(field, dir, dlen) == 0 && (field[dlen] == '/' || field[dlen] == '\0')) {
+      points = fp_xrealloc(points, (n + 1) * sizeof *points);
+      points[n++] = fp_xstrdup(field);
+    }
+  }
+  /* Later lines are mounted on top of earlier ones: from the last. */
+  while (n > 0) {
+    n--;
+    if (umount2(points[n], MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+      fp_warn("%s: not unmounted: %s", points[n], strerror(errno));
+    free(points[n]);
+  }
+  free(points);
+}
 
-int fp_slurm_job_dir_remove(int run_fd, uint32_t job_id, fpull_err *err)
+int fp_slurm_job_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, fpull_err *err)
 {
   char name[32];
   job_name(name, sizeof name, job_id, "");
   struct stat st;
+  if (run_dir) {
+    cleanup_free char *dir = fp_xasprintf("%s/%s", run_dir, name);
+    unmount_under(dir);
+  }
   if (fstatat(run_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (!S_ISDIR(st.st_mode) || st.st_uid == 0) {
       /* Only root writes here, and never anything but a user's directory: remove it as
@@ -123,87 +225,7 @@ int fp_slurm_job_dir_remove(int run_fd, uint32_t job_id, fpull_err *err)
         return fpull_err_set(err, FPULL_EFAIL, "job directory %s: %s", name, strerror(errno));
     }
   }
-  for (size_t i = 0; i < sizeof records / sizeof records[0]; i++) {
-    char rname[48];
-    job_name(rname, sizeof rname, job_id, records[i]);
-    if (unlinkat(run_fd, rname, 0) < 0 && errno != ENOENT)
-      return fpull_err_set(err, FPULL_EFAIL, "%s: %s", rname, strerror(errno));
-  }
   return 0;
-}
-
-/* Writes RUN_DIR/JOBID.SUFFIX (root-owned, 0644) beside its place and renames it in. */
-static int record_write(int run_fd, uint32_t job_id, const char *suffix, const char *text,
-                        fpull_err *err)
-{
-  char name[48], tname[64];
-  snprintf(name, sizeof name, "%" PRIu32 ".%s", job_id, suffix);
-  snprintf(tname, sizeof tname, "%s.tmp", name);
-  unlinkat(run_fd, tname, 0);
-  cleanup_close int fd =
-      openat(run_fd, tname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return fpull_err_set(err, FPULL_EFAIL, "%s: %s", tname, strerror(errno));
-  size_t n = strlen(text);
-  if (write(fd, text, n) != (ssize_t)n || fchmod(fd, 0644) < 0 ||
-      renameat(run_fd, tname, run_fd, name) < 0) {
-    int e = errno;
-    unlinkat(run_fd, tname, 0);
-    return fpull_err_set(err, FPULL_EFAIL, "%s: %s", name, strerror(e));
-  }
-  return 0;
-}
-
-/* Reads RUN_DIR/JOBID.SUFFIX into buf (first line); 0 when there is none. */
-static int record_read(int run_fd, uint32_t job_id, const char *suffix, char *buf, size_t len)
-{
-  char name[48];
-  snprintf(name, sizeof name, "%" PRIu32 ".%s", job_id, suffix);
-  cleanup_close int fd = openat(run_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  ssize_t n = read(fd, buf, len - 1);
-  if (n <= 0)
-    return 0;
-  buf[n] = '\0';
-  buf[strcspn(buf, "\n")] = '\0';
-  return 1;
-}
-
-int fp_slurm_error_record(int run_fd, uint32_t job_id, int code, const char *msg, fpull_err *err)
-{
-  char line[FPULL_ERR_MSG_MAX + 16];
-  snprintf(line, sizeof line, "%d %s\n", code, msg);
-  return record_write(run_fd, job_id, "error", line, err);
-}
-
-int fp_slurm_chosen_record(int run_fd, uint32_t job_id, const char *digest, fpull_err *err)
-{
-  char line[128];
-  snprintf(line, sizeof line, "%s\n", digest);
-  return record_write(run_fd, job_id, "manifest", line, err);
-}
-
-int fp_slurm_chosen_lookup(int run_fd, uint32_t job_id, char *digest, size_t len)
-{
-  return record_read(run_fd, job_id, "manifest", digest, len);
-}
-
-int fp_slurm_error_lookup(int run_fd, uint32_t job_id, fpull_err *out)
-{
-  char line[FPULL_ERR_MSG_MAX + 16];
-  if (!record_read(run_fd, job_id, "error", line, sizeof line))
-    return 0;
-  char *end = NULL;
-  long code = strtol(line, &end, 10);
-  if (end == line || *end != ' ' || code <= 0 || code > 255) {
-    code = FPULL_EFAIL;
-    end = line;
-  } else {
-    end++;
-  }
-  fpull_err_set(out, (int)code, "%s", end);
-  return 1;
 }
 
 const char *fp_slurm_code_meaning(int code)
@@ -226,4 +248,58 @@ const char *fp_slurm_code_meaning(int code)
   default:
     return "failure";
   }
+}
+
+int fp_slurm_step_dir_remove(int run_fd, uint32_t job_id, uint32_t step_id, uid_t uid, gid_t gid,
+                             fpull_err *err)
+{
+  char job[32], step[32];
+  job_name(job, sizeof job, job_id, "");
+  job_name(step, sizeof step, step_id, "");
+  pid_t pid = fork();
+  if (pid < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    int e = become(uid, gid);
+    if (e)
+      _exit(e & 0xff);
+    int fd = openat(run_fd, job, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+      _exit(errno == ENOENT ? 0 : errno & 0xff);
+    kill_holder(fd, step);
+    _exit(fp_rm_rf_at(fd, step) < 0 ? errno & 0xff : 0);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return fpull_err_set(err, FPULL_EFAIL, "%s/%s: removing as uid %u: %s", job, step,
+                         (unsigned)uid,
+                         WIFEXITED(status) ? fp_rm_strerror(WEXITSTATUS(status)) : "killed");
+  return 0;
+}
+
+int fp_slurm_store_dir_create(int run_fd, uid_t uid, gid_t gid, fpull_err *err)
+{
+  if (mkdirat(run_fd, "store", 0755) < 0 && errno != EEXIST)
+    return fpull_err_set(err, FPULL_EFAIL, "store: %s", strerror(errno));
+  cleanup_close int fd = openat(run_fd, "store", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "store: %s", strerror(errno));
+  if (st.st_uid != 0 || (st.st_mode & 0022))
+    return fpull_err_set(err, FPULL_EFAIL,
+                         "store: must be owned by root and writable by root only");
+  char name[32];
+  snprintf(name, sizeof name, "%u", (unsigned)uid);
+  if (mkdirat(fd, name, 0700) == 0) {
+    if (fchownat(fd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "store/%s: %s", name, strerror(errno));
+  } else if (errno != EEXIST) {
+    return fpull_err_set(err, FPULL_EFAIL, "store/%s: %s", name, strerror(errno));
+  }
+  if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid ||
+      (st.st_mode & 0077))
+    return fpull_err_set(err, FPULL_EFAIL, "store/%s: not the user's private directory", name);
+  return 0;
 }

@@ -1,21 +1,22 @@
-/* fpull's Slurm SPANK plugin, in the spirit of pyxis:
+/* fpull's Slurm SPANK plugin, in the spirit of pyxis: the tasks of a step run inside an
+ * image fpull chose for the node.
  *
- *   sbatch|srun --fpull-image=IMAGE [--fpull-features=LIST] [--fpull-format=dir|bundle] ...
+ *   srun [--fpull-image=IMAGE] [--fpull-features=LIST] [--fpull-mounts=SRC:DST[:ro|rw],...]
+ *        [--fpull-workdir=DIR] [--[no-]fpull-mount-home] [--fpull-remap-root]
+ *        [--fpull-pull=always|missing|newer|never] cmd ...
  *
- * job prolog (root, each node)  prefetches IMAGE's entry for this node (or for LIST) into
- *                               the node's or the shared cache, creates the job-private
- *                               directory, and never fails: an image problem must fail the
- *                               job, not drain the node, so it is recorded for the user part;
- * user init (the job's user)    pulls --offline from that cache into the job-private
- *                               directory and exports FPULL_ROOTFS; with bundle, pulls an
- *                               OCI runtime bundle there (rootfs + config.json) and exports
- *                               FPULL_BUNDLE too;
- * task init (each task)         a recorded or own failure ends the task before the job's
- *                               program runs, with one "fpull: " line and fpull's exit code;
- * job epilog (root)             removes the job-private directory.
+ * submit (srun, sbatch, salloc)   checks the options: a typo is refused before the job is
+ *                                 queued, naming the option and a near miss;
+ * user init (slurmstepd, user)    creates the job's private directory in run_dir, then pulls the
+ * image as the job's user in a child that dropped every id, with the user's credentials and
+ * progress lines on the step's stderr, and creates the step's container with a rootless runtime
+ * (container.h); task init (each task, user)     joins the container, enters the working directory
+ * and merges the image's Env under the job's; exit (slurmstepd)               a pull still running
+ * is killed; job epilog (root)               removes the job's directory without crossing a mount
+ * point.
  *
- * plugstack.conf: required /usr/lib/.../fpull_spank.so [cache_dir=DIR] [run_dir=DIR]
- *                 [config=FILE] [data_dir=DIR] [jobs=N]
+ * A batch script runs on the node as usual; its srun steps inherit --fpull-image.
+ * plugstack.conf arguments: settings.h (docs/cluster.md).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,93 +28,129 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <slurm/slurm.h>
 #include <slurm/spank.h>
 
-#include <fpull/features.h>
 #include <fpull/log.h>
-#include <fpull/ref.h>
 
-#include "image.h"
+#include "container.h"
 #include "job_dir.h"
+#include "settings.h"
 #include "util.h"
 
 SPANK_PLUGIN(fpull, 1);
-
-enum { OPT_IMAGE = 1, OPT_FEATURES, OPT_FORMAT };
 
 static int check_option(int val, const char *optarg, int remote);
 
 /* Registered from slurm_spank_init: sbatch and salloc (the allocator context) only know
  * options registered that way, not an exported spank_options table. */
 static struct spank_option fpull_options[] = {
-    {"fpull-image", "IMAGE",
-     "run the job with IMAGE's rootfs (chosen for each node by fpull) in $FPULL_ROOTFS", 1,
-     OPT_IMAGE, check_option},
+    {"fpull-image", "IMAGE|/PATH.sqsh",
+     "run the step's tasks in IMAGE (its entry for each node, by fpull) or a SquashFS file", 1,
+     FP_OPT_IMAGE, check_option},
     {"fpull-features", "LIST",
      "choose IMAGE's entry for these features instead of each node's own (as fpull --features)", 1,
-     OPT_FEATURES, check_option},
-    {"fpull-format", "dir|bundle",
-     "dir: the rootfs in $FPULL_ROOTFS (default); bundle: an OCI runtime bundle in $FPULL_BUNDLE "
-     "(config.json from the image config, rootfs in $FPULL_ROOTFS)",
-     1, OPT_FORMAT, check_option},
+     FP_OPT_FEATURES, check_option},
+    {"fpull-format", "dir",
+     "how the image is kept on the node: an unpacked tree (dir, the default)", 1, FP_OPT_FORMAT,
+     check_option},
+    {"fpull-mounts", "SRC:DST[:ro|rw][,...]", "bind mounts into the container", 1, FP_OPT_MOUNTS,
+     check_option},
+    {"fpull-workdir", "DIR",
+     "working directory inside the container (default: the image's WorkingDir, else /)", 1,
+     FP_OPT_WORKDIR, check_option},
+    {"fpull-mount-home", NULL, "bind mount the user's home directory (the site's default)", 0,
+     FP_OPT_MOUNT_HOME, check_option},
+    {"no-fpull-mount-home", NULL, "do not bind mount the user's home directory", 0,
+     FP_OPT_NO_MOUNT_HOME, check_option},
+    {"fpull-remap-root", NULL, "be root inside the container (the user's uid outside)", 0,
+     FP_OPT_REMAP_ROOT, check_option},
+    {"fpull-pull", "always|missing|newer|never",
+     "when to ask the registry (default: the site's, else newer: the cached image when the "
+     "registry cannot be reached)",
+     1, FP_OPT_PULL, check_option},
+    {"fpull-save", "PATH.sqsh",
+     "also write the step's image to PATH as a SquashFS file (the first node of the step)", 1,
+     FP_OPT_SAVE, check_option},
     SPANK_OPTIONS_TABLE_END};
 
-/* --fpull-format's values; the first is the default. squashfs (fpull pull's third format)
- * is not offered: a job would need privileges to mount it. */
-static const char *const formats[] = {"dir", "bundle", NULL};
-
-/* A failure of the user part, reported by each task (see slurm_spank_task_init). */
+/* The site's settings (slurm_spank_init) and this step's state. */
+static struct fp_slurm_settings settings;
+static int settings_ok;
+static fpull_err settings_err; /* why they are wrong, when they are */
+static struct fp_slurm_container container = {
+    .info_fd = -1, .ack_fd = -1, .userns_fd = -1, .mntns_fd = -1};
+static int in_container;
 static fpull_err failure;
 
-static int format_known(const char *name)
+static const char *option_name(int val)
 {
-  for (size_t i = 0; name && formats[i]; i++)
-    if (strcmp(name, formats[i]) == 0)
-      return 1;
-  return 0;
+  for (size_t i = 0; fpull_options[i].name; i++)
+    if (fpull_options[i].val == val)
+      return fpull_options[i].name;
+  return "?";
 }
 
 static int check_option(int val, const char *optarg, int remote)
 {
+  /* slurmstepd gets what the submit command checked. */
+  if (remote)
+    return 0;
   fpull_err err = {0};
-  if (val == OPT_IMAGE) {
-    struct fpull_ref *ref = NULL;
-    /* A typo in IMAGE is a submit-time error, never a job that runs with something else. */
-    if (fpull_ref_parse(&ref, optarg ? optarg : "", &err) != 0) {
-      slurm_error("fpull: --fpull-image: %s", err.msg);
-      return -1;
-    }
-    fpull_ref_free(ref);
-  } else if (val == OPT_FORMAT && !format_known(optarg)) {
-    /* A typo is refused at submit: a job silently given the other format would find no
-     * config.json, or a bundle where it expected a plain rootfs. */
-    const char *near = fpull_suggest(optarg ? optarg : "", formats);
-    slurm_error("fpull: --fpull-format=%s: unknown format%s%s%s (dir or bundle)",
-                optarg ? optarg : "", near ? " (did you mean '" : "", near ? near : "",
-                near ? "'?)" : "");
+  if (!settings_ok) {
+    slurm_error("fpull: %s", settings_err.msg);
     return -1;
-  } else if (val == OPT_FEATURES && (!optarg || !*optarg)) {
-    slurm_error("fpull: --fpull-features: empty list");
+  }
+  if (fp_slurm_option_check(val, optarg, &settings, &err) != 0) {
+    slurm_error("fpull: %s", err.msg[0] ? err.msg : option_name(val));
     return -1;
   }
   return 0;
 }
 
-/* The option's value in any context (the prolog and epilog have no callbacks). */
+/* The option's value in any context (the epilog has no callbacks); for a flag, "". */
 static const char *option(spank_t sp, int val)
 {
   char *arg = NULL;
   for (size_t i = 0; fpull_options[i].name; i++)
     if (fpull_options[i].val == val &&
         spank_option_getopt(sp, &fpull_options[i], &arg) == ESPANK_SUCCESS)
-      return arg;
+      return arg ? arg : "";
   return NULL;
+}
+
+static void log_to_slurm(void *ud, int level, const char *msg)
+{
+  if (level == FPULL_LOG_WARN)
+    slurm_info("fpull: warning: %s", msg);
+  else
+    slurm_debug("fpull: %s", msg);
+}
+
+/* The plugstack.conf arguments, parsed once per process (the epilog's gets no
+ * slurm_spank_init). A wrong line fails what uses fpull, naming it, and nothing else: not
+ * slurmd, not a job without --fpull-image. */
+static int settings_load(int ac, char **av)
+{
+  if (settings_ok)
+    return 0;
+  fpull_log_set(log_to_slurm, NULL);
+  memset(&settings_err, 0, sizeof settings_err);
+  if (fp_slurm_settings_parse(&settings, ac, av, &settings_err) != 0) {
+    fpull_err_prefix(&settings_err, "plugstack.conf");
+    return -1;
+  }
+  settings_ok = 1;
+  return 0;
 }
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
-  /* The prolog and epilog read the options with spank_option_getopt; registering is for
-   * the contexts that parse a command line, and may be refused elsewhere. */
+  /* Said where an admin looks (slurmd's log); users see it when they use an option. */
+  if (settings_load(ac, av) != 0 && spank_context() == S_CTX_SLURMD)
+    slurm_error("fpull: %s", settings_err.msg);
+  /* The epilog reads the options with spank_option_getopt; registering is for the contexts
+   * that parse a command line, and may be refused elsewhere. */
   spank_context_t ctx = spank_context();
   if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
     return 0;
@@ -125,27 +162,8 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
   return 0;
 }
 
-static void log_to_slurm(void *ud, int level, const char *msg)
-{
-  if (level == FPULL_LOG_WARN)
-    slurm_info("fpull: warning: %s", msg);
-  else
-    slurm_debug("fpull: %s", msg);
-}
-
-static int settings_load(struct fp_slurm_settings *s, int ac, char **av)
-{
-  fpull_err err = {0};
-  fpull_log_set(log_to_slurm, NULL);
-  if (fp_slurm_settings_parse(s, ac, av, &err) != 0) {
-    slurm_error("fpull: plugstack.conf: %s", err.msg);
-    return -1;
-  }
-  return 0;
-}
-
-/* The job's ids. Where spank_get_item has no answer in this context (the prolog and epilog
- * of some Slurm versions), the job script environment Slurm sets for them does. */
+/* The job's ids. Where spank_get_item has no answer in this context (the epilog of some
+ * Slurm versions), the environment Slurm sets for it does. */
 static int job_ids(spank_t sp, uint32_t *job_id, uid_t *uid, gid_t *gid)
 {
   const char *v;
@@ -167,167 +185,200 @@ static int job_ids(spank_t sp, uint32_t *job_id, uid_t *uid, gid_t *gid)
   return *job_id ? 0 : -1;
 }
 
-int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
+/* A step whose tasks run in the image: not the batch script, the extern or an interactive
+ * step (their processes are Slurm's own or the user's shell on the node). */
+static int container_step(spank_t sp, uint32_t *step_id)
 {
-  const char *image = option(sp, OPT_IMAGE);
-  if (!image)
+  if (spank_context() != S_CTX_REMOTE || !option(sp, FP_OPT_IMAGE))
     return 0;
-  struct fp_slurm_settings s;
-  uint32_t job_id = 0;
-  uid_t uid = 0;
-  gid_t gid = 0;
-  if (settings_load(&s, ac, av) != 0)
-    return 0; /* the user part reports the same plugstack error in the job */
-  fpull_err err = {0};
-  cleanup_close int run_fd = -1;
-  int rc = 0;
-  if (job_ids(sp, &job_id, &uid, &gid) != 0)
-    rc = fpull_err_set(&err, FPULL_EFAIL, "prolog: no job id or user");
-  if (rc == 0)
-    rc = fp_slurm_run_dir_open(&run_fd, s.run_dir, 1, &err);
-  if (rc == 0)
-    rc = fp_slurm_job_dir_create(run_fd, job_id, uid, gid, &err);
-  if (rc == 0) {
-    cleanup_free char *digest = NULL;
-    fpull_err rec = {0};
-    rc = fp_slurm_prefetch(&digest, &s, image, option(sp, OPT_FEATURES), &err);
-    if (rc == 0 ? fp_slurm_chosen_record(run_fd, job_id, digest, &rec) != 0
-                : fp_slurm_error_record(run_fd, job_id, rc, err.msg, &rec) != 0)
-      slurm_error("fpull: job %" PRIu32 ": %s", job_id, rec.msg);
-  }
-  if (rc != 0)
-    slurm_error("fpull: job %" PRIu32 ": %s (exit %d: %s)", job_id, err.msg, rc,
-                fp_slurm_code_meaning(rc));
-  fp_slurm_settings_free(&s);
-  /* Never fail the prolog over an image: Slurm would drain this node for the user's typo or
-   * the registry's bad day. The job fails instead (user part). */
-  return 0;
+  if (spank_get_item(sp, S_JOB_STEPID, step_id) != ESPANK_SUCCESS)
+    return 0;
+  return *step_id != SLURM_BATCH_SCRIPT && *step_id != SLURM_EXTERN_CONT &&
+         *step_id != SLURM_INTERACTIVE_STEP;
 }
 
 static int fail(const fpull_err *err)
 {
   failure = *err;
-  /* Only to slurmd's log: in the user part slurm_error would also reach the job's output,
-   * and the user is to get the one line slurm_spank_task_init writes. */
-  slurm_info("fpull: %s (exit %d: %s)", err->msg, err->code, fp_slurm_code_meaning(err->code));
+  if (!failure.code)
+    failure.code = FPULL_EFAIL;
+  if (err->msg[0])
+    slurm_info("fpull: %s (exit %d: %s)", err->msg, failure.code,
+               fp_slurm_code_meaning(failure.code));
   return 0;
 }
 
-/* Not the image's fault: its own code (5 for a missing directory) would send the user
- * looking at the image. */
-static int no_prolog(fpull_err *err)
+static const char *job_env(spank_t sp, const char *name, char *buf, int len)
 {
-  fpull_err_prefix(err, "the job prolog did not prepare this node (is fpull_spank.so in the "
-                        "compute nodes' plugstack.conf?)");
-  err->code = FPULL_EFAIL;
-  return FPULL_EFAIL;
+  return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS && buf[0] ? buf : NULL;
 }
 
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
-  const char *image = option(sp, OPT_IMAGE);
-  if (!image)
+  uint32_t step_id = 0;
+  if (!container_step(sp, &step_id) || failure.code)
     return 0;
-  struct fp_slurm_settings s;
+  if (!settings_ok)
+    return fail(&settings_err);
+  struct fp_slurm_request r = {.s = &settings, .step_id = step_id};
   fpull_err err = {0};
-  if (settings_load(&s, ac, av) != 0) {
-    fpull_err_set(&err, FPULL_EUSAGE, "the fpull plugin's plugstack.conf line is wrong");
+  if (job_ids(sp, &r.job_id, &r.uid, &r.gid) != 0) {
+    fpull_err_set(&err, FPULL_EFAIL, "no job id or user");
     return fail(&err);
   }
-  uint32_t job_id = 0;
-  cleanup_close int run_fd = -1;
-  int rc = 0;
-  if (job_ids(sp, &job_id, NULL, NULL) != 0)
-    rc = fpull_err_set(&err, FPULL_EFAIL, "no job id");
-  if (rc == 0 && fp_slurm_run_dir_open(&run_fd, s.run_dir, 0, &err) != 0)
-    rc = no_prolog(&err);
-  /* What the prolog could not do is the answer, said in the prolog's words. */
-  if (rc == 0 && fp_slurm_error_lookup(run_fd, job_id, &err))
-    rc = err.code;
-  char name[16];
-  struct stat st;
-  snprintf(name, sizeof name, "%" PRIu32, job_id);
-  if (rc == 0) {
-    int e = fstatat(run_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ? errno
-            : S_ISDIR(st.st_mode)                                ? 0
-                                                                 : ENOTDIR;
-    if (e) {
-      fpull_err_set(&err, FPULL_EFAIL, "%s/%s: %s", s.run_dir, name, strerror(e));
-      rc = no_prolog(&err);
-    }
+  char home[PATH_MAX], dc[PATH_MAX], xc[PATH_MAX], xh[PATH_MAX], gpus[1024];
+  r.image = option(sp, FP_OPT_IMAGE);
+  r.features = option(sp, FP_OPT_FEATURES);
+  r.mounts = option(sp, FP_OPT_MOUNTS);
+  r.mount_home = option(sp, FP_OPT_NO_MOUNT_HOME) ? 0
+                 : option(sp, FP_OPT_MOUNT_HOME)  ? 1
+                                                  : settings.mount_home;
+  const char *pull = option(sp, FP_OPT_PULL);
+  r.pull = pull && fp_slurm_pull_parse(pull) >= 0 ? (enum fp_slurm_pull)fp_slurm_pull_parse(pull)
+                                                  : settings.pull;
+  r.home = job_env(sp, "HOME", home, sizeof home);
+  r.docker_config = job_env(sp, "DOCKER_CONFIG", dc, sizeof dc);
+  r.xdg_config_home = job_env(sp, "XDG_CONFIG_HOME", xc, sizeof xc);
+  r.xdg_cache_home = job_env(sp, "XDG_CACHE_HOME", xh, sizeof xh);
+  /* The GPUs the job was given: what Slurm's gres set, or told the job. */
+  r.gpus = job_env(sp, "CUDA_VISIBLE_DEVICES", gpus, sizeof gpus);
+  if (!r.gpus)
+    r.gpus = job_env(sp, "SLURM_STEP_GPUS", gpus, sizeof gpus);
+  if (!r.gpus)
+    r.gpus = job_env(sp, "SLURM_JOB_GPUS", gpus, sizeof gpus);
+  if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &r.ntasks) != ESPANK_SUCCESS)
+    r.ntasks = 1;
+  uint32_t node = 0;
+  if (spank_get_item(sp, S_JOB_NODEID, &node) == ESPANK_SUCCESS && node == 0)
+    r.save = option(sp, FP_OPT_SAVE);
+  if (fp_slurm_container_start(&container, &r, &err) != 0)
+    return fail(&err);
+  in_container = 1;
+  return 0;
+}
+
+/* The job's value of these wins over the image's: Slurm's, the MPI launchers', the GPUs
+ * the job was given, fpull's, and the site's env_passthrough= names. */
+static int passes_through(const char *name, size_t len)
+{
+  static const char *const prefixes[] = {"SLURM_", "PMI", "FPULL_", NULL};
+  for (size_t i = 0; prefixes[i]; i++)
+    if (len >= strlen(prefixes[i]) && strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+      return 1;
+  if (len == 20 && strncmp(name, "CUDA_VISIBLE_DEVICES", len) == 0)
+    return 1;
+  for (const char *p = settings.env_passthrough; p && *p;) {
+    size_t n = strcspn(p, ",");
+    if (n == len && strncmp(p, name, len) == 0)
+      return 1;
+    p += n + (p[n] == ',');
   }
-  /* The option was checked when it was given; a value that got here another way is still
-   * no reason to give the job the other format. */
-  const char *format = option(sp, OPT_FORMAT);
-  int bundle = format && strcmp(format, "bundle") == 0;
-  if (rc == 0 && format && !format_known(format))
-    rc = fpull_err_set(&err, FPULL_EUSAGE, "--fpull-format=%s: unknown format (dir or bundle)",
-                       format);
-  /* dest is what the pull creates (and renames into place whole): the rootfs, or the bundle
-   * around it. */
-  char dest[PATH_MAX], rootfs[PATH_MAX];
-  if (rc == 0 && (snprintf(dest, sizeof dest, "%s/%" PRIu32 "/%s", s.run_dir, job_id,
-                           bundle ? "bundle" : "rootfs") >= (int)sizeof dest ||
-                  snprintf(rootfs, sizeof rootfs, "%s%s", dest, bundle ? "/rootfs" : "") >=
-                      (int)sizeof rootfs))
-    rc = fpull_err_set(&err, FPULL_EFAIL, "run_dir %s: path too long", s.run_dir);
-  /* Exactly the entry the prolog fetched: this process may detect another target (a step
-   * that sees fewer GPUs), and --offline would then miss the cache. */
-  char digest[128];
-  cleanup_free char *pinned = NULL;
-  if (rc == 0 && fp_slurm_chosen_lookup(run_fd, job_id, digest, sizeof digest))
-    pinned = fp_slurm_pinned_ref(image, digest);
-  /* Each step of the job runs this; the first one on the node unpacks. */
-  if (rc == 0 && lstat(dest, &st) != 0) {
-    slurm_info("fpull: job %" PRIu32 ": unpacking %s into %s", job_id, pinned ? pinned : image,
-               dest);
-    rc = fp_slurm_pull_offline(&s, pinned ? pinned : image, option(sp, OPT_FEATURES), dest, bundle,
-                               &err);
-    /* Two steps starting at once: the other one published it first. */
-    if (rc != 0 && lstat(dest, &st) == 0 && S_ISDIR(st.st_mode))
-      rc = 0;
+  return 0;
+}
+
+static void merge_env(spank_t sp)
+{
+  for (size_t i = 0; container.env && container.env[i]; i++) {
+    const char *kv = container.env[i];
+    const char *eq = strchr(kv, '=');
+    size_t klen = (size_t)(eq - kv);
+    cleanup_free char *name = fp_xstrndup(kv, klen);
+    char buf[8];
+    int have = spank_getenv(sp, name, buf, sizeof buf) != ESPANK_ENV_NOEXIST;
+    spank_setenv(sp, name, eq + 1, !(have && passes_through(name, klen)));
   }
-  if (rc == 0 && bundle && spank_setenv(sp, "FPULL_BUNDLE", dest, 1) != ESPANK_SUCCESS)
-    rc = fpull_err_set(&err, FPULL_EFAIL, "cannot set FPULL_BUNDLE");
-  if (rc == 0 && spank_setenv(sp, "FPULL_ROOTFS", rootfs, 1) != ESPANK_SUCCESS)
-    rc = fpull_err_set(&err, FPULL_EFAIL, "cannot set FPULL_ROOTFS");
-  fp_slurm_settings_free(&s);
-  return rc ? fail(&err) : 0;
+  spank_setenv(sp, "FPULL_IMAGE_DIGEST", container.digest, 1);
+}
+
+/* --fpull-workdir, else the image's WorkingDir, else /. */
+static const char *workdir(spank_t sp)
+{
+  const char *wd = option(sp, FP_OPT_WORKDIR);
+  if (wd && *wd)
+    return wd;
+  return container.workdir ? container.workdir : "/";
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
+  fpull_err err = {0};
+  if (!failure.code && in_container) {
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    uint32_t job_id = 0, step_id = 0;
+    spank_get_item(sp, S_JOB_STEPID, &step_id);
+    if (job_ids(sp, &job_id, NULL, NULL) != 0)
+      fpull_err_set(&err, FPULL_EFAIL, "no job id");
+    if (err.code || fp_slurm_container_wait(&container, &settings, job_id, step_id, &err) != 0) {
+      fail(&err);
+    } else {
+      int rc = fp_slurm_container_join(&container, uid, gid, option(sp, FP_OPT_REMAP_ROOT) != NULL,
+                                       &err);
+      /* Joined or not, this task is done with the container's init. */
+      fp_slurm_container_joined(&container);
+      if (rc != 0)
+        fail(&err);
+      /* Inside, / is the image's: a ".." or a symlink in DIR cannot lead out of it. */
+      else if (chdir(workdir(sp)) < 0) {
+        fpull_err_set(&err, FPULL_EFAIL, "working directory %s: %s", workdir(sp), strerror(errno));
+        fail(&err);
+      } else
+        merge_env(sp);
+    }
+    fp_slurm_container_free(&container);
+  }
   if (!failure.code)
     return 0;
-  /* Here the task's stderr is the job's: the user sees one line there. Ending the task with
-   * fpull's exit code fails the job with that code (ExitCode=5:0 for "not found"); an error
-   * return would fail it as exit 1, with Slurm's own lines around ours. */
-  fprintf(stderr, "fpull: %s (exit %d: %s)\n", failure.msg, failure.code,
-          fp_slurm_code_meaning(failure.code));
+  /* Here the task's stderr is the job's: the user sees one line there (or fpull's own line
+   * from the pull, already printed). Ending the task with fpull's exit code fails the job
+   * with that code; an error return would fail it as exit 1, with Slurm's lines around. */
+  if (failure.msg[0])
+    fprintf(stderr, "fpull: %s (exit %d: %s)\n", failure.msg, failure.code,
+            fp_slurm_code_meaning(failure.code));
   fflush(stderr);
   _exit(failure.code);
 }
 
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+  /* A pull cancelled with the step (scancel) does not outlive it. */
+  fp_slurm_container_cancel();
+  fp_slurm_container_free(&container);
+  uint32_t step_id = 0, job_id = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  if (in_container && settings_ok && container_step(sp, &step_id) &&
+      job_ids(sp, &job_id, &uid, &gid) == 0) {
+    /* The step's tree goes with the step (the namespaces, and so its mounts, went with the
+     * tasks); the epilog removes what is left of the job. */
+    fpull_err err = {0};
+    cleanup_close int run_fd = -1;
+    if (fp_slurm_run_dir_open(&run_fd, settings.run_dir, 0, &err) != 0 ||
+        fp_slurm_step_dir_remove(run_fd, job_id, step_id, uid, gid, &err) != 0)
+      slurm_info("fpull: step %" PRIu32 ".%" PRIu32 ": %s", job_id, step_id, err.msg);
+  }
+  fp_slurm_settings_free(&settings);
+  settings_ok = 0;
+  return 0;
+}
+
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
-  if (!option(sp, OPT_IMAGE))
-    return 0;
-  struct fp_slurm_settings s;
-  if (settings_load(&s, ac, av) != 0)
-    return 0;
+  /* Whether or not the job named an image: one of its steps may have. */
   fpull_err err = {0};
   uint32_t job_id = 0;
   cleanup_close int run_fd = -1;
+  if (settings_load(ac, av) != 0)
+    return 0;
   int rc = 0;
-  if (job_ids(sp, &job_id, NULL, NULL) != 0)
+  if (rc == 0 && job_ids(sp, &job_id, NULL, NULL) != 0)
     rc = fpull_err_set(&err, FPULL_EFAIL, "epilog: no job id");
   if (rc == 0)
-    rc = fp_slurm_run_dir_open(&run_fd, s.run_dir, 0, &err);
+    rc = fp_slurm_run_dir_open(&run_fd, settings.run_dir, 0, &err);
   if (rc == 0)
-    rc = fp_slurm_job_dir_remove(run_fd, job_id, &err);
+    rc = fp_slurm_job_dir_remove(run_fd, settings.run_dir, job_id, &err);
   if (rc != 0 && rc != FPULL_ENOTFOUND)
     slurm_error("fpull: job %" PRIu32 ": epilog: %s", job_id, err.msg);
-  fp_slurm_settings_free(&s);
   /* What is left is only disk space in run_dir; draining the node for it would cost more. */
   return 0;
 }

@@ -135,3 +135,27 @@ class Progress(cases.RegistryCase):
         self.assertLessEqual(max(seen), big["size"] + 50, shown)
         self.assertEqual(self.proxy.count(big["digest"]), 2)  # it was cut and resumed
         self.assertRegex(shown, r"done: 2 layers, 1\.\d MB downloaded")
+
+    def test_lines_for_pipes_and_logs(self):
+        # --progress=lines: whole lines on a pipe (a batch job's output), one at most every
+        # 5 s while bytes arrive; never a carriage return or an escape sequence.
+        img, ref = self.slow_image(big=2000000)
+        self.proxy.clear()
+        self.proxy.add(r"/blobs/", trickle=(32768, 0.1))
+        cp = fpull.run(["pull", "--progress=lines", "--cache-dir", os.path.join(self.tmp, "c"),
+                        ref, os.path.join(self.tmp, "root")], check=0)
+        self.assertNotIn("\r", cp.stderr)
+        self.assertNotIn("\x1b", cp.stderr)
+        lines = cp.stderr.splitlines()
+        self.assertRegex(lines[0], r"^%s: 2 layers, 2\.0 MB$" % re.escape(ref))
+        periodic = [ln for ln in lines[1:] if re.match(
+            r"^%s: \d/2 layers, \S+ \S+ / 2\.0 MB downloaded, \d+s$" % re.escape(ref), ln)]
+        self.assertGreaterEqual(len(periodic), 1, cp.stderr)
+        self.assertTrue(any(re.match(r"^%s: done: 2 layers \(0 cached\), 2\.0 MB downloaded in "
+                                     r"\d+s$" % re.escape(ref), ln) for ln in lines), cp.stderr)
+        # none: only the result line; a wrong word is a usage error.
+        cp = fpull.run(["pull", "--progress=none", "--cache-dir", os.path.join(self.tmp, "c"),
+                        "--force", ref, os.path.join(self.tmp, "root")], check=0)
+        self.assertEqual(len(cp.stderr.splitlines()), 1, cp.stderr)
+        cp = fpull.run(["pull", "--progress=line", ref, os.path.join(self.tmp, "r2")], check=2)
+        self.assertIn("--progress takes bar, lines or none, not line", cp.stderr)

@@ -5,34 +5,24 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
+import threading
+import time
 import unittest
 
 import cases
+import faultproxy
 import fpull
 import images
+import registry
 import slurm
 
 BUILD = os.environ.get("FPULL_BUILD_DIR", os.path.join(fpull.SRC_DIR, "build"))
 PLUGIN = os.path.join(BUILD, "contrib", "slurm", "fpull_spank.so")
 PROLOG = os.path.join(fpull.SRC_DIR, "contrib", "slurm", "prolog.sh")
 DATA_DIR = os.environ.get("FPULL_DATA_DIR", os.path.join(fpull.SRC_DIR, "data"))
-
-
-# Prints what a container runtime gave it: the bundle's process settings, seen from inside.
-SHOW_C = r'''
-#include <stdio.h>
-#include <stdlib.h>
-#include <unistd.h>
-int main(int argc, char **argv) {
-  char cwd[512];
-  printf("uid=%d cwd=%s kind=%s\n", (int)getuid(), getcwd(cwd, sizeof cwd),
-         getenv("APP_KIND") ? getenv("APP_KIND") : "-");
-  for (int i = 0; i < argc; i++) printf("arg=%s\n", argv[i]);
-  return 0;
-}
-'''
 
 
 def kind_layer(kind):
@@ -82,288 +72,470 @@ class SlurmCase(cases.RegistryCase):
         return counts
 
 
+# Host programs (and their libraries) that the test images carry, so that a task inside
+# runs a shell, cat, id, ... of the image's own, not the node's.
+TOOLS = ("/bin/sh", "/usr/bin/cat", "/usr/bin/id", "/usr/bin/sleep", "/usr/bin/env",
+         "/usr/bin/pwd", "/usr/bin/ls", "/usr/bin/touch", "/usr/bin/readlink", "/usr/bin/stat")
+
+
+def _merged(path):
+    """PATH as the merged-/usr layout names it (/lib/x -> /usr/lib/x)."""
+    for top in ("/bin/", "/sbin/", "/lib/", "/lib64/"):
+        if path.startswith(top):
+            return "/usr" + path
+    return path
+
+
+def tools_layer():
+    """Entries for the TOOLS, their libraries, the merged-/usr symlinks and /tmp."""
+    files = set()
+    for tool in TOOLS:
+        files.add(tool)
+        out = subprocess.run(["ldd", tool], stdout=subprocess.PIPE, text=True).stdout
+        for m in re.finditer(r"(/\S+) \(0x", out):
+            files.add(m.group(1))
+    entries, seen = [], set()
+    for d in ("bin", "sbin", "lib", "lib64"):
+        entries.append({"path": d, "type": "symlink", "target": "usr/" + d})
+    entries.append({"path": "tmp", "type": "dir", "mode": 0o1777})
+    for f in sorted(files):
+        real = os.path.realpath(f)
+        if real not in seen:
+            seen.add(real)
+            with open(real, "rb") as fh:
+                entries.append({"path": real.lstrip("/"), "data": fh.read(), "mode": 0o755})
+        name = _merged(f)
+        if name != real and name not in seen:
+            seen.add(name)
+            entries.append({"path": name.lstrip("/"), "type": "symlink", "target": real})
+    return entries
+
+
+def holders(run_dir):
+    """Processes whose root is under run_dir: containers' init processes (rootless runc's
+    holders) or tasks left behind."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            root = os.readlink("/proc/%s/root" % pid)
+        except (OSError, ValueError):
+            continue
+        if root.startswith(run_dir + "/"):
+            found.append((pid, root))
+    return found
+
+
+def os_release(name):
+    return [{"path": "etc/os-release", "data": 'NAME="%s"\nID=fpulltest\n' % name},
+            {"path": "etc/kind", "data": name + "\n"}]
+
+
 class SlurmPlugin(SlurmCase):
+    """The plugin runs each step's tasks inside the image (rootless runc, setns)."""
+
     def setUp(self):
         super().setUp()
         if not os.path.isfile(PLUGIN):
             self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
-        self.cluster = self.start_cluster(
-            plugin=PLUGIN,
-            plugin_args=["cache_dir=" + self.cache, "run_dir=" + self.run_dir,
-                         "config=" + self.config, "data_dir=" + DATA_DIR])
+        if not shutil.which("runc"):
+            self.skipTest("runc is not installed (Debian: runc)")
+        tools = tools_layer()
+        self.images = {}
+        for kind in ("v2", "v3"):
+            self.images[kind] = images.push_image(
+                self.client, "hpc/os", None, [tools, os_release("image-" + kind)],
+                config_extra={"config": {"Env": ["PATH=/usr/bin:/bin", "APP_KIND=" + kind,
+                                                 "SLURM_FAKE=image"],
+                                         "WorkingDir": "/tmp"}})
+        images.push_index(self.client, "hpc/os", "1.0", [
+            (self.images["v2"], {"os": "linux", "architecture": "amd64",
+                                 "features": ["x86-64-v2"]}),
+            (self.images["v3"], {"os": "linux", "architecture": "amd64",
+                                 "features": ["x86-64-v3"]})])
+        self.os_ref = "%s/hpc/os:1.0" % self.reg.hostport
+        self.other = images.push_image(self.client, "hpc/other", "1.0",
+                                       [tools, os_release("other")])
+        self.other_ref = "%s/hpc/other:1.0" % self.reg.hostport
+        self.cluster = self.start_cluster(plugin=PLUGIN, plugin_args=self.plugin_args())
 
-    def submit(self, options, script):
-        cp, job = self.cluster.sbatch(options, script)
+    def plugin_args(self):
+        return ["run_dir=" + self.run_dir, "config=" + self.config, "data_dir=" + DATA_DIR,
+                "fpull=" + fpull.binary()]
+
+    def home(self, name, user="nobody"):
+        """A home directory USER owns (nobody's own is /nonexistent)."""
+        d = os.path.join(self.tmp, name)
+        os.mkdir(d, 0o700)
+        shutil.chown(d, user, None)
+        return d
+
+    def srun(self, args, user="nobody", env=None, timeout=None):
+        argv = ["env"] + ["%s=%s" % kv for kv in (env or {}).items()] + ["srun"] + list(args)
+        return self.cluster._cmd(argv, check=False, user=user)
+
+    def submit(self, options, script, user="nobody"):
+        cp, job = self.cluster.sbatch(options, script, user=user)
         self.assertEqual(cp.returncode, 0, cp.stderr)
         rec = self.cluster.wait(job)
         return job, rec, self.cluster.output(job)
 
-    def test_two_node_kinds_get_their_entries(self):
-        script = ('cat "$FPULL_ROOTFS/etc/kind"\n'
-                  '"$FPULL_ROOTFS/opt/app/bin/run"\n'
-                  'stat -c "owner=%U mode=%a" "$(dirname "$FPULL_ROOTFS")"\n'
-                  'echo "rootfs=$FPULL_ROOTFS"\n'
-                  'id -un\n')
-        seen = {}
-        for kind in ("v2", "v3"):
-            job, rec, out = self.submit(["--fpull-image=" + self.ref,
-                                         "--fpull-features=x86-64-" + kind], script)
-            self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
-            self.assertEqual(rec["ExitCode"], "0:0", out)
-            lines = out.splitlines()
-            self.assertEqual(lines[:2], [kind, kind], out)
-            # The job-private directory is the job user's and nobody else's.
-            self.assertIn("owner=nobody mode=700", out)
-            self.assertIn("nobody", lines)
-            rootfs = re.search(r"^rootfs=(.*)$", out, re.M).group(1)
-            self.assertEqual(rootfs, os.path.join(self.run_dir, job, "rootfs"))
-            # The epilog removed it.
-            self.assertFalse(os.path.lexists(os.path.dirname(rootfs)), rootfs)
-            # The user part unpacked exactly the entry the prolog chose, by digest.
-            img = self.v2 if kind == "v2" else self.v3
-            self.assertIn("fpull: job %s: unpacking %s@%s into %s" % (
-                job, self.ref, img["digest"], rootfs), self.cluster.log("slurmd.log"))
-            seen[kind] = job
-        # The prolog filled the node's cache with each kind's own entry, readable by users.
-        blobs = os.path.join(self.cache, "blobs", "sha256")
-        for img in (self.v2, self.v3):
-            for d in [img["digest"], img["config_digest"]] + [l["digest"] for l in img["layers"]]:
-                st = os.stat(os.path.join(blobs, d.split(":")[1]))
-                self.assertEqual(stat.S_IMODE(st.st_mode) & 0o044, 0o044, d)
-        self.assertEqual(stat.S_IMODE(os.stat(self.cache).st_mode), 0o755)
-        # Each blob crossed the network once: the user part read the cache only.
-        gets = self.blob_gets()
-        for img in (self.v2, self.v3):
-            for l in img["layers"]:
-                self.assertEqual(gets.get(l["digest"]), 1, gets)
-        self.assertEqual(self.cluster.settled_node_state(), "idle")
+    def assert_clean(self):
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
+        self.assertEqual(os.listdir(self.run_dir) if os.path.isdir(self.run_dir) else [], [])
+        self.assertEqual(holders(self.run_dir), [])
 
-    def test_detected_features_choose_the_nodes_entry(self):
-        # Without --fpull-features, the node's own CPU decides, as `fpull inspect` says.
-        cp, doc = fpull.run_json(["inspect", self.ref], env={"FPULL_FEATURES": None})
-        want = "v3" if doc["chosen"] == self.v3["digest"] else "v2"
-        job, rec, out = self.submit(["--fpull-image=" + self.ref],
-                                    'cat "$FPULL_ROOTFS/etc/kind"\n')
-        self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
-        self.assertEqual(out.strip(), want)
+    def test_task_runs_in_the_image(self):
+        cp = self.srun(["--fpull-image=" + self.os_ref, "--fpull-features=x86-64-v3",
+                        "sh", "-c", 'cat /etc/os-release; id -u; id -g; pwd; '
+                                    'echo "kind=$APP_KIND digest=$FPULL_IMAGE_DIGEST"'])
+        self.assertEqual(cp.returncode, 0, cp.stderr + self.cluster.logs())
+        v3 = self.images["v3"]["digest"]
+        self.assertEqual(cp.stdout.splitlines(), [
+            'NAME="image-v3"', "ID=fpulltest", str(slurm.NOBODY), str(slurm.NOBODY), "/tmp",
+            "kind=v3 digest=%s" % v3], cp.stderr)
+        # One line says what this node chose, and the pull's progress is on the step's
+        # stderr as lines (no terminal bar).
+        self.assertRegex(cp.stderr, r"(?m)^fpull: [^ ]+: %s: %s \(linux/amd64 x86-64-v3, the "
+                                    r"entry for --fpull-features\)$" % (
+                                        re.escape(self.os_ref), v3))
+        self.assertRegex(cp.stderr, r"(?m)^%s: done: 2 layers " % re.escape(self.os_ref))
+        self.assertNotIn("\r", cp.stderr)
+        # The container runs no command of the image's: no warning that it names none.
+        self.assertNotIn("Entrypoint", cp.stderr)
+        self.assert_clean()
 
-    def test_steps_share_the_jobs_rootfs(self):
+    def test_remap_root(self):
+        cp = self.srun(["--fpull-image=" + self.other_ref, "--fpull-remap-root",
+                        "sh", "-c", "id -u; cat /etc/kind"])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "0\nother\n"), cp.stderr)
+
+    def test_env_merged_under_the_jobs(self):
+        # The image's PATH wins over the node's; Slurm's variables and the site's
+        # env_passthrough names keep the job's value.
+        cp = self.srun(["--fpull-image=" + self.os_ref, "--fpull-features=x86-64-v2", "sh", "-c",
+                        'echo "$PATH|$SLURM_FAKE|$SLURM_PROCID"'],
+                       env={"PATH": "/node/bin:/usr/bin:/bin", "SLURM_FAKE": "job"})
+        self.assertEqual((cp.returncode, cp.stdout), (0, "/usr/bin:/bin|job|0\n"), cp.stderr)
+
+    def test_bind_mount_is_writable_and_lands_on_the_host_as_the_user(self):
+        data = os.path.join(self.tmp, "data")
+        os.mkdir(data, 0o755)
+        shutil.chown(data, "nobody", None)
+        ro = os.path.join(self.tmp, "ro")
+        os.mkdir(ro)
+        os.chmod(ro, 0o777)  # only the mount's ro keeps the task out
+        cp = self.srun(["--fpull-image=" + self.other_ref,
+                        "--fpull-mounts=%s:/data,%s:/ro:ro" % (data, ro),
+                        "sh", "-c", "echo hello >/data/out && touch /ro/x; echo rc=$?"])
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertEqual(cp.stdout, "rc=1\n", cp.stderr)
+        st = os.stat(os.path.join(data, "out"))
+        self.assertEqual((st.st_uid, open(os.path.join(data, "out")).read()),
+                         (slurm.NOBODY, "hello\n"))
+        self.assertEqual(os.listdir(ro), [])
+
+    def test_four_tasks_share_one_container(self):
+        cp = self.srun(["-n", "4", "-O", "--fpull-image=" + self.other_ref, "sh", "-c",
+                        'echo "$SLURM_PROCID $(readlink /proc/self/ns/mnt) $(cat /etc/kind)"'])
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        rows = sorted(ln.split() for ln in cp.stdout.splitlines())
+        self.assertEqual([r[0] for r in rows], ["0", "1", "2", "3"], cp.stdout)
+        self.assertEqual(len({r[1] for r in rows}), 1, cp.stdout)
+        self.assertNotEqual(rows[0][1], os.readlink("/proc/self/ns/mnt"))
+        self.assertEqual({r[2] for r in rows}, {"other"})
+        # The chosen entry is said once for the node, not once per task.
+        self.assertEqual(len(re.findall(r"(?m)^fpull: .*%s" % re.escape(self.other["digest"]),
+                                        cp.stderr)), 1, cp.stderr)
+
+    def test_scancel_ends_the_task_inside(self):
+        p = subprocess.Popen(["runuser", "-u", "nobody", "--", "srun", "-J", "longjob",
+                              "--fpull-image=" + self.other_ref, "sleep", "300"],
+                             env=self.cluster.env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        self.addCleanup(p.kill)
+        job = None
+        for _ in range(300):
+            cp = self.cluster._cmd(["squeue", "-h", "-n", "longjob", "-t", "R", "-o", "%i"],
+                                   check=False)
+            if cp.stdout.strip() and self.task_sleeping():
+                job = cp.stdout.strip()
+                break
+            time.sleep(0.2)
+        self.assertIsNotNone(job, self.cluster.logs())
+        self.cluster._cmd(["scancel", job])
+        out, err = p.communicate(timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertFalse(self.task_sleeping())
+        self.assert_clean()
+
+    def task_sleeping(self):
+        cp = subprocess.run(["pgrep", "-u", "nobody", "-x", "sleep"], stdout=subprocess.PIPE)
+        return cp.returncode == 0
+
+    def test_batch_steps_use_the_image(self):
+        # The batch script runs on the node; its steps inherit --fpull-image, and a step
+        # that names another image gets that one (issue 20 item 7).
         job, rec, out = self.submit(
-            ["--fpull-image=" + self.ref, "--fpull-features=x86-64-v2"],
-            'srun sh -c \'cat "$FPULL_ROOTFS/etc/kind"; echo "step=$FPULL_ROOTFS"\'\n'
-            'echo "batch=$FPULL_ROOTFS"\n')
+            ["--fpull-image=" + self.os_ref, "--fpull-features=x86-64-v2"],
+            'test -e /etc/kind && echo batch-in-image || echo batch-on-node\n'
+            'srun cat /etc/kind\n'
+            'srun --fpull-image=%s cat /etc/kind\n'
+            'srun cat /etc/kind\n' % self.other_ref)
         self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
-        self.assertIn("v2\n", out)
-        step = re.search(r"^step=(.*)$", out, re.M).group(1)
-        batch = re.search(r"^batch=(.*)$", out, re.M).group(1)
-        self.assertEqual(step, batch)
+        # (Slurm's own "srun: ... step creation temporarily disabled" lines aside.)
+        lines = [ln for ln in out.splitlines() if not ln.startswith(("fpull: ", self.os_ref,
+                                                                    self.other_ref, "srun: "))]
+        self.assertEqual(lines, ["batch-on-node", "image-v2", "other", "image-v2"], out)
+        self.assert_clean()
 
-    def test_srun_job(self):
-        # An interactive job: allocation, prolog, one step, epilog, all from srun.
-        cp = self.cluster._cmd(["srun", "--fpull-image=" + self.ref, "--fpull-features=x86-64-v3",
-                                "sh", "-c", 'cat "$FPULL_ROOTFS/etc/kind"'],
-                               check=False, user="nobody")
-        self.assertEqual((cp.returncode, cp.stdout), (0, "v3\n"), cp.stderr)
-        bad = "%s/hpc/app:nope" % self.reg.hostport
-        cp = self.cluster._cmd(["srun", "--fpull-image=" + bad, "echo", "ran"], check=False,
-                               user="nobody")
+    def test_bad_image_fails_the_step_not_the_node(self):
+        bad = "%s/hpc/os:nope" % self.reg.hostport
+        cp = self.srun(["--fpull-image=" + bad, "echo", "ran"])
         self.assertEqual(cp.returncode, 5, cp.stdout + cp.stderr)
         self.assertNotIn("ran", cp.stdout)
-        self.assertRegex(cp.stderr, r"(?m)^fpull: .*nope.*\(exit 5: image not found\)$")
-        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
+        self.assertRegex(cp.stderr, r"(?m)^fpull: .*nope.*MANIFEST_UNKNOWN")
+        self.assert_clean()
 
-    def test_bad_image_fails_the_job_not_the_node(self):
-        bad = "%s/hpc/app:nope" % self.reg.hostport
-        job, rec, out = self.submit(["--fpull-image=" + bad], "echo job-body-ran\n")
-        self.assertEqual(rec["JobState"], "FAILED", out)
-        self.assertEqual(rec["ExitCode"], "5:0", out)
-        self.assertNotIn("job-body-ran", out)
-        # One line, fpull's, naming the image, with the exit code's meaning.
-        lines = [ln for ln in out.splitlines() if ln.strip()]
-        self.assertEqual(len(lines), 1, out)
-        self.assertTrue(lines[0].startswith("fpull: "), out)
-        self.assertIn(bad, lines[0])
-        self.assertTrue(lines[0].endswith("(exit 5: image not found)"), out)
-        # The node is not drained, and the next job runs on it.
-        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
-        job, rec, out = self.submit(["--fpull-image=" + self.ref, "--fpull-features=x86-64-v3"],
-                                    'cat "$FPULL_ROOTFS/etc/kind"\n')
+    def test_typos_are_refused_at_submit(self):
+        for opt, want in (
+                ("--fpull-features=brodwell",
+                 "fpull: --fpull-features=brodwell: unknown feature \"brodwell\" (did you mean "
+                 "\"broadwell\"?)"),
+                ("--fpull-format=dri", "fpull: --fpull-format=dri: unknown value (did you mean "
+                                       "'dir'?)"),
+                ("--fpull-pull=nevr", "fpull: --fpull-pull=nevr: unknown value (did you mean "
+                                      "'never'?)"),
+                ("--fpull-mounts=/tmp:/data:rx", "fpull: --fpull-mounts: '/tmp:/data:rx': "
+                                                 "unknown flag 'rx' (did you mean 'ro'?)"),
+                ("--fpull-mounts=/tmp:/../etc", "fpull: --fpull-mounts: '/tmp:/../etc': DST "
+                                                "must not contain '..'"),
+                ("--fpull-workdir=/tmp/../..", "fpull: --fpull-workdir=/tmp/../..: must not "
+                                               "contain '..'"),
+                ("--fpull-workdir=tmp", "fpull: --fpull-workdir=tmp: not an absolute path")):
+            cp, job = self.cluster.sbatch(["--fpull-image=" + self.os_ref, opt], "echo ran\n")
+            self.assertNotEqual(cp.returncode, 0, opt)
+            self.assertIsNone(job)
+            self.assertIn(want, cp.stderr)
+            cp = self.srun(["--fpull-image=" + self.os_ref, opt, "echo", "ran"])
+            self.assertNotEqual(cp.returncode, 0, opt)
+            self.assertIn(want, cp.stderr)
+            self.assertNotIn("ran", cp.stdout)
+        # Nothing was queued.
+        cp = self.cluster._cmd(["squeue", "-h", "-t", "all", "-o", "%i"])
+        self.assertEqual(cp.stdout.strip(), "")
+
+    def test_symlink_workdir_and_mount_stay_inside(self):
+        # An image whose symlinks point at the host's root: inside, / is the image's.
+        img = images.push_image(self.client, "hpc/links", "1.0", [
+            tools_layer(), os_release("links"),
+            [{"path": "up", "type": "symlink", "target": "../../../../.."},
+             {"path": "abs", "type": "symlink", "target": "/"}]])
+        ref = "%s/hpc/links:1.0" % self.reg.hostport
+        marker = os.path.join(self.tmp, "marker-%s" % os.urandom(4).hex())
+        os.mkdir(marker)
+        data = os.path.join(self.tmp, "d")
+        os.mkdir(data)
+        os.chmod(data, 0o777)
+        cp = self.srun(["--fpull-image=" + ref, "--fpull-workdir=/up",
+                        "--fpull-mounts=%s:/abs/escaped" % data,
+                        "sh", "-c", "pwd; cat etc/kind; ls %s >/dev/null 2>&1 || echo no-marker; "
+                                    "test -d /escaped && echo in-image-root" % marker])
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertEqual(cp.stdout.splitlines(), ["/", "links", "no-marker", "in-image-root"],
+                         cp.stderr)
+        self.assertFalse(os.path.exists("/escaped"))
+
+    def test_private_image_stays_private(self):
+        pw = os.path.join(self.tmp, "htpasswd")
+        out = subprocess.run(["htpasswd", "-Bbn", "alice", "4lice-pw"], check=True,
+                             stdout=subprocess.PIPE).stdout
+        with open(pw, "wb") as f:
+            f.write(out)
+        reg = registry.Registry(auth={"htpasswd": {"realm": "t", "path": pw}}).start()
+        self.addCleanup(reg.stop)
+        client = images.Client(reg.url, username="alice", password="4lice-pw")
+        secret = "secret-%s" % os.urandom(8).hex()
+        img = images.push_image(client, "team/private", "1.0",
+                                [tools_layer(), os_release(secret)])
+        ref = "%s/team/private:1.0" % reg.hostport
+        alice = self.home("alice")
+        cp = subprocess.run(["runuser", "-u", "nobody", "--", "env", "HOME=" + alice,
+                             fpull.binary(), "login", "-u", "alice", "--password-stdin",
+                             reg.hostport], input="4lice-pw\n", text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        cp = self.srun(["--fpull-image=" + ref, "cat", "/etc/kind"], env={"HOME": alice})
+        self.assertEqual((cp.returncode, cp.stdout), (0, secret + "\n"), cp.stderr)
+        # Another user, whose own credentials the registry refuses (none): exit 4, and
+        # nothing of the image's.
+        other = self.home("other", "daemon")
+        gets = len(re.findall(r"GET /v2/team/private/blobs/", reg.log()))
+        cp = self.srun(["--fpull-image=" + ref, "cat", "/etc/kind"], user="daemon",
+                       env={"HOME": other})
+        self.assertEqual(cp.returncode, 4, cp.stdout + cp.stderr)
+        self.assertNotIn(secret, cp.stdout + cp.stderr)
+        self.assertEqual(len(re.findall(r"GET /v2/team/private/blobs/", reg.log())), gets)
+        for root, dirs, files in os.walk(other):
+            # The cache's pin file (an empty lock file, fpull cache) holds nothing of it.
+            for f in files:
+                path = os.path.join(root, f)
+                self.assertEqual((f, os.path.getsize(path)), (".pins", 0), path)
+        self.assert_clean()
+
+    def test_cached_image_runs_when_the_registry_is_down(self):
+        home = self.home("home")
+        cp = self.srun(["--fpull-image=" + self.other_ref, "cat", "/etc/kind"],
+                       env={"HOME": home})
+        self.assertEqual((cp.returncode, cp.stdout), (0, "other\n"), cp.stderr)
+        self.reg.stop()
+        cp = self.srun(["--fpull-image=" + self.other_ref, "cat", "/etc/kind"],
+                       env={"HOME": home})
+        self.assertEqual((cp.returncode, cp.stdout), (0, "other\n"), cp.stderr)
+        warn = [ln for ln in cp.stderr.splitlines() if "warning" in ln]
+        self.assertEqual(len(warn), 1, cp.stderr)
+        self.assertRegex(warn[0], r"^fpull: warning: %s: the registry cannot be reached: "
+                                  r"running the cached %s \(\d+m\d\ds old\)$" % (
+                                      re.escape(self.other_ref), self.other["digest"]))
+        # --fpull-pull=always does not fall back.
+        cp = self.srun(["--fpull-image=" + self.other_ref, "--fpull-pull=always", "true"],
+                       env={"HOME": home})
+        self.assertEqual(cp.returncode, 6, cp.stderr)
+        # never: the cache only.
+        cp = self.srun(["--fpull-image=" + self.other_ref, "--fpull-pull=never",
+                        "cat", "/etc/kind"], env={"HOME": home})
+        self.assertEqual((cp.returncode, cp.stdout), (0, "other\n"), cp.stderr)
+
+    def test_steps_started_at_once_each_get_their_container(self):
+        job, rec, out = self.submit(
+            ["--fpull-image=" + self.other_ref, "-n", "3", "-O"],
+            "for i in 1 2 3; do srun -n 1 --exact cat /etc/kind >%s/$SLURM_JOB_ID.$i & done\n"
+            "wait\n" % self.cluster.outdir)
         self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
-        self.assertEqual(out.strip(), "v3")
-        # Nothing of the failed job is left in run_dir.
-        self.assertEqual(sorted(os.listdir(self.run_dir)), [])
+        for i in (1, 2, 3):
+            with open(os.path.join(self.cluster.outdir, "%s.%d" % (job, i))) as f:
+                self.assertEqual(f.read(), "other\n", out)
+        self.assert_clean()
 
-    def test_bundle_job_runs_with_runc(self):
-        # The bundle runs as built: rootless runc, as the job's user, inside the job.
-        for tool in ("runc", "gcc"):
+    def test_save_writes_the_image_as_squashfs_and_a_job_runs_it(self):
+        if not shutil.which("unsquashfs"):
+            self.skipTest("unsquashfs is not installed (Debian: squashfs-tools)")
+        out = os.path.join(self.tmp, "saved")
+        os.mkdir(out)
+        shutil.chown(out, "nobody", None)
+        sqsh = os.path.join(out, "app.sqsh")
+        cp = self.srun(["--fpull-image=" + self.os_ref, "--fpull-features=x86-64-v2",
+                        "--fpull-save=" + sqsh, "cat", "/etc/kind"])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "image-v2\n"), cp.stderr)
+        self.assertIn("fpull: saved %s@%s to %s" % (self.os_ref, self.images["v2"]["digest"],
+                                                    sqsh), cp.stderr)
+        self.assertEqual(os.stat(sqsh).st_uid, slurm.NOBODY)
+        listing = subprocess.run(["unsquashfs", "-cat", sqsh, "etc/kind"],
+                                 stdout=subprocess.PIPE, text=True)
+        self.assertEqual(listing.stdout, "image-v2\n")
+        # A later job runs the saved file (extracted with unsquashfs: no registry).
+        self.reg.stop()
+        cp = self.srun(["--fpull-image=" + sqsh, "sh", "-c",
+                        'cat /etc/kind; echo "digest=$FPULL_IMAGE_DIGEST"; pwd'])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "image-v2\ndigest=\n/\n"), cp.stderr)
+        self.assertRegex(cp.stderr, r"(?m)^fpull: [^ ]+: %s \(a SquashFS file\)$" % sqsh)
+        self.assert_clean()
+        # A file that is no SquashFS fails the step.
+        bad = os.path.join(out, "bad.sqsh")
+        with open(bad, "w") as f:
+            f.write("not squashfs")
+        cp = self.srun(["--fpull-image=" + bad, "echo", "ran"])
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertNotIn("ran", cp.stdout)
+        self.assertIn("fpull: %s: cannot be unpacked as a SquashFS file" % bad, cp.stderr)
+        # Not a path: refused at submit.
+        cp = self.srun(["--fpull-image=" + self.os_ref, "--fpull-save=app.sqsh", "true"])
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertIn("fpull: --fpull-save=app.sqsh: not an absolute path", cp.stderr)
+
+    def test_failed_task_leaves_no_container_behind(self):
+        cp = self.srun(["--fpull-image=" + self.other_ref, "--fpull-workdir=/nonexistent",
+                        "echo", "ran"])
+        self.assertEqual(cp.returncode, 1, cp.stderr)
+        self.assertNotIn("ran", cp.stdout)
+        self.assertIn("fpull: working directory /nonexistent: No such file or directory "
+                      "(exit 1: failure)", cp.stderr)
+        self.assert_clean()
+
+    def test_steps_trees_go_with_the_steps(self):
+        # A long job's steps do not pile up trees: each goes with its step.
+        job, rec, out = self.submit(["--fpull-image=" + self.other_ref],
+                                    "srun true\nsrun true\nls %s/$SLURM_JOB_ID\n" % self.run_dir)
+        self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
+        self.assertEqual(out.splitlines()[-1:], ["cache"], out)
+
+    def test_home_is_mounted_unless_asked_not_to(self):
+        home = self.home("h")
+        with open(os.path.join(home, "mine"), "w") as f:
+            f.write("x")
+        script = 'ls "$HOME"; pwd'
+        cp = self.srun(["--fpull-image=" + self.other_ref, "sh", "-c", script],
+                       env={"HOME": home})
+        self.assertEqual((cp.returncode, cp.stdout), (0, "mine\n/\n"), cp.stderr)
+        cp = self.srun(["--fpull-image=" + self.other_ref, "--no-fpull-mount-home",
+                        "--fpull-workdir=/etc", "sh", "-c", script], env={"HOME": home})
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertEqual(cp.stdout.splitlines()[-1], "/etc", cp.stdout)
+        self.assertNotIn("mine", cp.stdout)
+
+    def test_epilog_leaves_nothing_behind(self):
+        # The step's tree, its runtime state and the job's cache (nobody has no home) are
+        # gone when the job is; nothing is left mounted.
+        job, rec, out = self.submit(["--fpull-image=" + self.other_ref],
+                                    "srun cat /etc/kind\nsrun -n 2 cat /etc/kind\n")
+        self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
+        self.assert_clean()
+        with open("/proc/self/mountinfo") as f:
+            self.assertNotIn(self.run_dir, f.read())
+
+    def test_epilog_never_hangs_on_a_fuse_mount_left_in_the_job_dir(self):
+        # A daemonized squashfuse left mounted in the job's directory, its daemon stopped:
+        # anything that enters the mount hangs. The epilog unmounts it lazily and removes
+        # the rest without entering it (issue 20). (The test mounts it as root: /dev/fuse
+        # is root's on this machine.)
+        for tool in ("squashfuse", "mksquashfs"):
             if not shutil.which(tool):
-                self.skipTest("%s is not installed (Debian: runc, gcc)" % tool)
-        src = os.path.join(self.tmp, "show.c")
-        exe = os.path.join(self.tmp, "show")
-        with open(src, "w") as f:
-            f.write(SHOW_C)
-        subprocess.run(["gcc", "-static", "-O1", "-o", exe, src], check=True)
-        with open(exe, "rb") as f:
-            show = f.read()
-        images.push_image(self.client, "hpc/show", "1.0",
-                          [[{"path": "work", "type": "dir", "mode": 0o755},
-                            {"path": "show", "data": show, "mode": 0o755}]],
-                          config_extra={"config": {"Entrypoint": ["/show", "from-entrypoint"],
-                                                   "Cmd": ["from-cmd"],
-                                                   "Env": ["APP_KIND=bundled"],
-                                                   "WorkingDir": "/work"}})
-        ref = "%s/hpc/show:1.0" % self.reg.hostport
-        job, rec, out = self.submit(
-            ["--fpull-image=" + ref, "--fpull-format=bundle"],
-            'd=$(dirname "$FPULL_BUNDLE")\n'
-            'XDG_RUNTIME_DIR="$d" runc --root "$d/runc" run --bundle "$FPULL_BUNDLE" '
-            '"fpull-$SLURM_JOB_ID" </dev/null 2>&1\n'
-            'echo "runc-exit=$?"\n')
-        self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
-        self.assertEqual(out.splitlines(), [
-            "uid=0 cwd=/work kind=bundled", "arg=/show", "arg=from-entrypoint", "arg=from-cmd",
-            "runc-exit=0"], out)
-        self.assertFalse(os.path.lexists(os.path.join(self.run_dir, job)))
-        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
-
-    def test_bundle_that_cannot_be_built_fails_the_job_not_the_node(self):
-        # The image's User is in no /etc/passwd of its rootfs: no config.json can say who
-        # runs the process, and the job must not run with a bundle that lacks it.
-        images.push_image(self.client, "hpc/nouser", "1.0", [kind_layer("v2")],
-                          config_extra={"config": {"Cmd": ["/opt/app/bin/run"],
-                                                   "User": "appuser"}})
-        ref = "%s/hpc/nouser:1.0" % self.reg.hostport
-        job, rec, out = self.submit(["--fpull-image=" + ref, "--fpull-format=bundle"],
-                                    "echo job-body-ran\n")
-        self.assertEqual(rec["JobState"], "FAILED", out)
-        self.assertEqual(rec["ExitCode"], "1:0", out)
-        self.assertRegex(out, r'^fpull: [^\n]*User "appuser": no user appuser in the '
-                              r"rootfs's /etc/passwd \(exit 1: failure\)\n$")
-        # Nothing half-built is left, and the node takes the next job.
-        self.assertEqual(os.listdir(self.run_dir), [])
-        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
-
-    def test_entry_for_no_node_fails_the_job_with_exit_3(self):
-        # An arm64-only target fits neither entry.
-        job, rec, out = self.submit(["--fpull-image=" + self.ref,
-                                     "--fpull-features=neoverse-n1"], "echo ran\n")
-        self.assertEqual(rec["JobState"], "FAILED", out)
-        self.assertEqual(rec["ExitCode"], "3:0", out)
-        self.assertRegex(out, r"^fpull: [^\n]*\(exit 3: no entry of the image fits this node\)\n$")
-        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
-
-    def test_feature_typo_never_runs_the_job(self):
-        # A misspelt feature never selects another entry: the job fails before its body.
-        # (Exit 2 naming the name once libfpull validates given names, contract v3; until
-        # then 3, as no entry has the misspelt feature.)
-        job, rec, out = self.submit(["--fpull-image=" + self.ref,
-                                     "--fpull-features=x86-64-v33"], "echo ran\n")
-        self.assertEqual(rec["JobState"], "FAILED", out)
-        self.assertIn(rec["ExitCode"], ("2:0", "3:0"), out)
-        self.assertRegex(out, r"^fpull: [^\n]*\(exit [23]: [^\n]*\)\n$")
-        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
-
-    def test_epilog_removes_only_the_jobs_own_files(self):
-        # A root-owned directory the job's user can read but not change.
-        victim = os.path.join(self.tmp, "victim")
-        os.mkdir(victim, 0o755)
-        with open(os.path.join(victim, "keep"), "w") as f:
-            f.write("root's\n")
-        # The user leaves a symlink to it, and a read-only tree, in the job directory.
-        job, rec, out = self.submit(
-            ["--fpull-image=" + self.ref, "--fpull-features=x86-64-v2"],
-            'd=$(dirname "$FPULL_ROOTFS")\n'
-            'ln -s %s "$d/link"\n'
-            'mkdir -p "$d/ro/sub" && touch "$d/ro/sub/f" && chmod 500 "$d/ro/sub" "$d/ro"\n'
-            'chmod 500 "$FPULL_ROOTFS/etc"\n'
-            'echo done\n' % victim)
-        self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
-        self.assertEqual(out.strip(), "done")
-        self.assertFalse(os.path.lexists(os.path.join(self.run_dir, job)))
-        self.assertEqual(os.listdir(victim), ["keep"])
-
-    def test_run_dir_others_can_write_fails_the_job(self):
-        # Someone who can write run_dir could plant a job's error record or directory.
-        os.mkdir(self.run_dir)
-        os.chmod(self.run_dir, 0o1777)
-        job, rec, out = self.submit(["--fpull-image=" + self.ref], "echo ran\n")
-        self.assertEqual(rec["JobState"], "FAILED", out)
-        self.assertRegex(out, r"^fpull: .*%s.*must be owned by root and writable by root "
-                              r"only.*\(exit 1: failure\)\n$" % re.escape(self.run_dir))
-        self.assertEqual(os.listdir(self.run_dir), [])
-        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
-
-    def test_typo_in_image_is_refused_at_submit(self):
-        cp, job = self.cluster.sbatch(["--fpull-image=%s/HPC/app:1.0" % self.reg.hostport],
-                                      "echo ran\n")
-        self.assertNotEqual(cp.returncode, 0)
-        self.assertIsNone(job)
-        self.assertIn("fpull: --fpull-image", cp.stderr)
-
-    def test_unknown_format_is_refused_at_submit(self):
-        # A typo never gives the job the other format.
-        cp, job = self.cluster.sbatch(["--fpull-image=" + self.ref, "--fpull-format=bundel"],
-                                      "echo ran\n")
-        self.assertNotEqual(cp.returncode, 0)
-        self.assertIsNone(job)
-        self.assertIn("fpull: --fpull-format=bundel: unknown format (did you mean 'bundle'?)",
-                      cp.stderr)
-        # fpull pull's squashfs would need the job to mount it: not offered, and not a typo.
-        cp, job = self.cluster.sbatch(["--fpull-image=" + self.ref, "--fpull-format=squashfs"],
-                                      "echo ran\n")
-        self.assertNotEqual(cp.returncode, 0)
-        self.assertIsNone(job)
-        self.assertIn("fpull: --fpull-format=squashfs: unknown format (dir or bundle)", cp.stderr)
-        self.assertNotIn("did you mean", cp.stderr)
-
-    def test_bundle_job_gets_config_json_and_rootfs(self):
-        # Each entry with its own runtime settings: config.json must be the chosen entry's.
-        entries = []
-        for kind in ("v2", "v3"):
-            img = images.push_image(self.client, "hpc/tool", None, [kind_layer(kind)],
-                                    config_extra={"config": {
-                                        "Entrypoint": ["/opt/app/bin/run"],
-                                        "Cmd": ["--mode", kind],
-                                        "Env": ["PATH=/opt/app/bin:/usr/bin:/bin",
-                                                "APP_KIND=" + kind],
-                                        "WorkingDir": "/opt/app"}})
-            entries.append((img, {"os": "linux", "architecture": "amd64",
-                                  "features": ["x86-64-" + kind]}))
-        images.push_index(self.client, "hpc/tool", "2.0", entries)
-        ref = "%s/hpc/tool:2.0" % self.reg.hostport
-        job, rec, out = self.submit(
-            ["--fpull-image=" + ref, "--fpull-features=x86-64-v3", "--fpull-format=bundle"],
-            'echo "bundle=$FPULL_BUNDLE"\n'
-            'echo "rootfs=$FPULL_ROOTFS"\n'
-            'cat "$FPULL_BUNDLE/rootfs/etc/kind"\n'
-            # A later step of the job finds the same, complete bundle.
-            'srun sh -c \'echo "step=$FPULL_BUNDLE"; '
-            'test -s "$FPULL_BUNDLE/config.json" && echo step-has-config\'\n'
-            'echo "--- config.json"\n'
-            'cat "$FPULL_BUNDLE/config.json"\n')
-        self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
-        head, _, spec_text = out.partition("--- config.json\n")
-        bundle = re.search(r"^bundle=(.*)$", head, re.M).group(1)
-        self.assertEqual(bundle, os.path.join(self.run_dir, job, "bundle"))
-        self.assertIn("rootfs=%s/rootfs\n" % bundle, head)
-        self.assertIn("\nv3\n", head)
-        self.assertIn("step=%s\nstep-has-config\n" % bundle, head)
-        spec = json.loads(spec_text)
-        self.assertEqual(spec["root"]["path"], "rootfs")
-        self.assertEqual(spec["process"]["args"], ["/opt/app/bin/run", "--mode", "v3"])
-        self.assertIn("APP_KIND=v3", spec["process"]["env"])
-        self.assertIn("PATH=/opt/app/bin:/usr/bin:/bin", spec["process"]["env"])
-        self.assertEqual(spec["process"]["cwd"], "/opt/app")
-        # Pulled as the job's user: a rootless bundle mapping nobody.
-        self.assertEqual([m["hostID"] for m in spec["linux"]["uidMappings"]], [slurm.NOBODY])
-        # The user part unpacked the entry the prolog chose, from the cache only.
-        self.assertIn("fpull: job %s: unpacking %s@%s into %s" % (
-            job, ref, entries[1][0]["digest"], bundle), self.cluster.log("slurmd.log"))
-        for l in entries[1][0]["layers"]:
-            self.assertEqual(self.blob_gets().get(l["digest"]), 1)
-        # The epilog removed it all.
-        self.assertFalse(os.path.lexists(os.path.join(self.run_dir, job)))
-        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
+                self.skipTest("%s is not installed" % tool)
+        src = os.path.join(self.tmp, "sqsrc")
+        os.mkdir(src)
+        with open(os.path.join(src, "f"), "w") as f:
+            f.write("x\n")
+        sqsh = os.path.join(self.tmp, "img.sqsh")
+        subprocess.run(["mksquashfs", src, sqsh, "-quiet", "-noappend"], check=True,
+                       stdout=subprocess.DEVNULL)
+        ready = os.path.join(self.cluster.outdir, "ready-%s" % os.urandom(4).hex())
+        go = ready + ".go"
+        cp, job = self.cluster.sbatch(
+            ["--fpull-image=" + self.other_ref],
+            'srun true\nmkdir %s/$SLURM_JOB_ID/mnt && touch %s\n'
+            'while [ ! -e %s ]; do sleep 0.2; done\n' % (self.run_dir, ready, go))
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        for _ in range(300):
+            if os.path.exists(ready):
+                break
+            time.sleep(0.2)
+        self.assertTrue(os.path.exists(ready), self.cluster.output(job) + self.cluster.logs())
+        mnt = os.path.join(self.run_dir, job, "mnt")
+        fuse = subprocess.Popen(["squashfuse", "-f", sqsh, mnt])
+        self.addCleanup(fuse.wait)
+        self.addCleanup(fuse.kill)
+        self.addCleanup(os.kill, fuse.pid, signal.SIGCONT)
+        for _ in range(100):
+            with open("/proc/self/mountinfo") as f:
+                if mnt in f.read():
+                    break
+            time.sleep(0.1)
+        os.kill(fuse.pid, signal.SIGSTOP)
+        open(go, "w").close()
+        rec = self.cluster.wait(job)
+        self.assertEqual(rec["JobState"], "COMPLETED", self.cluster.output(job))
+        self.assert_clean()
+        with open("/proc/self/mountinfo") as f:
+            self.assertNotIn(self.run_dir, f.read())
 
 
 class SlurmFixture(SlurmCase):
@@ -431,3 +603,291 @@ class SlurmProlog(SlurmCase):
         with open(self.prolog_log) as f:
             self.assertRegex(f.read(), r"fpull-prolog: job %s: %s: exit 5: fpull: " % (
                 job, re.escape(bad)))
+
+
+class SlurmGpuHook(SlurmCase):
+    """nvidia_hook=: the container's prestart hook, with the job's GPUs (a stand-in hook that
+    records how it was called: no GPU on this machine)."""
+
+    def setUp(self):
+        super().setUp()
+        if not os.path.isfile(PLUGIN):
+            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
+        if not shutil.which("runc"):
+            self.skipTest("runc is not installed (Debian: runc)")
+        self.calls = os.path.join(self.tmp, "calls")
+        os.mkdir(self.calls)
+        os.chmod(self.calls, 0o1777)
+        self.hook = os.path.join(self.tmp, "nvidia-hook")
+        with open(self.hook, "w") as f:
+            f.write('#!/bin/sh\nd=%s/$$\n{ echo "args=$*"; echo "uid=$(id -u)"; '
+                    'echo "visible=$NVIDIA_VISIBLE_DEVICES"; cat; echo; } >"$d"\n' % self.calls)
+        os.chmod(self.hook, 0o755)
+        images.push_image(self.client, "hpc/gpu", "1.0", [tools_layer(), os_release("gpu")])
+        self.gpu_ref = "%s/hpc/gpu:1.0" % self.reg.hostport
+        self.cluster = self.start_cluster(
+            plugin=PLUGIN,
+            plugin_args=["run_dir=" + self.run_dir, "config=" + self.config,
+                         "data_dir=" + DATA_DIR, "fpull=" + fpull.binary(),
+                         "nvidia_hook=" + self.hook])
+
+    def srun(self, env, *args):
+        return self.cluster._cmd(["env"] + ["%s=%s" % kv for kv in env.items()] +
+                                 ["srun", "--fpull-image=" + self.gpu_ref] + list(args),
+                                 check=False, user="nobody")
+
+    def test_hook_gets_the_jobs_gpus(self):
+        cp = self.srun({"CUDA_VISIBLE_DEVICES": "0,2"}, "sh", "-c",
+                       'echo "cuda=$CUDA_VISIBLE_DEVICES"; cat /etc/kind')
+        self.assertEqual((cp.returncode, cp.stdout), (0, "cuda=0,2\ngpu\n"), cp.stderr)
+        calls = os.listdir(self.calls)
+        self.assertEqual(len(calls), 1, calls)
+        with open(os.path.join(self.calls, calls[0])) as f:
+            args, uid, visible, state = f.read().split("\n", 3)
+        self.assertEqual(args, "args=prestart")
+        self.assertEqual(uid, "uid=%d" % slurm.NOBODY)
+        self.assertEqual(visible, "visible=0,2")
+        state = json.loads(state)
+        self.assertTrue(state["bundle"].startswith(self.run_dir + "/"), state)
+        self.assertGreater(state["pid"], 1)
+
+    def test_no_gpus_no_hook(self):
+        cp = self.srun({}, "cat", "/etc/kind")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "gpu\n"), cp.stderr)
+        self.assertEqual(os.listdir(self.calls), [])
+
+
+class SlurmSiteSettings(SlurmCase):
+    """The site's plugstack arguments: mounts= for every container, env_passthrough= names
+    that keep the job's value, mount_home=no as the default, pull=never."""
+
+    def setUp(self):
+        super().setUp()
+        if not os.path.isfile(PLUGIN):
+            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
+        if not shutil.which("runc"):
+            self.skipTest("runc is not installed (Debian: runc)")
+        self.scratch = os.path.join(self.tmp, "scratch")
+        os.mkdir(self.scratch)
+        with open(os.path.join(self.scratch, "site-file"), "w") as f:
+            f.write("from the site\n")
+        images.push_image(self.client, "hpc/site", "1.0", [tools_layer(), os_release("site")],
+                          config_extra={"config": {"Env": ["APP_MODE=image", "OTHER=image"]}})
+        self.site_ref = "%s/hpc/site:1.0" % self.reg.hostport
+        self.cluster = self.start_cluster(
+            plugin=PLUGIN,
+            plugin_args=["run_dir=" + self.run_dir, "config=" + self.config,
+                         "data_dir=" + DATA_DIR, "fpull=" + fpull.binary(),
+                         "mounts=%s:/scratch:ro" % self.scratch, "env_passthrough=APP_MODE",
+                         "mount_home=no", "pull=never"])
+
+    def srun(self, env, *args):
+        return self.cluster._cmd(["env"] + ["%s=%s" % kv for kv in env.items()] +
+                                 ["srun"] + list(args), check=False, user="nobody")
+
+    def test_site_mounts_env_and_defaults(self):
+        home = os.path.join(self.tmp, "home")
+        os.mkdir(home)
+        shutil.chown(home, "nobody", None)
+        # pull=never: nothing is in the cache yet, so the step fails without asking.
+        gets = len(self.blob_gets())
+        cp = self.srun({"HOME": home}, "--fpull-image=" + self.site_ref, "true")
+        self.assertEqual(cp.returncode, 5, cp.stderr)
+        self.assertEqual(len(self.blob_gets()), gets)
+        # --fpull-pull overrides the site's default.
+        cp = self.srun({"HOME": home, "APP_MODE": "job", "OTHER": "job"},
+                       "--fpull-image=" + self.site_ref, "--fpull-pull=missing", "sh", "-c",
+                       'cat /scratch/site-file; echo "$APP_MODE $OTHER"; '
+                       'test -d "$HOME" && echo home || echo no-home; '
+                       'touch /scratch/x 2>/dev/null || echo ro')
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertEqual(cp.stdout.splitlines(), ["from the site", "job image", "no-home", "ro"],
+                         cp.stderr)
+        # --fpull-mount-home overrides mount_home=no.
+        cp = self.srun({"HOME": home}, "--fpull-image=" + self.site_ref, "--fpull-mount-home",
+                       "sh", "-c", 'test -d "$HOME" && echo home')
+        self.assertEqual((cp.returncode, cp.stdout), (0, "home\n"), cp.stderr)
+
+
+class SlurmStore(SlurmCase):
+    """store_max=: a user's unpacked images are kept on the node between jobs, least
+    recently used evicted first, never while a step uses one."""
+
+    def setUp(self):
+        super().setUp()
+        if not os.path.isfile(PLUGIN):
+            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
+        if not shutil.which("runc"):
+            self.skipTest("runc is not installed (Debian: runc)")
+        tools = tools_layer()
+        self.a = images.push_image(self.client, "hpc/a", "1.0", [tools, os_release("a")])
+        self.b = images.push_image(self.client, "hpc/b", "1.0", [tools, os_release("b")])
+        self.home = os.path.join(self.tmp, "home")
+        os.mkdir(self.home)
+        shutil.chown(self.home, "nobody", None)
+
+    def start(self, store_max):
+        self.cluster = self.start_cluster(
+            plugin=PLUGIN,
+            plugin_args=["run_dir=" + self.run_dir, "config=" + self.config,
+                         "data_dir=" + DATA_DIR, "fpull=" + fpull.binary(),
+                         "store_max=" + store_max])
+
+    def srun(self, image, *cmd):
+        return self.cluster._cmd(["env", "HOME=" + self.home, "srun",
+                                  "--fpull-image=%s/%s" % (self.reg.hostport, image)] +
+                                 list(cmd), check=False, user="nobody")
+
+    def kept(self):
+        store = os.path.join(self.run_dir, "store", str(slurm.NOBODY))
+        return sorted(n for n in os.listdir(store) if "." not in n)
+
+    def test_second_job_does_not_unpack_again(self):
+        self.start("1G")
+        cp = self.srun("hpc/a:1.0", "cat", "/etc/kind")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "a\n"), cp.stderr)
+        self.assertIn("done: 2 layers", cp.stderr)
+        hexa = self.a["digest"].split(":")[1]
+        self.assertEqual(self.kept(), [hexa])
+        kind = os.path.join(self.run_dir, "store", str(slurm.NOBODY), hexa, "rootfs", "etc",
+                            "kind")
+        ino = os.stat(kind).st_ino
+        cp = self.srun("hpc/a:1.0", "sh", "-c", 'cat /etc/kind; echo "$FPULL_IMAGE_DIGEST"')
+        self.assertEqual((cp.returncode, cp.stdout), (0, "a\n%s\n" % self.a["digest"]),
+                         cp.stderr)
+        self.assertIn("is kept on this node: not unpacked again", cp.stderr)
+        self.assertNotIn("done: ", cp.stderr)
+        self.assertEqual(os.stat(kind).st_ino, ino)
+        # The job's directory goes; the kept tree stays, the user's only.
+        self.assertEqual(self.cluster.settled_node_state(), "idle")
+        self.assertEqual(sorted(os.listdir(self.run_dir)), ["store"])
+        st = os.stat(os.path.join(self.run_dir, "store", str(slurm.NOBODY)))
+        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (slurm.NOBODY, 0o700))
+        self.assertEqual(holders(self.run_dir), [])
+
+    def test_least_recently_used_is_evicted_never_one_in_use(self):
+        self.start("1")  # one byte: only the tree in use stays
+        cp = self.srun("hpc/a:1.0", "cat", "/etc/kind")
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        hexa, hexb = self.a["digest"].split(":")[1], self.b["digest"].split(":")[1]
+        self.assertEqual(self.kept(), [hexa])
+        # While a job runs in a, a job with b evicts nothing of a.
+        p = subprocess.Popen(["runuser", "-u", "nobody", "--", "env", "HOME=" + self.home,
+                              "srun", "-J", "holda", "--fpull-image=%s/hpc/a:1.0" %
+                              self.reg.hostport, "sh", "-c", "echo up; sleep 300"],
+                             env=self.cluster.env(), stdout=subprocess.PIPE, text=True)
+        self.addCleanup(p.kill)
+        self.assertEqual(p.stdout.readline(), "up\n")
+        cp = self.cluster._cmd(["srun", "--overlap", "--jobid",
+                                self.cluster._cmd(["squeue", "-h", "-n", "holda", "-o", "%i"]
+                                                  ).stdout.strip(),
+                                "--fpull-image=%s/hpc/b:1.0" % self.reg.hostport,
+                                "cat", "/etc/kind"], check=False, user="nobody")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "b\n"), cp.stderr)
+        self.assertEqual(self.kept(), sorted([hexa, hexb]))
+        self.cluster._cmd(["scancel", "-n", "holda"])
+        p.wait(timeout=60)
+        self.assertEqual(self.cluster.settled_node_state(), "idle")
+        # Now a is no one's: the next job with b evicts it.
+        cp = self.srun("hpc/b:1.0", "cat", "/etc/kind")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "b\n"), cp.stderr)
+        self.assertEqual(self.kept(), [hexb])
+
+
+class SlurmPlugstack(SlurmCase):
+    def test_typo_in_plugstack_conf_is_named(self):
+        if not os.path.isfile(PLUGIN):
+            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
+        # Named where it is used, and nothing else fails: slurmd starts, jobs without
+        # --fpull-image run.
+        c = self.start_cluster(plugin=PLUGIN, plugin_args=["run_dri=/run/x", "pull=nwer"])
+        want = ("fpull: plugstack.conf: unknown plugin argument 'run_dri' (did you mean "
+                "'run_dir='?)")
+        self.assertIn(want, c.log("slurmd.log"))
+        cp = c._cmd(["srun", "echo", "plain"], check=False, user="nobody")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "plain\n"), cp.stderr)
+        cp = c._cmd(["srun", "--fpull-image=" + self.ref, "echo", "ran"], check=False,
+                    user="nobody")
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertNotIn("ran", cp.stdout)
+        self.assertIn(want, cp.stderr)
+
+
+class SlurmSlowRegistry(SlurmCase):
+    """The step's pull against a registry behind a fault proxy: it is job time, bounded and
+    cancellable, and never the node's problem."""
+
+    PULL_TIMEOUT = 15
+
+    def setUp(self):
+        super().setUp()
+        if not os.path.isfile(PLUGIN):
+            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
+        if not shutil.which("runc"):
+            self.skipTest("runc is not installed (Debian: runc)")
+        self.proxy = faultproxy.FaultProxy(self.reg.url).start()
+        self.addCleanup(self.proxy.stop)
+        images.push_image(self.client, "hpc/big", "1.0",
+                          [tools_layer(), os_release("big"),
+                           [{"path": "data/blob", "data": os.urandom(1 << 20)}]])
+        self.big = "%s/hpc/big:1.0" % self.proxy.hostport
+        self.cluster = self.start_cluster(
+            plugin=PLUGIN,
+            plugin_args=["run_dir=" + self.run_dir, "config=" + self.config,
+                         "data_dir=" + DATA_DIR, "fpull=" + fpull.binary(),
+                         "pull_timeout=%d" % self.PULL_TIMEOUT])
+
+    def pulls(self):
+        """This cluster's fpull processes (their DEST is under run_dir)."""
+        cp = subprocess.run(["pgrep", "-u", "nobody", "-a", "-x", "fpull"],
+                            stdout=subprocess.PIPE, text=True)
+        return [ln for ln in cp.stdout.splitlines() if self.run_dir + "/" in ln]
+
+    def test_trickling_registry_fails_the_step_with_exit_6(self):
+        # One byte every 20 s never trips a stall timeout; pull_timeout= ends it.
+        self.proxy.add(r"/blobs/", trickle=(1, 20))
+        cp = self.cluster._cmd(["srun", "--fpull-image=" + self.big, "echo", "ran"],
+                               check=False, user="nobody")
+        self.assertEqual(cp.returncode, 6, cp.stdout + cp.stderr)
+        self.assertNotIn("ran", cp.stdout)
+        self.assertIn("fpull: %s: the pull took longer than pull_timeout=%d seconds (exit 6: "
+                      "network or registry failure, worth retrying)" % (
+                          self.big, self.PULL_TIMEOUT), cp.stderr)
+        self.assertEqual(self.pulls(), [])
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
+        self.assertEqual(os.listdir(self.run_dir), [])
+
+    def test_scancel_during_the_pull_ends_it(self):
+        self.proxy.add(r"/blobs/", trickle=(1024, 0.5))
+        p = subprocess.Popen(["runuser", "-u", "nobody", "--", "srun", "-J", "slowpull",
+                              "--fpull-image=" + self.big, "echo", "ran"],
+                             env=self.cluster.env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        self.addCleanup(p.kill)
+        # The pull's progress comes live on the step's stderr, a line every few seconds.
+        lines = []
+        reader = threading.Thread(target=lambda: lines.extend(iter(p.stderr.readline, "")))
+        reader.start()
+        progress = re.compile(r"^%s: \d+/\d+ layers, .* / .* downloaded, \d+s$" %
+                              re.escape(self.big))
+        for _ in range(300):
+            if any(progress.match(ln) for ln in lines):
+                break
+            time.sleep(0.1)
+        self.assertTrue(any(progress.match(ln) for ln in lines), lines)
+        self.assertNotEqual(self.pulls(), [], self.cluster.logs())
+        cp = self.cluster._cmd(["squeue", "-h", "-n", "slowpull", "-o", "%i"])
+        job = cp.stdout.strip()
+        t0 = time.monotonic()
+        self.cluster._cmd(["scancel", job])
+        out = p.stdout.read()
+        p.wait(timeout=60)
+        reader.join(timeout=60)
+        while self.pulls() and time.monotonic() - t0 < 30:
+            time.sleep(0.1)
+        print("srun and its pull ended %.1f s after scancel" % (time.monotonic() - t0))
+        self.assertNotEqual(p.returncode, 0)
+        self.assertNotIn("ran", out)
+        self.assertEqual(self.pulls(), [])
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
+        self.assertEqual(os.listdir(self.run_dir), [])
