@@ -30,10 +30,10 @@ static const struct cli_opt all_opts[] = {
     {OPT_ALL, "all", 0, NULL, "every image entry of the index, for nodes of every kind"},
     {OPT_FORMAT, "format", 0, "dir|bundle|squashfs",
      "what DEST becomes: a rootfs, an OCI bundle, a SquashFS file"},
-    {OPT_SQFS_COMP, "sqfs-comp", 0, "zstd|gzip|xz|lz4", "SquashFS compressor (default zstd)"},
+    {OPT_SQFS_COMP, "sqfs-comp", 0, "zstd|gzip|xz|lz4|none", "SquashFS compressor (default zstd)"},
     {OPT_SQFS_BLOCK_SIZE, "sqfs-block-size", 0, "SIZE",
      "SquashFS block size, 4K to 1M (default 128K)"},
-    {OPT_SQFS_LEVEL, "sqfs-level", 0, "N", "SquashFS compression level (default: mksquashfs's)"},
+    {OPT_SQFS_LEVEL, "sqfs-level", 0, "N", "SquashFS compression level (default: zstd 3)"},
     {OPT_SQFS_THREADS, "sqfs-threads", 0, "N",
      "SquashFS compression threads (default and at most: the CPUs fpull may use)"},
 };
