@@ -194,13 +194,13 @@ class SquashfsSettings(SquashfsCase):
         self.assertEqual(cp.returncode, 0, cp.stderr)
         return cp.stdout
 
-    def test_sqfs_default_is_zstd_level_3(self):
+    def test_sqfs_default_is_zstd_level_3_1m_blocks(self):
         self.push(LAYERS)
         d, img = self.pull_both()
         out = self.unsquashfs_s(img)
         self.assertIn("Compression zstd", out)
         self.assertRegex(out, r"compression-level 3\b")
-        self.assertIn("Block size 131072", out)
+        self.assertIn("Block size 1048576", out)
         self.assert_same_tree(d, img)
 
     def test_sqfs_comp_none_is_uncompressed_and_readable(self):
@@ -256,7 +256,7 @@ class SquashfsSettings(SquashfsCase):
                 mk = self.path("mk-%s.sqsh" % name)
                 cp = subprocess.run(["mksquashfs", d, mk, "-noappend", "-quiet", "-no-progress",
                                      "-comp", "zstd", "-Xcompression-level", "3",
-                                     "-b", "131072"], stdout=subprocess.PIPE,
+                                     "-b", "1048576"], stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True)
                 self.assertEqual(cp.returncode, 0, cp.stdout)
                 ours, theirs = os.path.getsize(img), os.path.getsize(mk)
