@@ -81,7 +81,8 @@ static int unpack(struct fp_session *s, const struct fp_resolved *r, struct fp_f
                ? fpull_unpack_squashfs(dest, layers, n, &uo, &st, err)
                : fpull_unpack_rootfs(dest, layers, n, &uo, &st, err);
   if (rc == 0 && uo.format == FPULL_FORMAT_SQUASHFS)
-    fp_debug("%s: squashfs image %llu bytes, %llu bytes of data of files later removed",
+    fp_debug("%s: squashfs image %llu bytes, %llu bytes of data of files later removed "
+             "(cut out)",
              s->reference, (unsigned long long)st.sqfs_image_bytes,
              (unsigned long long)st.sqfs_dead_bytes);
   /* The unpacker has warned about skipped device nodes itself. */

@@ -20,11 +20,12 @@ enum fpull_unpack_format {
   FPULL_FORMAT_SQUASHFS = 2, /* DEST is one SquashFS file holding it */
 };
 
-/* SquashFS output; zeros are libsquashfs's (and mksquashfs's) defaults. */
+/* SquashFS output; zeros are fpull's defaults: zstd at FPULL_SQFS_ZSTD_LEVEL in blocks of
+ * FPULL_SQFS_BLOCK_SIZE (fast to write: measured in docs/bench-results.md). */
 struct fpull_sqfs_opts {
-  const char *compressor; /* "zstd" (NULL), "gzip", "xz", "lz4" */
-  unsigned block_size;    /* a power of two, 4 KiB .. 1 MiB; 0: 128 KiB */
-  int level;              /* 0: the compressor's default */
+  const char *compressor; /* "zstd" (NULL), "gzip", "xz", "lz4", "none" (nothing compressed) */
+  unsigned block_size;    /* a power of two, 4 KiB .. 1 MiB; 0: FPULL_SQFS_BLOCK_SIZE */
+  int level;              /* 0: FPULL_SQFS_ZSTD_LEVEL for zstd, else the compressor's default */
   unsigned threads;       /* compression threads, at most the CPUs we may use; 0: those */
   /* The image's tree is held until the tables are written at the end: past this much
    * resident memory (the process's RSS) it is moved out to a temporary file beside DEST,
@@ -32,6 +33,8 @@ struct fpull_sqfs_opts {
   uint64_t max_resident;
 };
 #define FPULL_SQFS_MAX_RESIDENT (160ull << 20)
+#define FPULL_SQFS_ZSTD_LEVEL 3
+#define FPULL_SQFS_BLOCK_SIZE (1u << 20)
 
 /* Options structs grow at the end: version says which layout the caller was compiled
  * with, and the library refuses versions it does not know (FPULL_EUSAGE). Start from
@@ -74,8 +77,8 @@ struct fpull_unpack_stats {
    * devices_skipped): */
   uint64_t setid_dropped; /* setuid/setgid bits of files */
   uint64_t caps_dropped;  /* file capabilities (security.capability xattrs) */
-  /* SquashFS: file data written into the image before a later layer removed the file (the
-   * price of streaming each layer once) and the image's size. */
+  /* SquashFS: file data written into the image before a later layer removed the file (cut
+   * out again before the tables are written) and the image's size. */
   uint64_t sqfs_dead_bytes;
   uint64_t sqfs_image_bytes;
 };

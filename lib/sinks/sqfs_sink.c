@@ -5,11 +5,14 @@
  * sizes, fragment) stays in the in-memory tree (sqfs_tree.c), which applies the same
  * rules as the directory output: whiteouts, opaque directories, hardlinks, symlinks
  * resolved inside the root. Only when all layers are in are the inode, directory, fragment,
- * id and xattr tables written, from that tree. The price: data of a file that a later layer
- * deletes or replaces stays in the image, unreferenced (counted in sqfs_dead_bytes; the
- * block processor's deduplication saves identical data). The alternative, reading every
- * layer twice (names first, data second), would cost a second decompression of every layer
- * and could not overlap unpacking with downloading. */
+ * id and xattr tables written, from that tree. Data of a file that a later layer deletes or
+ * replaces is cut out before that (sqfs_data.c: the blocks the final tree references are
+ * moved down over it, counted in sqfs_dead_bytes), so the image holds what the final tree
+ * references, as mksquashfs of the directory output would. Reading every layer twice
+ * (names first, data second) would avoid compressing that data, at the price of a second
+ * decompression of every layer and no overlap of unpacking with downloading; applying the
+ * layers top-down would need the lower layers' symlinks before they are read. Moving the
+ * live blocks costs one copy of the data after the first removed file, in the page cache. */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -37,6 +40,7 @@
 #include "fpull/unpack.h"
 #include "unpack/inroot.h"
 #include "unpack/sink.h"
+#include "sqfs_data.h"
 #include "sqfs_file.h"
 #include "sqfs_tree.h"
 #include "unpack/unpack_internal.h"
@@ -62,8 +66,9 @@ struct sqfs_sink {
   uint64_t max_file;
   unsigned since_check; /* entries since RSS was last read */
   size_t block;
-  uint32_t count; /* inodes numbered */
-  int in_file;    /* a file was begun and not ended (an error in its data) */
+  uint64_t data_start; /* where the first data block goes */
+  uint32_t count;      /* inodes numbered */
+  int in_file;         /* a file was begun and not ended (an error in its data) */
   int bp_finished;
   struct fpull_unpack_stats *stats;
 };
@@ -496,6 +501,13 @@ static int sq_finish(struct fp_sink *s, fpull_err *err)
   if ((ret = sqfs_block_processor_finish(q->bp)))
     return sq_fail(q, ret, err, "writing the image");
   q->stats->sqfs_dead_bytes = q->tree.dead_bytes;
+  if (q->tree.dead_bytes) {
+    uint64_t cut;
+    if ((rc = fp_sqfs_compact(&q->tree, q->frags, q->file, q->data_start, &cut, err)))
+      return rc;
+    fp_debug("squashfs: %llu bytes of the image cut out (the data of removed files)",
+             (unsigned long long)cut);
+  }
   q->im = sqfs_meta_writer_create(f, q->cmp, 0);
   q->dm = sqfs_meta_writer_create(f, q->cmp, SQFS_META_WRITER_KEEP_IN_MEMORY);
   q->dw = q->dm ? sqfs_dir_writer_create(q->dm, 0) : NULL;
@@ -565,26 +577,33 @@ static void sink_free(struct sqfs_sink *q)
   fp_mtree_free(&q->tree);
 }
 
-static int compressor_config(sqfs_compressor_config_t *cfg, const struct fpull_sqfs_opts *so,
-                             size_t block, fpull_err *err)
+/* cfg for the options; *none: store everything uncompressed (cfg then names gzip, the
+ * compressor every reader has, as mksquashfs records for -noI -noD -noF -noX). */
+static int compressor_config(sqfs_compressor_config_t *cfg, int *none,
+                             const struct fpull_sqfs_opts *so, size_t block, fpull_err *err)
 {
   const char *name = so->compressor ? so->compressor : "zstd";
-  int id = strcmp(name, "zstd") == 0   ? SQFS_COMP_ZSTD
-           : strcmp(name, "gzip") == 0 ? SQFS_COMP_GZIP
-           : strcmp(name, "xz") == 0   ? SQFS_COMP_XZ
-           : strcmp(name, "lz4") == 0  ? SQFS_COMP_LZ4
-                                       : -1;
+  *none = strcmp(name, "none") == 0;
+  int id = strcmp(name, "zstd") == 0            ? SQFS_COMP_ZSTD
+           : strcmp(name, "gzip") == 0 || *none ? SQFS_COMP_GZIP
+           : strcmp(name, "xz") == 0            ? SQFS_COMP_XZ
+           : strcmp(name, "lz4") == 0           ? SQFS_COMP_LZ4
+                                                : -1;
   if (id < 0)
     return fpull_err_set(err, FPULL_EUSAGE,
-                         "unknown squashfs compressor '%s' (zstd, gzip, xz or lz4)", name);
+                         "unknown squashfs compressor '%s' (zstd, gzip, xz, lz4 or none)", name);
   if (sqfs_compressor_config_init(cfg, (SQFS_COMPRESSOR)id, block, 0))
     return fpull_err_set(err, FPULL_EUSAGE, "squashfs compressor %s is not available", name);
-  if (!so->level)
+  if (!so->level) {
+    /* fpull's default is a fast one (see FPULL_SQFS_ZSTD_LEVEL); the others keep theirs. */
+    if (id == SQFS_COMP_ZSTD)
+      cfg->level = FPULL_SQFS_ZSTD_LEVEL;
     return 0;
+  }
   int lo = 0, hi = 0;
   if (id == SQFS_COMP_ZSTD)
     lo = SQFS_ZSTD_MIN_LEVEL, hi = SQFS_ZSTD_MAX_LEVEL;
-  else if (id == SQFS_COMP_GZIP)
+  else if (id == SQFS_COMP_GZIP && !*none)
     lo = SQFS_GZIP_MIN_LEVEL, hi = SQFS_GZIP_MAX_LEVEL;
   else if (id == SQFS_COMP_XZ)
     lo = 1, hi = SQFS_XZ_MAX_LEVEL; /* 0 is "the default" in fpull_sqfs_opts */
@@ -606,10 +625,10 @@ static int check_block(size_t block, fpull_err *err)
 
 int fpull_sqfs_opts_check(const struct fpull_sqfs_opts *so, fpull_err *err)
 {
-  size_t block = so->block_size ? so->block_size : SQFS_DEFAULT_BLOCK_SIZE;
+  size_t block = so->block_size ? so->block_size : FPULL_SQFS_BLOCK_SIZE;
   sqfs_compressor_config_t cfg;
-  int rc = check_block(block, err);
-  return rc ? rc : compressor_config(&cfg, so, block, err);
+  int none, rc = check_block(block, err);
+  return rc ? rc : compressor_config(&cfg, &none, so, block, err);
 }
 
 static int sink_init(struct sqfs_sink *q, const struct fp_image_dest *d,
@@ -617,7 +636,7 @@ static int sink_init(struct sqfs_sink *q, const struct fp_image_dest *d,
                      fpull_err *err)
 {
   const struct fpull_sqfs_opts *so = &o->sqfs;
-  size_t block = so->block_size ? so->block_size : SQFS_DEFAULT_BLOCK_SIZE;
+  size_t block = so->block_size ? so->block_size : FPULL_SQFS_BLOCK_SIZE;
   memset(q, 0, sizeof *q);
   q->base.ops = &sqfs_sink_ops;
   q->stats = stats;
@@ -630,13 +649,16 @@ static int sink_init(struct sqfs_sink *q, const struct fp_image_dest *d,
   fp_mtree_init(&q->tree, q->euid, q->egid, now, d->pfd, d->where.parent);
   q->tree.max_resident = so->max_resident ? so->max_resident : FPULL_SQFS_MAX_RESIDENT;
   sqfs_compressor_config_t cfg;
-  int rc = check_block(block, err);
+  int none, ret = 0, rc = check_block(block, err);
   if (!rc)
-    rc = compressor_config(&cfg, so, block, err);
+    rc = compressor_config(&cfg, &none, so, block, err);
   if (rc)
     return rc;
-  int ret = sqfs_compressor_create(&cfg, &q->cmp);
-  if (ret)
+  if (none)
+    q->cmp = fp_sqfs_none_create(&cfg);
+  else
+    ret = sqfs_compressor_create(&cfg, &q->cmp);
+  if (ret || !q->cmp)
     return fpull_err_set(err, FPULL_EUSAGE, "squashfs compressor: libsquashfs error %d", ret);
   q->file = fp_fd_file_new(d->fd);
   sqfs_file_t *f = &q->file->base;
@@ -650,6 +672,9 @@ static int sink_init(struct sqfs_sink *q, const struct fp_image_dest *d,
     return sq_fail(q, ret, err, "writing the image");
   if (ret > 0)
     q->super.flags |= SQFS_FLAG_COMPRESSOR_OPTIONS;
+  if (none)
+    q->super.flags |= FP_SQFS_UNCOMPRESSED_FLAGS;
+  q->data_start = f->get_size(f);
   unsigned threads = fpull_sqfs_threads(so->threads);
   /* Blocks in flight, each held compressed and not: bounded in bytes as well. */
   size_t backlog = threads * 4 + 2;
@@ -674,7 +699,8 @@ static int sink_init(struct sqfs_sink *q, const struct fp_image_dest *d,
   };
   if ((ret = sqfs_block_processor_create_ex(&desc, &q->bp)))
     return sq_fail(q, ret, err, "starting the compressor threads");
-  fp_debug("squashfs: %s, block size %zu, %u thread(s)", sqfs_compressor_name_from_id(cfg.id),
+  fp_debug("squashfs: %s level %u, block size %zu, %u thread(s)",
+           none ? "none" : sqfs_compressor_name_from_id(cfg.id), none ? 0 : (unsigned)cfg.level,
            block, threads);
   return 0;
 }

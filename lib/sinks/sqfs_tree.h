@@ -39,6 +39,7 @@ struct fp_minode {
   uint32_t ino_num;         /* set when the tables are written */
   uint64_t ref;
   int written;
+  int relocated; /* files: its blocks' place was updated when removed data was cut out */
 };
 
 struct fp_mdirent {
@@ -58,7 +59,8 @@ struct fp_mtree {
   uint32_t implicit_uid; /* owner of directories made for a path's missing parents */
   uint32_t implicit_gid;
   uint32_t now;
-  uint64_t dead_bytes; /* file data written to the image whose file was later removed */
+  uint64_t dead_bytes; /* file data written to the image whose file was later removed (and
+                        * cut out of it at the end: fp_sqfs_compact) */
   /* Nodes, names and finished file inodes live in the arena, a temporary file beside the
    * image, so that resident memory does not grow with the entries; without one (or when it
    * cannot grow: spill_errno) they are on the heap, listed in heap to be freed. */

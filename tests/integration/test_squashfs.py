@@ -50,10 +50,10 @@ class SquashfsCase(PullTestCase):
         return images.push_image(self.client, repo, "tag", layers, fmt=fmt,
                                  compression=compression)
 
-    def pull_both(self, repo="x/y", extra=()):
+    def pull_both(self, repo="x/y", extra=(), name=""):
         """Pulls the image twice, as a directory and as a SquashFS image."""
         ref = self.ref(repo, "tag")
-        d, img = self.path("dirout"), self.path("img.sqsh")
+        d, img = self.path("dirout" + name), self.path("img%s.sqsh" % name)
         self.fpull(["pull", ref, d], check=0)
         # As root the image holds setuid bits, capabilities and devices only when asked;
         # asked here, to hold what the root directory output holds.
@@ -185,6 +185,92 @@ class SquashfsTree(SquashfsCase):
             self.assertEqual(walk_tree(mnt), walk_tree(d))
         finally:
             subprocess.run(["umount", mnt], stderr=subprocess.DEVNULL)
+
+
+class SquashfsSettings(SquashfsCase):
+    """Issue 24: a fast default, an uncompressed image on request, and no data of removed
+    files in the image."""
+
+    def unsquashfs_s(self, img):
+        cp = subprocess.run(["unsquashfs", "-s", img], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        return cp.stdout
+
+    def test_sqfs_default_is_zstd_level_3_1m_blocks(self):
+        self.push(LAYERS)
+        d, img = self.pull_both()
+        out = self.unsquashfs_s(img)
+        self.assertIn("Compression zstd", out)
+        self.assertRegex(out, r"compression-level 3\b")
+        self.assertIn("Block size 1048576", out)
+        self.assert_same_tree(d, img)
+
+    def test_sqfs_comp_none_is_uncompressed_and_readable(self):
+        data = b"compressible " * 50000
+        self.push([LAYERS[0], [{"path": "text", "data": data}]] + LAYERS[1:])
+        d, img = self.pull_both(extra=["--sqfs-comp", "none"])
+        out = self.unsquashfs_s(img)
+        for what in ("Inodes are", "Data is", "Fragments are", "(Id table) are"):
+            self.assertIn(what + " uncompressed", out)
+        # Nothing compressed: the text is all in the image.
+        self.assertGreater(os.path.getsize(img), len(data))
+        self.assert_same_tree(d, img)
+
+    def test_sqfs_comp_none_kernel_mount(self):
+        if os.geteuid() != 0:
+            self.skipTest("mounting a loop device needs root")
+        self.push(LAYERS)
+        d, img = self.pull_both(extra=["--sqfs-comp", "none"])
+        mnt = self.path("kmnt")
+        os.mkdir(mnt)
+        cp = subprocess.run(["mount", "-t", "squashfs", "-o", "loop,ro,nosuid,nodev", img, mnt],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if cp.returncode != 0:
+            self.skipTest("the kernel cannot mount squashfs here: %s" % cp.stderr.strip())
+        try:
+            self.assertEqual(walk_tree(mnt), walk_tree(d))
+        finally:
+            subprocess.run(["umount", mnt], stderr=subprocess.DEVNULL)
+
+    def test_sqfs_comp_none_refuses_a_level(self):
+        cp = self.fpull(["pull", "--format", "squashfs", "--sqfs-comp", "none", "--sqfs-level",
+                         "3", self.ref("x/y", "tag"), self.path("img.sqsh")], check=2)
+        self.assertIn("none has no levels", cp.stderr)
+        self.assertFalse(os.path.exists(self.path("img.sqsh")))
+
+    def test_sqfs_removed_data_is_cut_out(self):
+        # A big file of the first layer removed by the second (whiteout, opaque directory,
+        # overwrite, a whole directory whited out): the image is the size mksquashfs makes
+        # of the directory output at the same settings, not that plus the removed data.
+        big = os.urandom(3 << 20)
+        keep = os.urandom(700000)
+        lower = [{"path": "big", "data": big}, {"path": "keep", "data": keep},
+                 {"path": "d/big", "data": big[::-1]}, {"path": "d/small", "data": b"s" * 5000},
+                 {"path": "e/f", "data": big[1:]}, {"path": "tail", "data": keep[:1000]}]
+        cases = {
+            "whiteout": [images.whiteout("big"), images.whiteout("d/big")],
+            "opaque": [images.opaque("d"), {"path": "d/new", "data": b"new"},
+                       images.whiteout("big")],
+            "overwrite": [{"path": "big", "data": b"small now"},
+                          {"path": "d/big", "type": "symlink", "target": "../keep"}],
+            "dir": [images.whiteout("e"), images.whiteout("d"), images.whiteout("big")],
+        }
+        for name, upper in cases.items():
+            with self.subTest(name):
+                repo = "cut/" + name
+                self.push([lower, upper, [{"path": "top", "data": keep[::-1]}]], repo=repo)
+                d, img = self.pull_both(repo=repo, name=name)
+                self.assert_same_tree(d, img)
+                mk = self.path("mk-%s.sqsh" % name)
+                cp = subprocess.run(["mksquashfs", d, mk, "-noappend", "-quiet", "-no-progress",
+                                     "-comp", "zstd", "-Xcompression-level", "3",
+                                     "-b", "1048576"], stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True)
+                self.assertEqual(cp.returncode, 0, cp.stdout)
+                ours, theirs = os.path.getsize(img), os.path.getsize(mk)
+                self.assertLess(ours, theirs + (2 << 20), "the removed data is still there")
+                self.assertLessEqual(abs(ours - theirs), theirs // 100, (ours, theirs))
 
 
 class SquashfsRules(SquashfsCase):
@@ -351,7 +437,7 @@ class SquashfsRules(SquashfsCase):
         self.assertIn("1 thread(s)", cp.stderr)
 
     def test_sqfs_removed_files_are_counted_not_listed(self):
-        # A file replaced by a later layer: its first data stays in the image, unlisted.
+        # A file removed by a later layer: its data is counted, cut out and not listed.
         blob = os.urandom(200000)
         self.push([[{"path": "f", "data": blob}], [images.whiteout("f")]], None)
         ref = self.ref("x/y", "tag")
@@ -365,5 +451,5 @@ class SquashfsRules(SquashfsCase):
         self.assertEqual(test_completion.complete(["fpull", "pull", "--format", "sq"]),
                          {"squashfs"})
         self.assertEqual(test_completion.complete(["fpull", "pull", "--sqfs-comp", ""]),
-                         {"zstd", "gzip", "xz", "lz4"})
+                         {"zstd", "gzip", "xz", "lz4", "none"})
         self.assertIn("--sqfs-threads", test_completion.complete(["fpull", "pull", "--sqfs"]))
