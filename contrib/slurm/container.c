@@ -1,9 +1,7 @@
 /* fpull Slurm plugin: the step's container (see container.h). */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -26,6 +24,7 @@
 
 #include "container.h"
 #include "job_dir.h"
+#include "store.h"
 #include "unpack/inroot.h"
 #include "util.h"
 
@@ -717,88 +716,6 @@ static int from_squashfs(struct runner *rn)
   return 0;
 }
 
-/* ---- the node store (store_max=): a user's unpacked images, kept between jobs ------- */
-
-static uint64_t tree_bytes;
-static int add_bytes(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-  (void)p;
-  (void)flag;
-  (void)f;
-  tree_bytes += (uint64_t)st->st_blocks * 512;
-  return 0;
-}
-
-struct kept {
-  char hex[72];
-  time_t used;
-  uint64_t bytes;
-};
-
-static int kept_older(const void *a, const void *b)
-{
-  const struct kept *x = a, *y = b;
-  return x->used < y->used ? -1 : x->used > y->used;
-}
-
-/* Removes the least recently used trees until the user's store is within store_max, never
- * keep (this step's) nor one another step holds (its lock). */
-static void evict(const struct runner *rn, const char *store, const char *keep)
-{
-  cleanup_close int dfd = open(store, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *d = dfd < 0 ? NULL : fdopendir(dup(dfd));
-  if (!d)
-    return;
-  struct kept *k = NULL;
-  size_t n = 0;
-  uint64_t total = 0;
-  struct dirent *de;
-  while ((de = readdir(d)) != NULL) {
-    size_t len = strlen(de->d_name);
-    if (len < 6 || len > 70 || strcmp(de->d_name + len - 5, ".lock") != 0)
-      continue;
-    struct stat st;
-    if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-      continue;
-    k = fp_xrealloc(k, (n + 1) * sizeof *k);
-    snprintf(k[n].hex, sizeof k[n].hex, "%.*s", (int)(len - 5), de->d_name);
-    k[n].used = st.st_mtime;
-    k[n].bytes = 0;
-    char sz[96], buf[32] = "";
-    snprintf(sz, sizeof sz, "%s.size", k[n].hex);
-    int fd = openat(dfd, sz, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-      ssize_t r = read(fd, buf, sizeof buf - 1);
-      buf[r > 0 ? r : 0] = '\0';
-      k[n].bytes = strtoull(buf, NULL, 10);
-      close(fd);
-    }
-    total += k[n].bytes;
-    n++;
-  }
-  closedir(d);
-  qsort(k, n, sizeof *k, kept_older);
-  for (size_t i = 0; i < n && total > rn->r->s->store_max; i++) {
-    if (strcmp(k[i].hex, keep) == 0)
-      continue;
-    char name[96];
-    snprintf(name, sizeof name, "%s.lock", k[i].hex);
-    int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-      continue;
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      fp_rm_rf_at(dfd, k[i].hex);
-      snprintf(name, sizeof name, "%s.size", k[i].hex);
-      unlinkat(dfd, name, 0);
-      snprintf(name, sizeof name, "%s.lock", k[i].hex);
-      unlinkat(dfd, name, 0);
-      total -= k[i].bytes;
-    }
-    close(fd);
-  }
-  free(k);
-}
-
 /* With store_max=: resolves the entry (fpull inspect, under the pull policy), and unpacks
  * it into the user's store only when it is not there yet. *lock stays held (shared) for
  * the step: no other job evicts the tree meanwhile. *res: what say_chosen needs. */
@@ -813,28 +730,24 @@ static int from_store(struct runner *rn, cJSON **res, int *lock)
     return rc;
   rn->offline_only = rn->went_offline;
   const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(ins, "chosen"));
-  if (!d || strncmp(d, "sha256:", 7) != 0 || strlen(d) != 71 ||
-      strspn(d + 7, "0123456789abcdef") != 64) {
+  struct fp_slurm_store st;
+  fpull_err err = {0};
+  int kept = d ? fp_slurm_store_claim(&st, r->s->run_dir, r->uid, d, &err) : -1;
+  if (kept < 0) {
+    if (!d || err.code == FPULL_ENOMATCH)
+      say("fpull: %s: no entry of the image fits this node", r->image);
+    else
+      say("fpull: %s", err.msg);
     cJSON_Delete(ins);
-    say("fpull: %s: no entry of the image fits this node", r->image);
-    return FPULL_ENOMATCH;
+    return !d || err.code == FPULL_ENOMATCH ? FPULL_ENOMATCH : FPULL_EFAIL;
   }
-  char hex[72];
-  snprintf(hex, sizeof hex, "%s", d + 7);
-  cleanup_free char *store = fp_xasprintf("%s/store/%u", r->s->run_dir, (unsigned)r->uid);
-  snprintf(rn->tree, sizeof rn->tree, "%s/%s", store, hex);
-  cleanup_free char *lockp = fp_xasprintf("%s.lock", rn->tree);
-  cleanup_free char *config = fp_xasprintf("%s/config.json", rn->tree);
-  int fd = open(lockp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0 || flock(fd, LOCK_EX) < 0) {
-    say("fpull: %s: %s", lockp, strerror(errno));
+  if ((size_t)snprintf(rn->tree, sizeof rn->tree, "%s", st.tree) >= sizeof rn->tree) {
+    say("fpull: %s: path too long", st.tree);
+    fp_slurm_store_release(&st);
     cJSON_Delete(ins);
-    if (fd >= 0)
-      close(fd);
     return FPULL_EFAIL;
   }
-  struct stat st;
-  if (stat(config, &st) == 0) {
+  if (kept) {
     /* Kept: what the pull would have said. */
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "manifest_digest", d);
@@ -861,26 +774,15 @@ static int from_store(struct runner *rn, cJSON **res, int *lock)
     rn->pull_image = pinned ? pinned : r->image;
     rc = pull(rn, res);
     rn->pull_image = r->image;
-    if (rc == 0) {
-      tree_bytes = 0;
-      nftw(rn->tree, add_bytes, 16, FTW_PHYS | FTW_MOUNT);
-      cleanup_free char *szp = fp_xasprintf("%s.size", rn->tree);
-      FILE *f = fopen(szp, "we");
-      if (f) {
-        fprintf(f, "%llu\n", (unsigned long long)tree_bytes);
-        fclose(f);
-      }
-    }
+    if (rc == 0)
+      fp_slurm_store_filled(&st);
   }
   cJSON_Delete(ins);
   if (rc) {
-    close(fd);
+    fp_slurm_store_release(&st);
     return rc;
   }
-  futimens(fd, NULL);
-  flock(fd, LOCK_SH);
-  *lock = fd;
-  evict(rn, store, hex);
+  *lock = fp_slurm_store_hold(&st, r->s->store_max);
   return 0;
 }
 
