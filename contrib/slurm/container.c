@@ -395,11 +395,14 @@ static void say_chosen(const struct runner *rn, const cJSON *res)
   gethostname(host, sizeof host - 1);
   const char *os = cJSON_GetStringValue(cJSON_GetObjectItem(pl, "os"));
   const char *arch = cJSON_GetStringValue(cJSON_GetObjectItem(pl, "architecture"));
-  say("fpull: %s: %s: %s (%s/%s%s%s, %s)", host, rn->r->image, d ? d : "?", os ? os : "?",
+  /* The deciding rule, as fpull inspect says it (pull --json's why). */
+  const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(res, "why"));
+  int single = cJSON_IsNull(cJSON_GetObjectItem(res, "index_digest"));
+  say("fpull: %s: %s: %s (%s/%s%s%s, %s%s%s)", host, rn->r->image, d ? d : "?", os ? os : "?",
       arch ? arch : "?", feats[0] ? " " : "", feats,
-      cJSON_IsNull(cJSON_GetObjectItem(res, "index_digest"))
-          ? "the only entry"
-          : (rn->r->features ? "the entry for --fpull-features" : "the entry for this node"));
+      single ? "the only entry"
+             : (rn->r->features ? "the entry for --fpull-features" : "the entry for this node"),
+      single ? "" : ": ", single ? "" : (why ? why : "the only one that fits"));
 }
 
 static cJSON *bind_mount(const char *src, const char *dst, int ro)
@@ -747,18 +750,21 @@ static int from_store(struct runner *rn, cJSON **res, int *lock)
     cJSON_Delete(ins);
     return FPULL_EFAIL;
   }
+  /* What the pull of the image would have said: the pull below is of the entry's digest,
+   * a single manifest, which knows neither the index nor why the entry was chosen. */
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "manifest_digest", d);
+  cJSON_AddItemToObject(o, "index_digest",
+                        cJSON_Duplicate(cJSON_GetObjectItem(ins, "index_digest"), 1));
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(ins, "entries"))
+  {
+    if (!cJSON_IsTrue(cJSON_GetObjectItem(e, "chosen")))
+      continue;
+    cJSON_AddItemToObject(o, "platform", cJSON_Duplicate(cJSON_GetObjectItem(e, "platform"), 1));
+    cJSON_AddItemToObject(o, "why", cJSON_Duplicate(cJSON_GetObjectItem(e, "why"), 1));
+  }
   if (kept) {
-    /* Kept: what the pull would have said. */
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "manifest_digest", d);
-    cJSON_AddItemToObject(o, "index_digest",
-                          cJSON_Duplicate(cJSON_GetObjectItem(ins, "index_digest"), 1));
-    const cJSON *e;
-    cJSON_ArrayForEach(
-        e, cJSON_GetObjectItem(ins, "entries")) if (cJSON_IsTrue(cJSON_GetObjectItem(e, "chosen")))
-        cJSON_AddItemToObject(o, "platform",
-                              cJSON_Duplicate(cJSON_GetObjectItem(e, "platform"), 1));
-    *res = o;
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     say("fpull: %s: %s: %s is kept on this node: not unpacked again", host, r->image, d);
@@ -772,12 +778,18 @@ static int from_store(struct runner *rn, cJSON **res, int *lock)
     }
     fpull_ref_free(ref);
     rn->pull_image = pinned ? pinned : r->image;
-    rc = pull(rn, res);
+    cJSON *pulled = NULL;
+    rc = pull(rn, &pulled);
+    cJSON_Delete(pulled);
     rn->pull_image = r->image;
     if (rc == 0)
       fp_slurm_store_filled(&st);
   }
   cJSON_Delete(ins);
+  if (rc)
+    cJSON_Delete(o);
+  else
+    *res = o;
   if (rc) {
     fp_slurm_store_release(&st);
     return rc;

@@ -196,13 +196,42 @@ class SlurmPlugin(SlurmCase):
         # One line says what this node chose, and the pull's progress is on the step's
         # stderr as lines (no terminal bar).
         self.assertRegex(cp.stderr, r"(?m)^fpull: [^ ]+: %s: %s \(linux/amd64 x86-64-v3, the "
-                                    r"entry for --fpull-features\)$" % (
+                                    r"entry for --fpull-features: .*rule \d\)\)$" % (
                                         re.escape(self.os_ref), v3))
         self.assertRegex(cp.stderr, r"(?m)^%s: done: 2 layers " % re.escape(self.os_ref))
         self.assertNotIn("\r", cp.stderr)
         # The container runs no command of the image's: no warning that it names none.
         self.assertNotIn("Entrypoint", cp.stderr)
         self.assert_clean()
+
+    def test_chosen_entry_line_gives_the_rule_as_inspect_says_it(self):
+        """One line per node: the chosen digest, its features and the ranking rule that
+        decided, in fpull inspect's words (pull --json's why)."""
+        cp = self.srun(["--fpull-image=" + self.os_ref, "--fpull-features=x86-64-v3",
+                        "cat", "/etc/os-release"])
+        self.assertEqual(cp.returncode, 0, cp.stderr + self.cluster.logs())
+        _, ins = fpull.run_json(["inspect", "--config", self.config, "--features", "x86-64-v3",
+                                 self.os_ref])
+        chosen = [e for e in ins["entries"] if e["chosen"]]
+        self.assertEqual(len(chosen), 1, ins)
+        why = chosen[0]["why"]
+        self.assertIn("rule ", why)
+        _, pulled = fpull.run_json(["pull", "--config", self.config, "--cache-dir", self.cache,
+                                    "--features", "x86-64-v3", self.os_ref,
+                                    os.path.join(self.tmp, "pulled")])
+        self.assertEqual(pulled["why"], why)
+        lines = [l for l in cp.stderr.splitlines() if l.startswith("fpull: ") and
+                 self.images["v3"]["digest"] in l]
+        self.assertEqual(len(lines), 1, cp.stderr)
+        self.assertRegex(lines[0], r"^fpull: [^ ]+: " + re.escape(
+            "%s: %s (linux/amd64 x86-64-v3, the entry for --fpull-features: %s)" % (
+                self.os_ref, self.images["v3"]["digest"], why)) + "$")
+        # A single manifest has no rule to give.
+        cp = self.srun(["--fpull-image=" + self.other_ref, "cat", "/etc/os-release"])
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertRegex(cp.stderr, r"(?m)^fpull: [^ ]+: %s: %s \(linux/amd64, the only "
+                                    r"entry\)$" % (re.escape(self.other_ref),
+                                                    self.other["digest"]))
 
     def test_remap_root(self):
         cp = self.srun(["--fpull-image=" + self.other_ref, "--fpull-remap-root",
