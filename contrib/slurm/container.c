@@ -29,7 +29,7 @@
 #include "util.h"
 
 /* The runner's records to slurmstepd, each "K<value>\0": D digest, W workdir, E one Env
- * entry, P the holder's pid (last). */
+ * entry, N one Entrypoint element (--fpull-entrypoint), P the holder's pid (last). */
 #define INFO_MAX (1u << 20)
 #define SPEC_MAX (4u << 20)
 
@@ -67,6 +67,7 @@ void fp_slurm_container_free(struct fp_slurm_container *c)
       close(*fds[i]);
   free(c->workdir);
   fpull_strv_free(c->env);
+  fpull_strv_free(c->entrypoint);
   memset(c, 0, sizeof *c);
   c->userns_fd = c->mntns_fd = c->info_fd = c->ack_fd = -1;
 }
@@ -719,6 +720,62 @@ static int from_squashfs(struct runner *rn)
   return 0;
 }
 
+/* image pinned to digest (IMAGE@DIGEST), or NULL. */
+static char *pinned_ref(const char *image, const char *digest)
+{
+  struct fpull_ref *ref = NULL;
+  char *pinned = NULL;
+  if (fpull_ref_parse(&ref, image, NULL) == 0) {
+    free(ref->digest);
+    ref->digest = fp_xstrdup(digest);
+    pinned = fpull_ref_format(ref);
+  }
+  fpull_ref_free(ref);
+  return pinned;
+}
+
+/* --fpull-entrypoint: the chosen entry's Entrypoint, from its image config (fpull config,
+ * from the cache the pull just filled), as N records. */
+static int send_entrypoint(const struct runner *rn, const char *digest, struct fp_buf *info)
+{
+  const struct fp_slurm_request *r = rn->r;
+  cleanup_free char *pinned = pinned_ref(r->image, digest);
+  if (!pinned)
+    return FPULL_EFAIL;
+  const char *argv[12];
+  size_t n = 0;
+  argv[n++] = r->s->fpull;
+  argv[n++] = "config";
+  argv[n++] = "--offline";
+  if (r->s->config) {
+    argv[n++] = "--config";
+    argv[n++] = r->s->config;
+  }
+  if (rn->cache[0]) {
+    argv[n++] = "--cache-dir";
+    argv[n++] = rn->cache;
+  }
+  argv[n++] = "--";
+  argv[n++] = pinned;
+  argv[n] = NULL;
+  struct fp_buf out = {0};
+  int rc = run((char *const *)argv, rn->envp, &out, 0);
+  cJSON *cfg = rc == 0 ? cJSON_ParseWithLength(out.data ? out.data : "", out.len) : NULL;
+  fp_buf_free(&out);
+  if (!cfg) {
+    say("fpull: %s: --fpull-entrypoint: the image's configuration cannot be read", r->image);
+    return rc ? rc : FPULL_EFAIL;
+  }
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(cJSON_GetObjectItem(cfg, "config"), "Entrypoint"))
+  {
+    if (cJSON_IsString(e))
+      send_rec(info, 'N', e->valuestring);
+  }
+  cJSON_Delete(cfg);
+  return 0;
+}
+
 /* With store_max=: resolves the entry (fpull inspect, under the pull policy), and unpacks
  * it into the user's store only when it is not there yet. *lock stays held (shared) for
  * the step: no other job evicts the tree meanwhile. *res: what say_chosen needs. */
@@ -769,14 +826,7 @@ static int from_store(struct runner *rn, cJSON **res, int *lock)
     gethostname(host, sizeof host - 1);
     say("fpull: %s: %s: %s is kept on this node: not unpacked again", host, r->image, d);
   } else {
-    struct fpull_ref *ref = NULL;
-    cleanup_free char *pinned = NULL;
-    if (fpull_ref_parse(&ref, r->image, NULL) == 0) {
-      free(ref->digest);
-      ref->digest = fp_xstrdup(d);
-      pinned = fpull_ref_format(ref);
-    }
-    fpull_ref_free(ref);
+    cleanup_free char *pinned = pinned_ref(r->image, d);
     rn->pull_image = pinned ? pinned : r->image;
     cJSON *pulled = NULL;
     rc = pull(rn, &pulled);
@@ -871,6 +921,10 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
     rc = from_squashfs(&rn);
     if (rc)
       return rc;
+    if (r->entrypoint)
+      say("fpull: %s: --fpull-entrypoint: a SquashFS file has no image configuration, so no "
+          "Entrypoint: the command runs as given",
+          r->image);
     send_rec(info, 'D', "");
   } else {
     cJSON *res = NULL;
@@ -881,6 +935,10 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
     const char *digest = cJSON_GetStringValue(cJSON_GetObjectItem(res, "manifest_digest"));
     if (r->save && digest)
       save(&rn, digest);
+    if (r->entrypoint && digest && (rc = send_entrypoint(&rn, digest, info)) != 0) {
+      cJSON_Delete(res);
+      return rc;
+    }
     send_rec(info, 'D', digest ? digest : "");
     cJSON_Delete(res);
   }
@@ -1044,6 +1102,8 @@ int fp_slurm_container_wait(struct fp_slurm_container *c, const struct fp_slurm_
       c->workdir = fp_xstrdup(rec + 1);
     else if (rec[0] == 'E')
       c->env = fp_strv_push(c->env, rec + 1);
+    else if (rec[0] == 'N')
+      c->entrypoint = fp_strv_push(c->entrypoint, rec + 1);
     else if (rec[0] == 'P')
       pidrec = rec + 1;
     else if (rec[0] == 'X')

@@ -238,6 +238,34 @@ class SlurmPlugin(SlurmCase):
                         "sh", "-c", "id -u; cat /etc/kind"])
         self.assertEqual((cp.returncode, cp.stdout), (0, "0\nother\n"), cp.stderr)
 
+    def test_entrypoint_runs_first_with_the_command_as_its_arguments(self):
+        """--fpull-entrypoint (pyxis's --container-entrypoint): the image's Entrypoint runs
+        with the task's command as its arguments; without it, the command alone."""
+        entry = [{"path": "entry.sh", "mode": 0o755,
+                  "data": "#!/bin/sh\necho \"entrypoint-ran $0 $#\"\nexport FROM_ENTRY=yes\n"
+                          "exec \"$@\"\n"}]
+        img = images.push_image(self.client, "hpc/entry", "1.0",
+                                [tools_layer(), os_release("entry"), entry],
+                                config_extra={"config": {"Entrypoint": ["/entry.sh"],
+                                                         "Cmd": ["echo", "from-cmd"]}})
+        ref = "%s/hpc/entry:1.0" % self.reg.hostport
+        cp = self.srun(["--fpull-image=" + ref, "--fpull-entrypoint", "-n", "2", "sh", "-c",
+                        'echo "task $SLURM_PROCID $FROM_ENTRY $1 $2"', "zero", "it's", "two"])
+        self.assertEqual(cp.returncode, 0, cp.stderr + self.cluster.logs())
+        self.assertEqual(sorted(cp.stdout.splitlines()), [
+            "entrypoint-ran /entry.sh 6", "entrypoint-ran /entry.sh 6",
+            "task 0 yes it's two", "task 1 yes it's two"], cp.stderr)
+        self.assertIn(img["digest"], cp.stderr)
+        # Off by default: the command alone (the image's Cmd is not run either).
+        cp = self.srun(["--fpull-image=" + ref, "sh", "-c", 'echo "plain ${FROM_ENTRY:-no}"'])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "plain no\n"), cp.stderr)
+        # A flag: a value is refused at submit, before any pull.
+        cp = self.srun(["--fpull-image=" + ref, "--fpull-entrypoint=yes", "true"])
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertNotIn("entrypoint-ran", cp.stdout)
+        self.assertIn("fpull-entrypoint", cp.stderr)
+        self.assert_clean()
+
     def test_env_merged_under_the_jobs(self):
         # The image's PATH wins over the node's; Slurm's variables and the site's
         # env_passthrough names keep the job's value.
