@@ -502,6 +502,10 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
   cJSON *mounts = cJSON_AddArrayToObject(spec, "mounts");
   cJSON_AddItemToArray(mounts, bind_mount("/proc", "/proc", 0));
   cJSON_AddItemToArray(mounts, bind_mount("/sys", "/sys", 1));
+  /* The host's /dev whole: GPUs are there as on the host, NVIDIA's (the hook below adds
+   * the driver's libraries) and AMD's (/dev/kfd and /dev/dri's render nodes, which need
+   * no hook: ROCm's libraries are the image's). Which of them a task may open is Slurm's
+   * device cgroup's call (ConstrainDevices=yes in cgroup.conf), as outside. */
   cJSON_AddItemToArray(mounts, bind_mount("/dev", "/dev", 0));
   int rc = add_mounts(mounts, "plugin argument mounts", r->s->mounts);
   if (rc == 0 && r->mount_home && dir_writable(r->home))

@@ -271,8 +271,12 @@ static int passes_through(const char *name, size_t len)
   for (size_t i = 0; prefixes[i]; i++)
     if (len >= strlen(prefixes[i]) && strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
       return 1;
-  if (len == 20 && strncmp(name, "CUDA_VISIBLE_DEVICES", len) == 0)
-    return 1;
+  /* NVIDIA's, and AMD's as Slurm's gres/gpu sets them (ROCm reads ROCR_ and HIP_). */
+  static const char *const gpus[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                                     "HIP_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", NULL};
+  for (size_t i = 0; gpus[i]; i++)
+    if (len == strlen(gpus[i]) && strncmp(name, gpus[i], len) == 0)
+      return 1;
   for (const char *p = settings.env_passthrough; p && *p;) {
     size_t n = strcspn(p, ",");
     if (n == len && strncmp(p, name, len) == 0)

@@ -266,6 +266,27 @@ class SlurmPlugin(SlurmCase):
         self.assertIn("fpull-entrypoint", cp.stderr)
         self.assert_clean()
 
+    def test_host_dev_and_amd_gpu_variables_reach_the_tasks(self):
+        """AMD GPUs: the container has the host's /dev whole (so /dev/kfd and /dev/dri's
+        render nodes where the node has them; this VM has neither, so the test compares the
+        listing), and the job's ROCR_/HIP_VISIBLE_DEVICES win over the image's."""
+        img = images.push_image(self.client, "hpc/rocm", "1.0", [tools_layer(),
+                                                                 os_release("rocm")],
+                                config_extra={"config": {"Env": [
+                                    "PATH=/usr/bin:/bin", "ROCR_VISIBLE_DEVICES=9",
+                                    "HIP_VISIBLE_DEVICES=9", "GPU_DEVICE_ORDINAL=9"]}})
+        ref = "%s/hpc/rocm:1.0" % self.reg.hostport
+        cp = self.srun(["--fpull-image=" + ref, "sh", "-c",
+                        'echo "$ROCR_VISIBLE_DEVICES $HIP_VISIBLE_DEVICES $GPU_DEVICE_ORDINAL";'
+                        ' ls -a /dev'],
+                       env={"ROCR_VISIBLE_DEVICES": "0,1", "HIP_VISIBLE_DEVICES": "0,1",
+                            "GPU_DEVICE_ORDINAL": "0,1"})
+        self.assertEqual(cp.returncode, 0, cp.stderr + self.cluster.logs())
+        lines = cp.stdout.splitlines()
+        self.assertEqual(lines[0], "0,1 0,1 0,1")
+        self.assertEqual(sorted(set(lines[1:]) - {".", ".."}), sorted(os.listdir("/dev")))
+        self.assertIn(img["digest"], cp.stderr)
+
     def test_env_merged_under_the_jobs(self):
         # The image's PATH wins over the node's; Slurm's variables and the site's
         # env_passthrough names keep the job's value.
