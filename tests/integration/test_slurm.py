@@ -820,6 +820,24 @@ class SlurmStore(SlurmCase):
         store = os.path.join(self.run_dir, "store", str(slurm.NOBODY))
         return sorted(n for n in os.listdir(store) if "." not in n)
 
+    def test_entrypoint_of_a_kept_image_without_a_cache(self):
+        """--fpull-entrypoint reads the image config from the cache the pull filled; a kept
+        image is not pulled again, and a user with no home has a cache per job: then the
+        config is fetched."""
+        entry = [{"path": "entry.sh", "mode": 0o755,
+                  "data": "#!/bin/sh\necho entrypoint-ran\nexec \"$@\"\n"}]
+        images.push_image(self.client, "hpc/e", "1.0",
+                          [tools_layer(), os_release("e"), entry],
+                          config_extra={"config": {"Entrypoint": ["/entry.sh"]}})
+        self.start("1G")
+        argv = ["srun", "--fpull-image=%s/hpc/e:1.0" % self.reg.hostport, "--fpull-entrypoint",
+                "cat", "/etc/kind"]
+        for run in ("first", "kept"):
+            cp = self.cluster._cmd(argv, check=False, user="nobody")  # HOME=/nonexistent
+            self.assertEqual((cp.returncode, cp.stdout), (0, "entrypoint-ran\ne\n"),
+                             run + ": " + cp.stderr)
+        self.assertIn("is kept on this node", cp.stderr)
+
     def test_second_job_does_not_unpack_again(self):
         self.start("1G")
         cp = self.srun("hpc/a:1.0", "cat", "/etc/kind")
