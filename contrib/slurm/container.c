@@ -5,7 +5,6 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +23,7 @@
 
 #include "container.h"
 #include "job_dir.h"
+#include "run.h"
 #include "store.h"
 #include "unpack/inroot.h"
 #include "util.h"
@@ -34,18 +34,6 @@
 #define SPEC_MAX (4u << 20)
 
 static pid_t runner_pid;
-
-/* In the runner: the pull's child and the deadline of pull_timeout=. */
-static volatile pid_t pull_child;
-static volatile sig_atomic_t pull_timed_out;
-
-static void on_alarm(int sig)
-{
-  (void)sig;
-  pull_timed_out = 1;
-  if (pull_child > 0)
-    kill(pull_child, SIGKILL);
-}
 
 void fp_slurm_container_cancel(void)
 {
@@ -74,141 +62,15 @@ void fp_slurm_container_free(struct fp_slurm_container *c)
 
 /* ---- in the runner (the job's user, every id) -------------------------------------- */
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-  char line[FPULL_ERR_MSG_MAX + 64];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(line, sizeof line - 1, fmt, ap);
-  va_end(ap);
-  if (n < 0)
-    return;
-  if ((size_t)n > sizeof line - 2)
-    n = (int)sizeof line - 2;
-  line[n++] = '\n';
-  ssize_t w = write(STDERR_FILENO, line, (size_t)n);
-  (void)w;
-}
-
 static void send_rec(struct fp_buf *recs, char kind, const char *value)
 {
   fp_buf_append(recs, &kind, 1);
   fp_buf_append(recs, value, strlen(value) + 1);
 }
 
-/* Runs argv (the job's user already), stdout into out (when out is not NULL, bounded),
- * stderr on ours or /dev/null; its exit code, or FPULL_EFAIL when it did not exit. */
-/* Writes the complete lines of buf (len bytes) that do not contain drop to our stderr; the
- * rest stays in buf. Returns the bytes kept. */
-static size_t forward_lines(char *buf, size_t len, const char *drop)
-{
-  size_t start = 0;
-  for (size_t i = 0; i < len; i++) {
-    if (buf[i] != '\n')
-      continue;
-    buf[i] = '\0';
-    if (!strstr(buf + start, drop)) {
-      buf[i] = '\n';
-      ssize_t w = write(STDERR_FILENO, buf + start, i + 1 - start);
-      (void)w;
-    }
-    start = i + 1;
-  }
-  memmove(buf, buf + start, len - start);
-  return len - start;
-}
-
-/* Runs argv (the job's user already): stdout into out (when out is not NULL, bounded);
- * stderr into log, or to /dev/null (quiet), or ours, without the lines that contain drop
- * (when given, with out). Its exit code, or FPULL_EFAIL when it did not exit. */
-static int run_to(char *const argv[], char *const envp[], struct fp_buf *out, int quiet,
-                  const char *log, const char *drop)
-{
-  int p[2] = {-1, -1}, e[2] = {-1, -1};
-  if (out && pipe2(p, O_CLOEXEC) < 0)
-    return FPULL_EFAIL;
-  if (out && drop && !quiet && !log && pipe2(e, O_CLOEXEC) < 0)
-    return FPULL_EFAIL;
-  pid_t pid = fork();
-  if (pid < 0)
-    return FPULL_EFAIL;
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    signal(SIGALRM, SIG_DFL);
-    alarm(0);
-    int nul = open("/dev/null", O_RDWR);
-    dup2(nul, STDIN_FILENO);
-    dup2(out ? p[1] : nul, STDOUT_FILENO);
-    int logfd = log ? open(log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600) : -1;
-    if (logfd >= 0) {
-      dup2(logfd, STDOUT_FILENO);
-      dup2(logfd, STDERR_FILENO);
-    } else if (quiet) {
-      dup2(nul, STDERR_FILENO);
-    } else if (e[1] >= 0) {
-      dup2(e[1], STDERR_FILENO);
-    }
-    execve(argv[0], argv, envp);
-    say("fpull: %s: %s", argv[0], strerror(errno));
-    _exit(127);
-  }
-  pull_child = pid;
-  if (out) {
-    close(p[1]);
-    if (e[1] >= 0)
-      close(e[1]);
-    struct pollfd fds[2] = {{.fd = p[0], .events = POLLIN}, {.fd = e[0], .events = POLLIN}};
-    char line[8192];
-    size_t kept = 0;
-    while (fds[0].fd >= 0 || fds[1].fd >= 0) {
-      if (poll(fds, 2, -1) < 0) {
-        if (errno == EINTR)
-          continue;
-        break;
-      }
-      if (fds[0].revents) {
-        char buf[4096];
-        ssize_t n = read(fds[0].fd, buf, sizeof buf);
-        if (n > 0 && out->len + (size_t)n < INFO_MAX)
-          fp_buf_append(out, buf, (size_t)n);
-        else if (n == 0 || (n < 0 && errno != EINTR))
-          fds[0].fd = -1;
-      }
-      if (fds[1].revents) {
-        ssize_t n = read(fds[1].fd, line + kept, sizeof line - 1 - kept);
-        if (n > 0) {
-          kept = forward_lines(line, kept + (size_t)n, drop);
-          if (kept == sizeof line - 1) { /* a line longer than the buffer: as it is */
-            ssize_t w = write(STDERR_FILENO, line, kept);
-            (void)w;
-            kept = 0;
-          }
-        } else if (n == 0 || errno != EINTR) {
-          fds[1].fd = -1;
-        }
-      }
-    }
-    if (kept) {
-      ssize_t w = write(STDERR_FILENO, line, kept);
-      (void)w;
-    }
-    close(p[0]);
-    if (e[0] >= 0)
-      close(e[0]);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-    ;
-  pull_child = 0;
-  if (!WIFEXITED(status))
-    return pull_timed_out ? FPULL_ENET : FPULL_EFAIL;
-  return WEXITSTATUS(status) == 127 ? FPULL_EFAIL : WEXITSTATUS(status);
-}
-
 static int run(char *const argv[], char *const envp[], struct fp_buf *out, int quiet)
 {
-  return run_to(argv, envp, out, quiet, NULL, NULL);
+  return fp_slurm_run_to(argv, envp, out, quiet, NULL, NULL);
 }
 
 static int dir_writable(const char *p)
@@ -280,11 +142,12 @@ static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *o
     argv[n++] = rn->tree;
   argv[n] = NULL;
   out->len = 0;
-  if (pull_timed_out)
+  if (fp_slurm_run_timed_out())
     return FPULL_ENET;
   /* The container runs no command of the image's: a warning that the image names none
    * would only mislead. */
-  return run_to((char *const *)argv, rn->envp, out, quiet, NULL, "neither Entrypoint nor Cmd");
+  return fp_slurm_run_to((char *const *)argv, rn->envp, out, quiet, NULL,
+                         "neither Entrypoint nor Cmd");
 }
 
 /* How old the cached manifest is, for the outage warning. */
@@ -327,8 +190,7 @@ static int pull(struct runner *rn, cJSON **result)
   /* A registry that trickles cannot hold the job longer than the site allows (the job's
    * time limit bounds it anyway; the node is never at stake). */
   if (rn->r->s->pull_timeout > 0) {
-    signal(SIGALRM, on_alarm);
-    alarm((unsigned)rn->r->s->pull_timeout);
+    fp_slurm_run_deadline((unsigned)rn->r->s->pull_timeout);
   }
   rn->went_offline = 0;
   switch (rn->offline_only ? FP_PULL_NEVER : rn->r->pull) {
@@ -352,8 +214,8 @@ static int pull(struct runner *rn, cJSON **result)
       rn->went_offline = 1;
       char age[64];
       cached_age(rn, d ? d : "", age, sizeof age);
-      say("fpull: warning: %s: the registry cannot be reached: running the cached %s (%s)",
-          rn->r->image, d ? d : "image", age);
+      fp_slurm_say("fpull: warning: %s: the registry cannot be reached: running the cached %s (%s)",
+                   rn->r->image, d ? d : "image", age);
       cJSON_Delete(j);
       rc = 0;
     }
@@ -362,11 +224,11 @@ static int pull(struct runner *rn, cJSON **result)
     rc = pull_once(rn, 0, 0, &out);
     break;
   }
-  alarm(0);
-  if (pull_timed_out) {
-    say("fpull: %s: the pull took longer than pull_timeout=%d seconds (exit 6: network or "
-        "registry failure, worth retrying)",
-        rn->r->image, rn->r->s->pull_timeout);
+  fp_slurm_run_deadline(0);
+  if (fp_slurm_run_timed_out()) {
+    fp_slurm_say("fpull: %s: the pull took longer than pull_timeout=%d seconds (exit 6: network or "
+                 "registry failure, worth retrying)",
+                 rn->r->image, rn->r->s->pull_timeout);
     rc = FPULL_ENET;
   }
   if (rc == 0) {
@@ -399,7 +261,8 @@ static void say_chosen(const struct runner *rn, const cJSON *res)
   /* The deciding rule, as fpull inspect says it (pull --json's why). */
   const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(res, "why"));
   int single = cJSON_IsNull(cJSON_GetObjectItem(res, "index_digest"));
-  say("fpull: %s: %s: %s (%s/%s%s%s, %s%s%s)", host, rn->r->image, d ? d : "?", os ? os : "?",
+  fp_slurm_say(
+      "fpull: %s: %s: %s (%s/%s%s%s, %s%s%s)", host, rn->r->image, d ? d : "?", os ? os : "?",
       arch ? arch : "?", feats[0] ? " " : "", feats,
       single ? "the only entry"
              : (rn->r->features ? "the entry for --fpull-features" : "the entry for this node"),
@@ -426,7 +289,7 @@ static int add_mounts(cJSON *arr, const char *what, const char *spec)
   size_t n = 0;
   fpull_err err = {0};
   if (fp_slurm_mounts_parse(&m, &n, what, spec, &err) != 0) {
-    say("fpull: %s", err.msg);
+    fp_slurm_say("fpull: %s", err.msg);
     return FPULL_EUSAGE;
   }
   for (size_t i = 0; i < n; i++)
@@ -463,7 +326,7 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
   char *text = NULL;
   size_t len = 0;
   if (fp_read_file(ipath, SPEC_MAX, &text, &len) != 0) {
-    say("fpull: %s: %s", ipath, strerror(errno));
+    fp_slurm_say("fpull: %s: %s", ipath, strerror(errno));
     return FPULL_EFAIL;
   }
   cJSON *img = cJSON_ParseWithLength(text, len);
@@ -523,7 +386,8 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
   cJSON_AddStringToObject(t, "type", "mount");
   cJSON_AddItemToArray(ns, t);
   if (!r->s->nvidia_hook && r->gpus && access("/dev/nvidiactl", F_OK) == 0)
-    say("fpull: warning: the job has GPUs (%s) but the container gets none: the site's "
+    fp_slurm_say(
+        "fpull: warning: the job has GPUs (%s) but the container gets none: the site's "
         "plugstack.conf names no nvidia_hook= (install the NVIDIA Container Toolkit and give "
         "nvidia_hook=/usr/bin/nvidia-container-runtime-hook)",
         r->gpus);
@@ -551,7 +415,7 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
     return rc;
   if (!own && mkdir(rn->bundle, 0700) < 0 && errno != EEXIST) {
     free(out);
-    say("fpull: %s: %s", rn->bundle, strerror(errno));
+    fp_slurm_say("fpull: %s: %s", rn->bundle, strerror(errno));
     return FPULL_EFAIL;
   }
   cleanup_free char *tmp = fp_xasprintf("%s/config.json.tmp", rn->bundle);
@@ -562,7 +426,7 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
     ok = 0;
   free(out);
   if (!ok || (own && rename(ipath, kept) < 0) || rename(tmp, opath) < 0) {
-    say("fpull: %s: %s", opath, strerror(errno));
+    fp_slurm_say("fpull: %s: %s", opath, strerror(errno));
     return FPULL_EFAIL;
   }
   return 0;
@@ -606,7 +470,7 @@ static int runtime(struct runner *rn, const char *verb, const char *extra1, cons
   argv[n] = NULL;
   /* A file, not a pipe: the container's init keeps what it was given open. */
   cleanup_free char *log = fp_xasprintf("%s/%s/runtime.log", rn->r->s->run_dir, rn->step);
-  int rc = run_to((char *const *)argv, rn->envp, NULL, 1, log, NULL);
+  int rc = fp_slurm_run_to((char *const *)argv, rn->envp, NULL, 1, log, NULL);
   struct fp_buf out = {0};
   if (rc && !quiet)
     fp_read_file(log, 1 << 16, &out.data, &out.len);
@@ -617,7 +481,8 @@ static int runtime(struct runner *rn, const char *verb, const char *extra1, cons
     size_t start = out.len;
     while (start && out.data[start - 1] != '\n')
       start--;
-    say("fpull: %s %s: %.*s", rn->r->s->runtime, verb, (int)(out.len - start), out.data + start);
+    fp_slurm_say("fpull: %s %s: %.*s", rn->r->s->runtime, verb, (int)(out.len - start),
+                 out.data + start);
   }
   fp_buf_free(&out);
   return rc;
@@ -677,9 +542,9 @@ static void save(struct runner *rn, const char *digest)
   argv[n] = NULL;
   int rc = run((char *const *)argv, rn->envp, NULL, 0);
   if (rc)
-    say("fpull: warning: --fpull-save=%s: not saved (exit %d)", r->save, rc);
+    fp_slurm_say("fpull: warning: --fpull-save=%s: not saved (exit %d)", r->save, rc);
   else
-    say("fpull: saved %s to %s", pinned, r->save);
+    fp_slurm_say("fpull: saved %s to %s", pinned, r->save);
 }
 
 /* --fpull-image=/path/file.sqsh (made by fpull pull --format squashfs, enroot import or
@@ -692,7 +557,7 @@ static int from_squashfs(struct runner *rn)
   cleanup_free char *rootfs = fp_xasprintf("%s/rootfs", rn->bundle);
   cleanup_free char *config = fp_xasprintf("%s/config.json", rn->bundle);
   if (mkdir(rn->bundle, 0700) < 0 && errno != EEXIST) {
-    say("fpull: %s: %s", rn->bundle, strerror(errno));
+    fp_slurm_say("fpull: %s: %s", rn->bundle, strerror(errno));
     return FPULL_EFAIL;
   }
   char tool[PATH_MAX];
@@ -705,7 +570,8 @@ static int from_squashfs(struct runner *rn)
                         NULL};
   int rc = run((char *const *)argv, rn->envp, NULL, 1);
   if (rc) {
-    say("fpull: %s: cannot be unpacked as a SquashFS file (unsquashfs: exit %d)", r->image, rc);
+    fp_slurm_say("fpull: %s: cannot be unpacked as a SquashFS file (unsquashfs: exit %d)", r->image,
+                 rc);
     return rc == FPULL_EFAIL || rc == 127 ? FPULL_EFAIL : FPULL_EUNSAFE;
   }
   static const char spec[] = "{\"process\":{\"cwd\":\"/\",\"env\":[\"PATH=/usr/local/sbin:"
@@ -715,12 +581,12 @@ static int from_squashfs(struct runner *rn)
   if (fd >= 0 && close(fd) < 0)
     ok = 0;
   if (!ok) {
-    say("fpull: %s: %s", config, strerror(errno));
+    fp_slurm_say("fpull: %s: %s", config, strerror(errno));
     return FPULL_EFAIL;
   }
   char host[256] = "";
   gethostname(host, sizeof host - 1);
-  say("fpull: %s: %s (a SquashFS file)", host, r->image);
+  fp_slurm_say("fpull: %s: %s (a SquashFS file)", host, r->image);
   return 0;
 }
 
@@ -767,7 +633,8 @@ static int send_entrypoint(const struct runner *rn, const char *digest, struct f
   cJSON *cfg = rc == 0 ? cJSON_ParseWithLength(out.data ? out.data : "", out.len) : NULL;
   fp_buf_free(&out);
   if (!cfg) {
-    say("fpull: %s: --fpull-entrypoint: the image's configuration cannot be read", r->image);
+    fp_slurm_say("fpull: %s: --fpull-entrypoint: the image's configuration cannot be read",
+                 r->image);
     return rc ? rc : FPULL_EFAIL;
   }
   const cJSON *e;
@@ -799,14 +666,14 @@ static int from_store(struct runner *rn, cJSON **res, int *lock)
   int kept = d ? fp_slurm_store_claim(&st, r->s->run_dir, r->uid, d, &err) : -1;
   if (kept < 0) {
     if (!d || err.code == FPULL_ENOMATCH)
-      say("fpull: %s: no entry of the image fits this node", r->image);
+      fp_slurm_say("fpull: %s: no entry of the image fits this node", r->image);
     else
-      say("fpull: %s", err.msg);
+      fp_slurm_say("fpull: %s", err.msg);
     cJSON_Delete(ins);
     return !d || err.code == FPULL_ENOMATCH ? FPULL_ENOMATCH : FPULL_EFAIL;
   }
   if ((size_t)snprintf(rn->tree, sizeof rn->tree, "%s", st.tree) >= sizeof rn->tree) {
-    say("fpull: %s: path too long", st.tree);
+    fp_slurm_say("fpull: %s: path too long", st.tree);
     fp_slurm_store_release(&st);
     cJSON_Delete(ins);
     return FPULL_EFAIL;
@@ -828,7 +695,7 @@ static int from_store(struct runner *rn, cJSON **res, int *lock)
   if (kept) {
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    say("fpull: %s: %s: %s is kept on this node: not unpacked again", host, r->image, d);
+    fp_slurm_say("fpull: %s: %s: %s is kept on this node: not unpacked again", host, r->image, d);
   } else {
     cleanup_free char *pinned = pinned_ref(r->image, d);
     rn->pull_image = pinned ? pinned : r->image;
@@ -859,12 +726,12 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   int ng = getgroups(0, NULL);
   cleanup_free gid_t *groups = fp_xcalloc(ng > 0 ? (size_t)ng : 1, sizeof *groups);
   if (ng < 0 || (ng = getgroups(ng, groups)) < 0) {
-    say("fpull: the job's groups: %s", strerror(errno));
+    fp_slurm_say("fpull: the job's groups: %s", strerror(errno));
     return FPULL_EFAIL;
   }
   /* Only the effective uid is the user's here: back to root to be allowed to drop all. */
   if (seteuid(0) < 0) {
-    say("fpull: cannot become root: %s", strerror(errno));
+    fp_slurm_say("fpull: cannot become root: %s", strerror(errno));
     return FPULL_EFAIL;
   }
   /* As root, before anything of the image is read: the job's directory, the user's, in
@@ -873,18 +740,18 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   cleanup_close int run_fd = -1;
   if (fp_slurm_run_dir_open(&run_fd, r->s->run_dir, 1, &err) != 0 ||
       fp_slurm_job_dir_create(run_fd, r->job_id, r->uid, r->gid, &err) != 0) {
-    say("fpull: %s", err.msg);
+    fp_slurm_say("fpull: %s", err.msg);
     return err.code ? err.code : FPULL_EFAIL;
   }
   if (r->s->store_max && fp_slurm_store_dir_create(run_fd, r->uid, r->gid, &err) != 0) {
-    say("fpull: %s/%s", r->s->run_dir, err.msg);
+    fp_slurm_say("fpull: %s/%s", r->s->run_dir, err.msg);
     return err.code ? err.code : FPULL_EFAIL;
   }
   close(run_fd);
   run_fd = -1;
   if (setgroups((size_t)ng, groups) < 0 || setresgid(r->gid, r->gid, r->gid) < 0 ||
       setresuid(r->uid, r->uid, r->uid) < 0) {
-    say("fpull: cannot become uid %u: %s", (unsigned)r->uid, strerror(errno));
+    fp_slurm_say("fpull: cannot become uid %u: %s", (unsigned)r->uid, strerror(errno));
     return FPULL_EFAIL;
   }
   uid_t ru, eu, su;
@@ -897,7 +764,7 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   cleanup_free char *jobdir = fp_xasprintf("%s/%" PRIu32, r->s->run_dir, r->job_id);
   cleanup_free char *stepdir = fp_xasprintf("%s/%" PRIu32, jobdir, r->step_id);
   if (mkdir(stepdir, 0700) < 0 && errno != EEXIST) {
-    say("fpull: %s: %s", stepdir, strerror(errno));
+    fp_slurm_say("fpull: %s: %s", stepdir, strerror(errno));
     return FPULL_EFAIL;
   }
   snprintf(rn.bundle, sizeof rn.bundle, "%s/bundle", stepdir);
@@ -926,7 +793,8 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
     if (rc)
       return rc;
     if (r->entrypoint)
-      say("fpull: %s: --fpull-entrypoint: a SquashFS file has no image configuration, so no "
+      fp_slurm_say(
+          "fpull: %s: --fpull-entrypoint: a SquashFS file has no image configuration, so no "
           "Entrypoint: the command runs as given",
           r->image);
     send_rec(info, 'D', "");
@@ -974,7 +842,7 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   double pid = cJSON_GetNumberValue(cJSON_GetObjectItem(st, "pid"));
   cJSON_Delete(st);
   if (!(pid > 1) || pid > INT_MAX) {
-    say("fpull: %s state: no pid of the container", r->s->runtime);
+    fp_slurm_say("fpull: %s state: no pid of the container", r->s->runtime);
     runtime(&rn, "delete", "--force", NULL, 1);
     return FPULL_EFAIL;
   }
