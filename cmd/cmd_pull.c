@@ -14,6 +14,10 @@ void *cli_pull_json(const struct fpull_pull_result *r)
     cJSON_AddNullToObject(o, "index_digest");
   cJSON_AddStringToObject(o, "manifest_digest", r->manifest_digest);
   cJSON_AddItemToObject(o, "platform", cli_json_platform(r->platform));
+  if (r->why)
+    cJSON_AddStringToObject(o, "why", r->why);
+  else
+    cJSON_AddNullToObject(o, "why");
   if (r->rootfs)
     cJSON_AddStringToObject(o, "rootfs", r->rootfs);
   cJSON_AddNumberToObject(o, "layers", (double)r->layers);

@@ -9,6 +9,7 @@
 #include "unpack/dest.h"
 #include "resolve.h"
 #include "util.h"
+#include "fpull/match.h"
 #include "fpull/unpack.h"
 
 void fpull_pull_result_free(struct fpull_pull_result *r)
@@ -25,6 +26,7 @@ void fpull_pull_result_free(struct fpull_pull_result *r)
     fpull_platform_free(r->entries[i].platform);
   }
   free(r->entries);
+  free(r->why);
   free(r);
 }
 
@@ -129,6 +131,8 @@ static int run(struct fpull_pull_result **out, const char *image, const char *de
     res->index_digest = fp_xstrdup(r.index_digest);
     res->manifest_digest = fp_xstrdup(r.manifest_digest);
     res->platform = steal_pointer(&r.platform);
+    if (r.match && r.match->chosen >= 0)
+      res->why = fpull_match_why(r.match, r.index->manifests, (size_t)r.match->chosen, o->tagdb);
     res->layers = r.manifest->n_layers;
     res->bytes_downloaded = s.bytes_downloaded;
     res->bytes_from_cache = s.bytes_from_cache;

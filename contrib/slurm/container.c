@@ -1,13 +1,10 @@
 /* fpull Slurm plugin: the step's container (see container.h). */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,27 +23,17 @@
 
 #include "container.h"
 #include "job_dir.h"
+#include "run.h"
+#include "store.h"
 #include "unpack/inroot.h"
 #include "util.h"
 
 /* The runner's records to slurmstepd, each "K<value>\0": D digest, W workdir, E one Env
- * entry, P the holder's pid (last). */
+ * entry, N one Entrypoint element (--fpull-entrypoint), P the holder's pid (last). */
 #define INFO_MAX (1u << 20)
 #define SPEC_MAX (4u << 20)
 
 static pid_t runner_pid;
-
-/* In the runner: the pull's child and the deadline of pull_timeout=. */
-static volatile pid_t pull_child;
-static volatile sig_atomic_t pull_timed_out;
-
-static void on_alarm(int sig)
-{
-  (void)sig;
-  pull_timed_out = 1;
-  if (pull_child > 0)
-    kill(pull_child, SIGKILL);
-}
 
 void fp_slurm_container_cancel(void)
 {
@@ -68,28 +55,12 @@ void fp_slurm_container_free(struct fp_slurm_container *c)
       close(*fds[i]);
   free(c->workdir);
   fpull_strv_free(c->env);
+  fpull_strv_free(c->entrypoint);
   memset(c, 0, sizeof *c);
   c->userns_fd = c->mntns_fd = c->info_fd = c->ack_fd = -1;
 }
 
 /* ---- in the runner (the job's user, every id) -------------------------------------- */
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-  char line[FPULL_ERR_MSG_MAX + 64];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(line, sizeof line - 1, fmt, ap);
-  va_end(ap);
-  if (n < 0)
-    return;
-  if ((size_t)n > sizeof line - 2)
-    n = (int)sizeof line - 2;
-  line[n++] = '\n';
-  ssize_t w = write(STDERR_FILENO, line, (size_t)n);
-  (void)w;
-}
 
 static void send_rec(struct fp_buf *recs, char kind, const char *value)
 {
@@ -97,118 +68,9 @@ static void send_rec(struct fp_buf *recs, char kind, const char *value)
   fp_buf_append(recs, value, strlen(value) + 1);
 }
 
-/* Runs argv (the job's user already), stdout into out (when out is not NULL, bounded),
- * stderr on ours or /dev/null; its exit code, or FPULL_EFAIL when it did not exit. */
-/* Writes the complete lines of buf (len bytes) that do not contain drop to our stderr; the
- * rest stays in buf. Returns the bytes kept. */
-static size_t forward_lines(char *buf, size_t len, const char *drop)
-{
-  size_t start = 0;
-  for (size_t i = 0; i < len; i++) {
-    if (buf[i] != '\n')
-      continue;
-    buf[i] = '\0';
-    if (!strstr(buf + start, drop)) {
-      buf[i] = '\n';
-      ssize_t w = write(STDERR_FILENO, buf + start, i + 1 - start);
-      (void)w;
-    }
-    start = i + 1;
-  }
-  memmove(buf, buf + start, len - start);
-  return len - start;
-}
-
-/* Runs argv (the job's user already): stdout into out (when out is not NULL, bounded);
- * stderr into log, or to /dev/null (quiet), or ours, without the lines that contain drop
- * (when given, with out). Its exit code, or FPULL_EFAIL when it did not exit. */
-static int run_to(char *const argv[], char *const envp[], struct fp_buf *out, int quiet,
-                  const char *log, const char *drop)
-{
-  int p[2] = {-1, -1}, e[2] = {-1, -1};
-  if (out && pipe2(p, O_CLOEXEC) < 0)
-    return FPULL_EFAIL;
-  if (out && drop && !quiet && !log && pipe2(e, O_CLOEXEC) < 0)
-    return FPULL_EFAIL;
-  pid_t pid = fork();
-  if (pid < 0)
-    return FPULL_EFAIL;
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    signal(SIGALRM, SIG_DFL);
-    alarm(0);
-    int nul = open("/dev/null", O_RDWR);
-    dup2(nul, STDIN_FILENO);
-    dup2(out ? p[1] : nul, STDOUT_FILENO);
-    int logfd = log ? open(log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600) : -1;
-    if (logfd >= 0) {
-      dup2(logfd, STDOUT_FILENO);
-      dup2(logfd, STDERR_FILENO);
-    } else if (quiet) {
-      dup2(nul, STDERR_FILENO);
-    } else if (e[1] >= 0) {
-      dup2(e[1], STDERR_FILENO);
-    }
-    execve(argv[0], argv, envp);
-    say("fpull: %s: %s", argv[0], strerror(errno));
-    _exit(127);
-  }
-  pull_child = pid;
-  if (out) {
-    close(p[1]);
-    if (e[1] >= 0)
-      close(e[1]);
-    struct pollfd fds[2] = {{.fd = p[0], .events = POLLIN}, {.fd = e[0], .events = POLLIN}};
-    char line[8192];
-    size_t kept = 0;
-    while (fds[0].fd >= 0 || fds[1].fd >= 0) {
-      if (poll(fds, 2, -1) < 0) {
-        if (errno == EINTR)
-          continue;
-        break;
-      }
-      if (fds[0].revents) {
-        char buf[4096];
-        ssize_t n = read(fds[0].fd, buf, sizeof buf);
-        if (n > 0 && out->len + (size_t)n < INFO_MAX)
-          fp_buf_append(out, buf, (size_t)n);
-        else if (n == 0 || (n < 0 && errno != EINTR))
-          fds[0].fd = -1;
-      }
-      if (fds[1].revents) {
-        ssize_t n = read(fds[1].fd, line + kept, sizeof line - 1 - kept);
-        if (n > 0) {
-          kept = forward_lines(line, kept + (size_t)n, drop);
-          if (kept == sizeof line - 1) { /* a line longer than the buffer: as it is */
-            ssize_t w = write(STDERR_FILENO, line, kept);
-            (void)w;
-            kept = 0;
-          }
-        } else if (n == 0 || errno != EINTR) {
-          fds[1].fd = -1;
-        }
-      }
-    }
-    if (kept) {
-      ssize_t w = write(STDERR_FILENO, line, kept);
-      (void)w;
-    }
-    close(p[0]);
-    if (e[0] >= 0)
-      close(e[0]);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-    ;
-  pull_child = 0;
-  if (!WIFEXITED(status))
-    return pull_timed_out ? FPULL_ENET : FPULL_EFAIL;
-  return WEXITSTATUS(status) == 127 ? FPULL_EFAIL : WEXITSTATUS(status);
-}
-
 static int run(char *const argv[], char *const envp[], struct fp_buf *out, int quiet)
 {
-  return run_to(argv, envp, out, quiet, NULL, NULL);
+  return fp_slurm_run_to(argv, envp, out, quiet, NULL, NULL);
 }
 
 static int dir_writable(const char *p)
@@ -280,11 +142,12 @@ static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *o
     argv[n++] = rn->tree;
   argv[n] = NULL;
   out->len = 0;
-  if (pull_timed_out)
+  if (fp_slurm_run_timed_out())
     return FPULL_ENET;
   /* The container runs no command of the image's: a warning that the image names none
    * would only mislead. */
-  return run_to((char *const *)argv, rn->envp, out, quiet, NULL, "neither Entrypoint nor Cmd");
+  return fp_slurm_run_to((char *const *)argv, rn->envp, out, quiet, NULL,
+                         "neither Entrypoint nor Cmd");
 }
 
 /* How old the cached manifest is, for the outage warning. */
@@ -327,8 +190,7 @@ static int pull(struct runner *rn, cJSON **result)
   /* A registry that trickles cannot hold the job longer than the site allows (the job's
    * time limit bounds it anyway; the node is never at stake). */
   if (rn->r->s->pull_timeout > 0) {
-    signal(SIGALRM, on_alarm);
-    alarm((unsigned)rn->r->s->pull_timeout);
+    fp_slurm_run_deadline((unsigned)rn->r->s->pull_timeout);
   }
   rn->went_offline = 0;
   switch (rn->offline_only ? FP_PULL_NEVER : rn->r->pull) {
@@ -352,8 +214,8 @@ static int pull(struct runner *rn, cJSON **result)
       rn->went_offline = 1;
       char age[64];
       cached_age(rn, d ? d : "", age, sizeof age);
-      say("fpull: warning: %s: the registry cannot be reached: running the cached %s (%s)",
-          rn->r->image, d ? d : "image", age);
+      fp_slurm_say("fpull: warning: %s: the registry cannot be reached: running the cached %s (%s)",
+                   rn->r->image, d ? d : "image", age);
       cJSON_Delete(j);
       rc = 0;
     }
@@ -362,11 +224,11 @@ static int pull(struct runner *rn, cJSON **result)
     rc = pull_once(rn, 0, 0, &out);
     break;
   }
-  alarm(0);
-  if (pull_timed_out) {
-    say("fpull: %s: the pull took longer than pull_timeout=%d seconds (exit 6: network or "
-        "registry failure, worth retrying)",
-        rn->r->image, rn->r->s->pull_timeout);
+  fp_slurm_run_deadline(0);
+  if (fp_slurm_run_timed_out()) {
+    fp_slurm_say("fpull: %s: the pull took longer than pull_timeout=%d seconds (exit 6: network or "
+                 "registry failure, worth retrying)",
+                 rn->r->image, rn->r->s->pull_timeout);
     rc = FPULL_ENET;
   }
   if (rc == 0) {
@@ -396,11 +258,15 @@ static void say_chosen(const struct runner *rn, const cJSON *res)
   gethostname(host, sizeof host - 1);
   const char *os = cJSON_GetStringValue(cJSON_GetObjectItem(pl, "os"));
   const char *arch = cJSON_GetStringValue(cJSON_GetObjectItem(pl, "architecture"));
-  say("fpull: %s: %s: %s (%s/%s%s%s, %s)", host, rn->r->image, d ? d : "?", os ? os : "?",
+  /* The deciding rule, as fpull inspect says it (pull --json's why). */
+  const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(res, "why"));
+  int single = cJSON_IsNull(cJSON_GetObjectItem(res, "index_digest"));
+  fp_slurm_say(
+      "fpull: %s: %s: %s (%s/%s%s%s, %s%s%s)", host, rn->r->image, d ? d : "?", os ? os : "?",
       arch ? arch : "?", feats[0] ? " " : "", feats,
-      cJSON_IsNull(cJSON_GetObjectItem(res, "index_digest"))
-          ? "the only entry"
-          : (rn->r->features ? "the entry for --fpull-features" : "the entry for this node"));
+      single ? "the only entry"
+             : (rn->r->features ? "the entry for --fpull-features" : "the entry for this node"),
+      single ? "" : ": ", single ? "" : (why ? why : "the only one that fits"));
 }
 
 static cJSON *bind_mount(const char *src, const char *dst, int ro)
@@ -423,7 +289,7 @@ static int add_mounts(cJSON *arr, const char *what, const char *spec)
   size_t n = 0;
   fpull_err err = {0};
   if (fp_slurm_mounts_parse(&m, &n, what, spec, &err) != 0) {
-    say("fpull: %s", err.msg);
+    fp_slurm_say("fpull: %s", err.msg);
     return FPULL_EUSAGE;
   }
   for (size_t i = 0; i < n; i++)
@@ -460,7 +326,7 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
   char *text = NULL;
   size_t len = 0;
   if (fp_read_file(ipath, SPEC_MAX, &text, &len) != 0) {
-    say("fpull: %s: %s", ipath, strerror(errno));
+    fp_slurm_say("fpull: %s: %s", ipath, strerror(errno));
     return FPULL_EFAIL;
   }
   cJSON *img = cJSON_ParseWithLength(text, len);
@@ -499,6 +365,10 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
   cJSON *mounts = cJSON_AddArrayToObject(spec, "mounts");
   cJSON_AddItemToArray(mounts, bind_mount("/proc", "/proc", 0));
   cJSON_AddItemToArray(mounts, bind_mount("/sys", "/sys", 1));
+  /* The host's /dev whole: GPUs are there as on the host, NVIDIA's (the hook below adds
+   * the driver's libraries) and AMD's (/dev/kfd and /dev/dri's render nodes, which need
+   * no hook: ROCm's libraries are the image's). Which of them a task may open is Slurm's
+   * device cgroup's call (ConstrainDevices=yes in cgroup.conf), as outside. */
   cJSON_AddItemToArray(mounts, bind_mount("/dev", "/dev", 0));
   int rc = add_mounts(mounts, "plugin argument mounts", r->s->mounts);
   if (rc == 0 && r->mount_home && dir_writable(r->home))
@@ -516,7 +386,8 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
   cJSON_AddStringToObject(t, "type", "mount");
   cJSON_AddItemToArray(ns, t);
   if (!r->s->nvidia_hook && r->gpus && access("/dev/nvidiactl", F_OK) == 0)
-    say("fpull: warning: the job has GPUs (%s) but the container gets none: the site's "
+    fp_slurm_say(
+        "fpull: warning: the job has GPUs (%s) but the container gets none: the site's "
         "plugstack.conf names no nvidia_hook= (install the NVIDIA Container Toolkit and give "
         "nvidia_hook=/usr/bin/nvidia-container-runtime-hook)",
         r->gpus);
@@ -544,7 +415,7 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
     return rc;
   if (!own && mkdir(rn->bundle, 0700) < 0 && errno != EEXIST) {
     free(out);
-    say("fpull: %s: %s", rn->bundle, strerror(errno));
+    fp_slurm_say("fpull: %s: %s", rn->bundle, strerror(errno));
     return FPULL_EFAIL;
   }
   cleanup_free char *tmp = fp_xasprintf("%s/config.json.tmp", rn->bundle);
@@ -555,7 +426,7 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
     ok = 0;
   free(out);
   if (!ok || (own && rename(ipath, kept) < 0) || rename(tmp, opath) < 0) {
-    say("fpull: %s: %s", opath, strerror(errno));
+    fp_slurm_say("fpull: %s: %s", opath, strerror(errno));
     return FPULL_EFAIL;
   }
   return 0;
@@ -599,7 +470,7 @@ static int runtime(struct runner *rn, const char *verb, const char *extra1, cons
   argv[n] = NULL;
   /* A file, not a pipe: the container's init keeps what it was given open. */
   cleanup_free char *log = fp_xasprintf("%s/%s/runtime.log", rn->r->s->run_dir, rn->step);
-  int rc = run_to((char *const *)argv, rn->envp, NULL, 1, log, NULL);
+  int rc = fp_slurm_run_to((char *const *)argv, rn->envp, NULL, 1, log, NULL);
   struct fp_buf out = {0};
   if (rc && !quiet)
     fp_read_file(log, 1 << 16, &out.data, &out.len);
@@ -610,7 +481,8 @@ static int runtime(struct runner *rn, const char *verb, const char *extra1, cons
     size_t start = out.len;
     while (start && out.data[start - 1] != '\n')
       start--;
-    say("fpull: %s %s: %.*s", rn->r->s->runtime, verb, (int)(out.len - start), out.data + start);
+    fp_slurm_say("fpull: %s %s: %.*s", rn->r->s->runtime, verb, (int)(out.len - start),
+                 out.data + start);
   }
   fp_buf_free(&out);
   return rc;
@@ -670,9 +542,9 @@ static void save(struct runner *rn, const char *digest)
   argv[n] = NULL;
   int rc = run((char *const *)argv, rn->envp, NULL, 0);
   if (rc)
-    say("fpull: warning: --fpull-save=%s: not saved (exit %d)", r->save, rc);
+    fp_slurm_say("fpull: warning: --fpull-save=%s: not saved (exit %d)", r->save, rc);
   else
-    say("fpull: saved %s to %s", pinned, r->save);
+    fp_slurm_say("fpull: saved %s to %s", pinned, r->save);
 }
 
 /* --fpull-image=/path/file.sqsh (made by fpull pull --format squashfs, enroot import or
@@ -685,7 +557,7 @@ static int from_squashfs(struct runner *rn)
   cleanup_free char *rootfs = fp_xasprintf("%s/rootfs", rn->bundle);
   cleanup_free char *config = fp_xasprintf("%s/config.json", rn->bundle);
   if (mkdir(rn->bundle, 0700) < 0 && errno != EEXIST) {
-    say("fpull: %s: %s", rn->bundle, strerror(errno));
+    fp_slurm_say("fpull: %s: %s", rn->bundle, strerror(errno));
     return FPULL_EFAIL;
   }
   char tool[PATH_MAX];
@@ -698,7 +570,8 @@ static int from_squashfs(struct runner *rn)
                         NULL};
   int rc = run((char *const *)argv, rn->envp, NULL, 1);
   if (rc) {
-    say("fpull: %s: cannot be unpacked as a SquashFS file (unsquashfs: exit %d)", r->image, rc);
+    fp_slurm_say("fpull: %s: cannot be unpacked as a SquashFS file (unsquashfs: exit %d)", r->image,
+                 rc);
     return rc == FPULL_EFAIL || rc == 127 ? FPULL_EFAIL : FPULL_EUNSAFE;
   }
   static const char spec[] = "{\"process\":{\"cwd\":\"/\",\"env\":[\"PATH=/usr/local/sbin:"
@@ -708,95 +581,70 @@ static int from_squashfs(struct runner *rn)
   if (fd >= 0 && close(fd) < 0)
     ok = 0;
   if (!ok) {
-    say("fpull: %s: %s", config, strerror(errno));
+    fp_slurm_say("fpull: %s: %s", config, strerror(errno));
     return FPULL_EFAIL;
   }
   char host[256] = "";
   gethostname(host, sizeof host - 1);
-  say("fpull: %s: %s (a SquashFS file)", host, r->image);
+  fp_slurm_say("fpull: %s: %s (a SquashFS file)", host, r->image);
   return 0;
 }
 
-/* ---- the node store (store_max=): a user's unpacked images, kept between jobs ------- */
-
-static uint64_t tree_bytes;
-static int add_bytes(const char *p, const struct stat *st, int flag, struct FTW *f)
+/* image pinned to digest (IMAGE@DIGEST), or NULL. */
+static char *pinned_ref(const char *image, const char *digest)
 {
-  (void)p;
-  (void)flag;
-  (void)f;
-  tree_bytes += (uint64_t)st->st_blocks * 512;
-  return 0;
+  struct fpull_ref *ref = NULL;
+  char *pinned = NULL;
+  if (fpull_ref_parse(&ref, image, NULL) == 0) {
+    free(ref->digest);
+    ref->digest = fp_xstrdup(digest);
+    pinned = fpull_ref_format(ref);
+  }
+  fpull_ref_free(ref);
+  return pinned;
 }
 
-struct kept {
-  char hex[72];
-  time_t used;
-  uint64_t bytes;
-};
-
-static int kept_older(const void *a, const void *b)
+/* --fpull-entrypoint: the chosen entry's Entrypoint, from its image config (fpull config,
+ * from the cache the pull just filled), as N records. */
+static int send_entrypoint(const struct runner *rn, const char *digest, struct fp_buf *info)
 {
-  const struct kept *x = a, *y = b;
-  return x->used < y->used ? -1 : x->used > y->used;
-}
-
-/* Removes the least recently used trees until the user's store is within store_max, never
- * keep (this step's) nor one another step holds (its lock). */
-static void evict(const struct runner *rn, const char *store, const char *keep)
-{
-  cleanup_close int dfd = open(store, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *d = dfd < 0 ? NULL : fdopendir(dup(dfd));
-  if (!d)
-    return;
-  struct kept *k = NULL;
+  const struct fp_slurm_request *r = rn->r;
+  cleanup_free char *pinned = pinned_ref(r->image, digest);
+  if (!pinned)
+    return FPULL_EFAIL;
+  const char *argv[12];
   size_t n = 0;
-  uint64_t total = 0;
-  struct dirent *de;
-  while ((de = readdir(d)) != NULL) {
-    size_t len = strlen(de->d_name);
-    if (len < 6 || len > 70 || strcmp(de->d_name + len - 5, ".lock") != 0)
-      continue;
-    struct stat st;
-    if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-      continue;
-    k = fp_xrealloc(k, (n + 1) * sizeof *k);
-    snprintf(k[n].hex, sizeof k[n].hex, "%.*s", (int)(len - 5), de->d_name);
-    k[n].used = st.st_mtime;
-    k[n].bytes = 0;
-    char sz[96], buf[32] = "";
-    snprintf(sz, sizeof sz, "%s.size", k[n].hex);
-    int fd = openat(dfd, sz, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-      ssize_t r = read(fd, buf, sizeof buf - 1);
-      buf[r > 0 ? r : 0] = '\0';
-      k[n].bytes = strtoull(buf, NULL, 10);
-      close(fd);
-    }
-    total += k[n].bytes;
-    n++;
+  argv[n++] = r->s->fpull;
+  argv[n++] = "config";
+  argv[n++] = "--offline";
+  if (r->s->config) {
+    argv[n++] = "--config";
+    argv[n++] = r->s->config;
   }
-  closedir(d);
-  qsort(k, n, sizeof *k, kept_older);
-  for (size_t i = 0; i < n && total > rn->r->s->store_max; i++) {
-    if (strcmp(k[i].hex, keep) == 0)
-      continue;
-    char name[96];
-    snprintf(name, sizeof name, "%s.lock", k[i].hex);
-    int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-      continue;
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      fp_rm_rf_at(dfd, k[i].hex);
-      snprintf(name, sizeof name, "%s.size", k[i].hex);
-      unlinkat(dfd, name, 0);
-      snprintf(name, sizeof name, "%s.lock", k[i].hex);
-      unlinkat(dfd, name, 0);
-      total -= k[i].bytes;
-    }
-    close(fd);
+  if (rn->cache[0]) {
+    argv[n++] = "--cache-dir";
+    argv[n++] = rn->cache;
   }
-  free(k);
+  argv[n++] = "--";
+  argv[n++] = pinned;
+  argv[n] = NULL;
+  struct fp_buf out = {0};
+  int rc = run((char *const *)argv, rn->envp, &out, 0);
+  cJSON *cfg = rc == 0 ? cJSON_ParseWithLength(out.data ? out.data : "", out.len) : NULL;
+  fp_buf_free(&out);
+  if (!cfg) {
+    fp_slurm_say("fpull: %s: --fpull-entrypoint: the image's configuration cannot be read",
+                 r->image);
+    return rc ? rc : FPULL_EFAIL;
+  }
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(cJSON_GetObjectItem(cfg, "config"), "Entrypoint"))
+  {
+    if (cJSON_IsString(e))
+      send_rec(info, 'N', e->valuestring);
+  }
+  cJSON_Delete(cfg);
+  return 0;
 }
 
 /* With store_max=: resolves the entry (fpull inspect, under the pull policy), and unpacks
@@ -813,74 +661,61 @@ static int from_store(struct runner *rn, cJSON **res, int *lock)
     return rc;
   rn->offline_only = rn->went_offline;
   const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(ins, "chosen"));
-  if (!d || strncmp(d, "sha256:", 7) != 0 || strlen(d) != 71 ||
-      strspn(d + 7, "0123456789abcdef") != 64) {
+  struct fp_slurm_store st;
+  fpull_err err = {0};
+  int kept = d ? fp_slurm_store_claim(&st, r->s->run_dir, r->uid, d, &err) : -1;
+  if (kept < 0) {
+    if (!d || err.code == FPULL_ENOMATCH)
+      fp_slurm_say("fpull: %s: no entry of the image fits this node", r->image);
+    else
+      fp_slurm_say("fpull: %s", err.msg);
     cJSON_Delete(ins);
-    say("fpull: %s: no entry of the image fits this node", r->image);
-    return FPULL_ENOMATCH;
+    return !d || err.code == FPULL_ENOMATCH ? FPULL_ENOMATCH : FPULL_EFAIL;
   }
-  char hex[72];
-  snprintf(hex, sizeof hex, "%s", d + 7);
-  cleanup_free char *store = fp_xasprintf("%s/store/%u", r->s->run_dir, (unsigned)r->uid);
-  snprintf(rn->tree, sizeof rn->tree, "%s/%s", store, hex);
-  cleanup_free char *lockp = fp_xasprintf("%s.lock", rn->tree);
-  cleanup_free char *config = fp_xasprintf("%s/config.json", rn->tree);
-  int fd = open(lockp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0 || flock(fd, LOCK_EX) < 0) {
-    say("fpull: %s: %s", lockp, strerror(errno));
+  if ((size_t)snprintf(rn->tree, sizeof rn->tree, "%s", st.tree) >= sizeof rn->tree) {
+    fp_slurm_say("fpull: %s: path too long", st.tree);
+    fp_slurm_store_release(&st);
     cJSON_Delete(ins);
-    if (fd >= 0)
-      close(fd);
     return FPULL_EFAIL;
   }
-  struct stat st;
-  if (stat(config, &st) == 0) {
-    /* Kept: what the pull would have said. */
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "manifest_digest", d);
-    cJSON_AddItemToObject(o, "index_digest",
-                          cJSON_Duplicate(cJSON_GetObjectItem(ins, "index_digest"), 1));
-    const cJSON *e;
-    cJSON_ArrayForEach(
-        e, cJSON_GetObjectItem(ins, "entries")) if (cJSON_IsTrue(cJSON_GetObjectItem(e, "chosen")))
-        cJSON_AddItemToObject(o, "platform",
-                              cJSON_Duplicate(cJSON_GetObjectItem(e, "platform"), 1));
-    *res = o;
+  /* What the pull of the image would have said: the pull below is of the entry's digest,
+   * a single manifest, which knows neither the index nor why the entry was chosen. */
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "manifest_digest", d);
+  cJSON_AddItemToObject(o, "index_digest",
+                        cJSON_Duplicate(cJSON_GetObjectItem(ins, "index_digest"), 1));
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(ins, "entries"))
+  {
+    if (!cJSON_IsTrue(cJSON_GetObjectItem(e, "chosen")))
+      continue;
+    cJSON_AddItemToObject(o, "platform", cJSON_Duplicate(cJSON_GetObjectItem(e, "platform"), 1));
+    cJSON_AddItemToObject(o, "why", cJSON_Duplicate(cJSON_GetObjectItem(e, "why"), 1));
+  }
+  if (kept) {
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    say("fpull: %s: %s: %s is kept on this node: not unpacked again", host, r->image, d);
+    fp_slurm_say("fpull: %s: %s: %s is kept on this node: not unpacked again", host, r->image, d);
   } else {
-    struct fpull_ref *ref = NULL;
-    cleanup_free char *pinned = NULL;
-    if (fpull_ref_parse(&ref, r->image, NULL) == 0) {
-      free(ref->digest);
-      ref->digest = fp_xstrdup(d);
-      pinned = fpull_ref_format(ref);
-    }
-    fpull_ref_free(ref);
+    cleanup_free char *pinned = pinned_ref(r->image, d);
     rn->pull_image = pinned ? pinned : r->image;
-    rc = pull(rn, res);
+    cJSON *pulled = NULL;
+    rc = pull(rn, &pulled);
+    cJSON_Delete(pulled);
     rn->pull_image = r->image;
-    if (rc == 0) {
-      tree_bytes = 0;
-      nftw(rn->tree, add_bytes, 16, FTW_PHYS | FTW_MOUNT);
-      cleanup_free char *szp = fp_xasprintf("%s.size", rn->tree);
-      FILE *f = fopen(szp, "we");
-      if (f) {
-        fprintf(f, "%llu\n", (unsigned long long)tree_bytes);
-        fclose(f);
-      }
-    }
+    if (rc == 0)
+      fp_slurm_store_filled(&st);
   }
   cJSON_Delete(ins);
+  if (rc)
+    cJSON_Delete(o);
+  else
+    *res = o;
   if (rc) {
-    close(fd);
+    fp_slurm_store_release(&st);
     return rc;
   }
-  futimens(fd, NULL);
-  flock(fd, LOCK_SH);
-  *lock = fd;
-  evict(rn, store, hex);
+  *lock = fp_slurm_store_hold(&st, r->s->store_max);
   return 0;
 }
 
@@ -891,12 +726,12 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   int ng = getgroups(0, NULL);
   cleanup_free gid_t *groups = fp_xcalloc(ng > 0 ? (size_t)ng : 1, sizeof *groups);
   if (ng < 0 || (ng = getgroups(ng, groups)) < 0) {
-    say("fpull: the job's groups: %s", strerror(errno));
+    fp_slurm_say("fpull: the job's groups: %s", strerror(errno));
     return FPULL_EFAIL;
   }
   /* Only the effective uid is the user's here: back to root to be allowed to drop all. */
   if (seteuid(0) < 0) {
-    say("fpull: cannot become root: %s", strerror(errno));
+    fp_slurm_say("fpull: cannot become root: %s", strerror(errno));
     return FPULL_EFAIL;
   }
   /* As root, before anything of the image is read: the job's directory, the user's, in
@@ -905,18 +740,18 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   cleanup_close int run_fd = -1;
   if (fp_slurm_run_dir_open(&run_fd, r->s->run_dir, 1, &err) != 0 ||
       fp_slurm_job_dir_create(run_fd, r->job_id, r->uid, r->gid, &err) != 0) {
-    say("fpull: %s", err.msg);
+    fp_slurm_say("fpull: %s", err.msg);
     return err.code ? err.code : FPULL_EFAIL;
   }
   if (r->s->store_max && fp_slurm_store_dir_create(run_fd, r->uid, r->gid, &err) != 0) {
-    say("fpull: %s/%s", r->s->run_dir, err.msg);
+    fp_slurm_say("fpull: %s/%s", r->s->run_dir, err.msg);
     return err.code ? err.code : FPULL_EFAIL;
   }
   close(run_fd);
   run_fd = -1;
   if (setgroups((size_t)ng, groups) < 0 || setresgid(r->gid, r->gid, r->gid) < 0 ||
       setresuid(r->uid, r->uid, r->uid) < 0) {
-    say("fpull: cannot become uid %u: %s", (unsigned)r->uid, strerror(errno));
+    fp_slurm_say("fpull: cannot become uid %u: %s", (unsigned)r->uid, strerror(errno));
     return FPULL_EFAIL;
   }
   uid_t ru, eu, su;
@@ -929,7 +764,7 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   cleanup_free char *jobdir = fp_xasprintf("%s/%" PRIu32, r->s->run_dir, r->job_id);
   cleanup_free char *stepdir = fp_xasprintf("%s/%" PRIu32, jobdir, r->step_id);
   if (mkdir(stepdir, 0700) < 0 && errno != EEXIST) {
-    say("fpull: %s: %s", stepdir, strerror(errno));
+    fp_slurm_say("fpull: %s: %s", stepdir, strerror(errno));
     return FPULL_EFAIL;
   }
   snprintf(rn.bundle, sizeof rn.bundle, "%s/bundle", stepdir);
@@ -957,6 +792,11 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
     rc = from_squashfs(&rn);
     if (rc)
       return rc;
+    if (r->entrypoint)
+      fp_slurm_say(
+          "fpull: %s: --fpull-entrypoint: a SquashFS file has no image configuration, so no "
+          "Entrypoint: the command runs as given",
+          r->image);
     send_rec(info, 'D', "");
   } else {
     cJSON *res = NULL;
@@ -967,6 +807,10 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
     const char *digest = cJSON_GetStringValue(cJSON_GetObjectItem(res, "manifest_digest"));
     if (r->save && digest)
       save(&rn, digest);
+    if (r->entrypoint && digest && (rc = send_entrypoint(&rn, digest, info)) != 0) {
+      cJSON_Delete(res);
+      return rc;
+    }
     send_rec(info, 'D', digest ? digest : "");
     cJSON_Delete(res);
   }
@@ -998,7 +842,7 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   double pid = cJSON_GetNumberValue(cJSON_GetObjectItem(st, "pid"));
   cJSON_Delete(st);
   if (!(pid > 1) || pid > INT_MAX) {
-    say("fpull: %s state: no pid of the container", r->s->runtime);
+    fp_slurm_say("fpull: %s state: no pid of the container", r->s->runtime);
     runtime(&rn, "delete", "--force", NULL, 1);
     return FPULL_EFAIL;
   }
@@ -1130,6 +974,8 @@ int fp_slurm_container_wait(struct fp_slurm_container *c, const struct fp_slurm_
       c->workdir = fp_xstrdup(rec + 1);
     else if (rec[0] == 'E')
       c->env = fp_strv_push(c->env, rec + 1);
+    else if (rec[0] == 'N')
+      c->entrypoint = fp_strv_push(c->entrypoint, rec + 1);
     else if (rec[0] == 'P')
       pidrec = rec + 1;
     else if (rec[0] == 'X')

@@ -36,6 +36,7 @@ struct fp_slurm_request {
   const char *home, *docker_config, *xdg_config_home, *xdg_cache_home;
   const char *gpus; /* the allocation's GPUs (CUDA_VISIBLE_DEVICES), or NULL */
   const char *save; /* --fpull-save: a SquashFS file of the image, written by node 0 */
+  int entrypoint;   /* --fpull-entrypoint: the tasks need the image's Entrypoint */
   uint32_t ntasks;  /* the step's tasks on this node: each joins, then the holder goes */
   int info_fd;      /* (the runner's own) */
 };
@@ -47,6 +48,7 @@ struct fp_slurm_container {
   char digest[80];         /* the chosen entry's manifest digest */
   char *workdir;           /* the image's WorkingDir, or NULL */
   char **env;              /* the image's Env (NULL-terminated) */
+  char **entrypoint;       /* with --fpull-entrypoint, the image's Entrypoint, or NULL */
 };
 
 /* In slurmstepd: starts the runner, which pulls and creates the step's container (see

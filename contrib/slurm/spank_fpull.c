@@ -2,7 +2,7 @@
  * image fpull chose for the node.
  *
  *   srun [--fpull-image=IMAGE] [--fpull-features=LIST] [--fpull-mounts=SRC:DST[:ro|rw],...]
- *        [--fpull-workdir=DIR] [--[no-]fpull-mount-home] [--fpull-remap-root]
+ *        [--fpull-workdir=DIR] [--[no-]fpull-mount-home] [--fpull-remap-root] [--fpull-entrypoint]
  *        [--fpull-pull=always|missing|newer|never] cmd ...
  *
  * submit (srun, sbatch, salloc)   checks the options: a typo is refused before the job is
@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,6 +66,10 @@ static struct spank_option fpull_options[] = {
      FP_OPT_NO_MOUNT_HOME, check_option},
     {"fpull-remap-root", NULL, "be root inside the container (the user's uid outside)", 0,
      FP_OPT_REMAP_ROOT, check_option},
+    {"fpull-entrypoint", NULL,
+     "run the image's Entrypoint with the task's command as its arguments (default: the "
+     "command alone)",
+     0, FP_OPT_ENTRYPOINT, check_option},
     {"fpull-pull", "always|missing|newer|never",
      "when to ask the registry (default: the site's, else newer: the cached image when the "
      "registry cannot be reached)",
@@ -246,6 +251,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     r.gpus = job_env(sp, "SLURM_STEP_GPUS", gpus, sizeof gpus);
   if (!r.gpus)
     r.gpus = job_env(sp, "SLURM_JOB_GPUS", gpus, sizeof gpus);
+  r.entrypoint = option(sp, FP_OPT_ENTRYPOINT) != NULL;
   if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &r.ntasks) != ESPANK_SUCCESS)
     r.ntasks = 1;
   uint32_t node = 0;
@@ -265,8 +271,12 @@ static int passes_through(const char *name, size_t len)
   for (size_t i = 0; prefixes[i]; i++)
     if (len >= strlen(prefixes[i]) && strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
       return 1;
-  if (len == 20 && strncmp(name, "CUDA_VISIBLE_DEVICES", len) == 0)
-    return 1;
+  /* NVIDIA's, and AMD's as Slurm's gres/gpu sets them (ROCm reads ROCR_ and HIP_). */
+  static const char *const gpus[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                                     "HIP_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", NULL};
+  for (size_t i = 0; gpus[i]; i++)
+    if (len == strlen(gpus[i]) && strncmp(name, gpus[i], len) == 0)
+      return 1;
   for (const char *p = settings.env_passthrough; p && *p;) {
     size_t n = strcspn(p, ",");
     if (n == len && strncmp(p, name, len) == 0)
@@ -299,6 +309,51 @@ static const char *workdir(spank_t sp)
   return container.workdir ? container.workdir : "/";
 }
 
+/* --fpull-entrypoint: the task runs ENTRYPOINT... COMMAND ARGS... (as pyxis). SPANK gives
+ * the task's argv (S_JOB_ARGV) as an array it owns, which a plugin cannot lengthen, and
+ * Slurm execs it after task_init. So only its first element changes: to a script, in a
+ * memfd this task inherits (it is on no file system, the container's or the host's), that
+ * execs the Entrypoint with the command's first word and then the rest ("$@"). The
+ * script's interpreter is the image's /bin/sh. */
+static int entrypoint_wrap(spank_t sp, char **entry, fpull_err *err)
+{
+  int argc = 0;
+  char **argv = NULL;
+  if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 || !argv ||
+      !argv[0])
+    return fpull_err_set(err, FPULL_EFAIL, "--fpull-entrypoint: the task's command is unknown");
+  struct fp_buf b = {0};
+  static const char head[] = "#!/bin/sh\nexec";
+  fp_buf_append(&b, head, sizeof head - 1);
+  size_t ne = fpull_strv_len(entry);
+  for (size_t i = 0; i <= ne; i++) {
+    const char *w = i < ne ? entry[i] : argv[0];
+    fp_buf_append(&b, " '", 2);
+    for (const char *q = w; *q; q++) {
+      if (*q == '\'')
+        fp_buf_append(&b, "'\\''", 4);
+      else
+        fp_buf_append(&b, q, 1);
+    }
+    fp_buf_append(&b, "'", 1);
+  }
+  fp_buf_append(&b, " \"$@\"\n", 6);
+  int fd = memfd_create("fpull-entrypoint", 0);
+  int ok = fd >= 0 && write(fd, b.data, b.len) == (ssize_t)b.len;
+  fp_buf_free(&b);
+  if (!ok) {
+    int e = errno;
+    if (fd >= 0)
+      close(fd);
+    return fpull_err_set(err, FPULL_EFAIL, "--fpull-entrypoint: %s", strerror(e));
+  }
+  /* Slurm execs right after the plugins' task_init: the path must outlive this call. */
+  static char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  argv[0] = path;
+  return 0;
+}
+
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
   fpull_err err = {0};
@@ -322,8 +377,12 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
       else if (chdir(workdir(sp)) < 0) {
         fpull_err_set(&err, FPULL_EFAIL, "working directory %s: %s", workdir(sp), strerror(errno));
         fail(&err);
-      } else
+      } else {
         merge_env(sp);
+        if (option(sp, FP_OPT_ENTRYPOINT) && container.entrypoint &&
+            entrypoint_wrap(sp, container.entrypoint, &err) != 0)
+          fail(&err);
+      }
     }
     fp_slurm_container_free(&container);
   }

@@ -53,6 +53,9 @@ struct fpull_pull_result {
    * NULL for an index, and layers counts the layers of all entries). */
   struct fpull_prefetch_entry *entries;
   size_t n_entries;
+  /* For an index: what put the chosen entry above the next one, as fpull inspect says it
+   * (fpull_match_why); NULL for a single manifest, or when no other entry fits. */
+  char *why;
 };
 FPULL_API void fpull_pull_result_free(struct fpull_pull_result *r);
 

@@ -196,7 +196,7 @@ class SlurmPlugin(SlurmCase):
         # One line says what this node chose, and the pull's progress is on the step's
         # stderr as lines (no terminal bar).
         self.assertRegex(cp.stderr, r"(?m)^fpull: [^ ]+: %s: %s \(linux/amd64 x86-64-v3, the "
-                                    r"entry for --fpull-features\)$" % (
+                                    r"entry for --fpull-features: .*rule \d\)\)$" % (
                                         re.escape(self.os_ref), v3))
         self.assertRegex(cp.stderr, r"(?m)^%s: done: 2 layers " % re.escape(self.os_ref))
         self.assertNotIn("\r", cp.stderr)
@@ -204,10 +204,88 @@ class SlurmPlugin(SlurmCase):
         self.assertNotIn("Entrypoint", cp.stderr)
         self.assert_clean()
 
+    def test_chosen_entry_line_gives_the_rule_as_inspect_says_it(self):
+        """One line per node: the chosen digest, its features and the ranking rule that
+        decided, in fpull inspect's words (pull --json's why)."""
+        cp = self.srun(["--fpull-image=" + self.os_ref, "--fpull-features=x86-64-v3",
+                        "cat", "/etc/os-release"])
+        self.assertEqual(cp.returncode, 0, cp.stderr + self.cluster.logs())
+        _, ins = fpull.run_json(["inspect", "--config", self.config, "--features", "x86-64-v3",
+                                 self.os_ref])
+        chosen = [e for e in ins["entries"] if e["chosen"]]
+        self.assertEqual(len(chosen), 1, ins)
+        why = chosen[0]["why"]
+        self.assertIn("rule ", why)
+        _, pulled = fpull.run_json(["pull", "--config", self.config, "--cache-dir", self.cache,
+                                    "--features", "x86-64-v3", self.os_ref,
+                                    os.path.join(self.tmp, "pulled")])
+        self.assertEqual(pulled["why"], why)
+        lines = [l for l in cp.stderr.splitlines() if l.startswith("fpull: ") and
+                 self.images["v3"]["digest"] in l]
+        self.assertEqual(len(lines), 1, cp.stderr)
+        self.assertRegex(lines[0], r"^fpull: [^ ]+: " + re.escape(
+            "%s: %s (linux/amd64 x86-64-v3, the entry for --fpull-features: %s)" % (
+                self.os_ref, self.images["v3"]["digest"], why)) + "$")
+        # A single manifest has no rule to give.
+        cp = self.srun(["--fpull-image=" + self.other_ref, "cat", "/etc/os-release"])
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertRegex(cp.stderr, r"(?m)^fpull: [^ ]+: %s: %s \(linux/amd64, the only "
+                                    r"entry\)$" % (re.escape(self.other_ref),
+                                                    self.other["digest"]))
+
     def test_remap_root(self):
         cp = self.srun(["--fpull-image=" + self.other_ref, "--fpull-remap-root",
                         "sh", "-c", "id -u; cat /etc/kind"])
         self.assertEqual((cp.returncode, cp.stdout), (0, "0\nother\n"), cp.stderr)
+
+    def test_entrypoint_runs_first_with_the_command_as_its_arguments(self):
+        """--fpull-entrypoint (pyxis's --container-entrypoint): the image's Entrypoint runs
+        with the task's command as its arguments; without it, the command alone."""
+        entry = [{"path": "entry.sh", "mode": 0o755,
+                  "data": "#!/bin/sh\necho \"entrypoint-ran $0 $#\"\nexport FROM_ENTRY=yes\n"
+                          "exec \"$@\"\n"}]
+        img = images.push_image(self.client, "hpc/entry", "1.0",
+                                [tools_layer(), os_release("entry"), entry],
+                                config_extra={"config": {"Entrypoint": ["/entry.sh"],
+                                                         "Cmd": ["echo", "from-cmd"]}})
+        ref = "%s/hpc/entry:1.0" % self.reg.hostport
+        cp = self.srun(["--fpull-image=" + ref, "--fpull-entrypoint", "-n", "2", "sh", "-c",
+                        'echo "task $SLURM_PROCID $FROM_ENTRY $1 $2"', "zero", "it's", "two"])
+        self.assertEqual(cp.returncode, 0, cp.stderr + self.cluster.logs())
+        self.assertEqual(sorted(cp.stdout.splitlines()), [
+            "entrypoint-ran /entry.sh 6", "entrypoint-ran /entry.sh 6",
+            "task 0 yes it's two", "task 1 yes it's two"], cp.stderr)
+        self.assertIn(img["digest"], cp.stderr)
+        # Off by default: the command alone (the image's Cmd is not run either).
+        cp = self.srun(["--fpull-image=" + ref, "sh", "-c", 'echo "plain ${FROM_ENTRY:-no}"'])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "plain no\n"), cp.stderr)
+        # A flag: a value is refused at submit, before any pull.
+        cp = self.srun(["--fpull-image=" + ref, "--fpull-entrypoint=yes", "true"])
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertNotIn("entrypoint-ran", cp.stdout)
+        self.assertIn("fpull-entrypoint", cp.stderr)
+        self.assert_clean()
+
+    def test_host_dev_and_amd_gpu_variables_reach_the_tasks(self):
+        """AMD GPUs: the container has the host's /dev whole (so /dev/kfd and /dev/dri's
+        render nodes where the node has them; this VM has neither, so the test compares the
+        listing), and the job's ROCR_/HIP_VISIBLE_DEVICES win over the image's."""
+        img = images.push_image(self.client, "hpc/rocm", "1.0", [tools_layer(),
+                                                                 os_release("rocm")],
+                                config_extra={"config": {"Env": [
+                                    "PATH=/usr/bin:/bin", "ROCR_VISIBLE_DEVICES=9",
+                                    "HIP_VISIBLE_DEVICES=9", "GPU_DEVICE_ORDINAL=9"]}})
+        ref = "%s/hpc/rocm:1.0" % self.reg.hostport
+        cp = self.srun(["--fpull-image=" + ref, "sh", "-c",
+                        'echo "$ROCR_VISIBLE_DEVICES $HIP_VISIBLE_DEVICES $GPU_DEVICE_ORDINAL";'
+                        ' ls -a /dev'],
+                       env={"ROCR_VISIBLE_DEVICES": "0,1", "HIP_VISIBLE_DEVICES": "0,1",
+                            "GPU_DEVICE_ORDINAL": "0,1"})
+        self.assertEqual(cp.returncode, 0, cp.stderr + self.cluster.logs())
+        lines = cp.stdout.splitlines()
+        self.assertEqual(lines[0], "0,1 0,1 0,1")
+        self.assertEqual(sorted(set(lines[1:]) - {".", ".."}), sorted(os.listdir("/dev")))
+        self.assertIn(img["digest"], cp.stderr)
 
     def test_env_merged_under_the_jobs(self):
         # The image's PATH wins over the node's; Slurm's variables and the site's
@@ -741,6 +819,24 @@ class SlurmStore(SlurmCase):
     def kept(self):
         store = os.path.join(self.run_dir, "store", str(slurm.NOBODY))
         return sorted(n for n in os.listdir(store) if "." not in n)
+
+    def test_entrypoint_of_a_kept_image_without_a_cache(self):
+        """--fpull-entrypoint reads the image config from the cache the pull filled; a kept
+        image is not pulled again, and a user with no home has a cache per job: then the
+        config is fetched."""
+        entry = [{"path": "entry.sh", "mode": 0o755,
+                  "data": "#!/bin/sh\necho entrypoint-ran\nexec \"$@\"\n"}]
+        images.push_image(self.client, "hpc/e", "1.0",
+                          [tools_layer(), os_release("e"), entry],
+                          config_extra={"config": {"Entrypoint": ["/entry.sh"]}})
+        self.start("1G")
+        argv = ["srun", "--fpull-image=%s/hpc/e:1.0" % self.reg.hostport, "--fpull-entrypoint",
+                "cat", "/etc/kind"]
+        for run in ("first", "kept"):
+            cp = self.cluster._cmd(argv, check=False, user="nobody")  # HOME=/nonexistent
+            self.assertEqual((cp.returncode, cp.stdout), (0, "entrypoint-ran\ne\n"),
+                             run + ": " + cp.stderr)
+        self.assertIn("is kept on this node", cp.stderr)
 
     def test_second_job_does_not_unpack_again(self):
         self.start("1G")

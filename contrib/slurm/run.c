@@ -1,0 +1,162 @@
+/* fpull Slurm plugin: running programs in the runner (see run.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fpull/error.h>
+
+#include "run.h"
+
+/* In the runner: the pull's child and the deadline of pull_timeout=. */
+static volatile pid_t pull_child;
+static volatile sig_atomic_t pull_timed_out;
+
+static void on_alarm(int sig)
+{
+  (void)sig;
+  pull_timed_out = 1;
+  if (pull_child > 0)
+    kill(pull_child, SIGKILL);
+}
+
+void fp_slurm_run_deadline(unsigned seconds)
+{
+  if (seconds)
+    signal(SIGALRM, on_alarm);
+  alarm(seconds);
+}
+
+int fp_slurm_run_timed_out(void)
+{
+  return pull_timed_out;
+}
+
+void fp_slurm_say(const char *fmt, ...)
+{
+  char line[FPULL_ERR_MSG_MAX + 64];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return;
+  if ((size_t)n > sizeof line - 2)
+    n = (int)sizeof line - 2;
+  line[n++] = '\n';
+  ssize_t w = write(STDERR_FILENO, line, (size_t)n);
+  (void)w;
+}
+
+/* Writes the complete lines of buf (len bytes) that do not contain drop to our stderr; the
+ * rest stays in buf. Returns the bytes kept. */
+static size_t forward_lines(char *buf, size_t len, const char *drop)
+{
+  size_t start = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (buf[i] != '\n')
+      continue;
+    buf[i] = '\0';
+    if (!strstr(buf + start, drop)) {
+      buf[i] = '\n';
+      ssize_t w = write(STDERR_FILENO, buf + start, i + 1 - start);
+      (void)w;
+    }
+    start = i + 1;
+  }
+  memmove(buf, buf + start, len - start);
+  return len - start;
+}
+
+/* Runs argv (the job's user already): stdout into out (when out is not NULL, bounded);
+ * stderr into log, or to /dev/null (quiet), or ours, without the lines that contain drop
+ * (when given, with out). Its exit code, or FPULL_EFAIL when it did not exit. */
+int fp_slurm_run_to(char *const argv[], char *const envp[], struct fp_buf *out, int quiet,
+                    const char *log, const char *drop)
+{
+  int p[2] = {-1, -1}, e[2] = {-1, -1};
+  if (out && pipe2(p, O_CLOEXEC) < 0)
+    return FPULL_EFAIL;
+  if (out && drop && !quiet && !log && pipe2(e, O_CLOEXEC) < 0)
+    return FPULL_EFAIL;
+  pid_t pid = fork();
+  if (pid < 0)
+    return FPULL_EFAIL;
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    signal(SIGALRM, SIG_DFL);
+    alarm(0);
+    int nul = open("/dev/null", O_RDWR);
+    dup2(nul, STDIN_FILENO);
+    dup2(out ? p[1] : nul, STDOUT_FILENO);
+    int logfd = log ? open(log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600) : -1;
+    if (logfd >= 0) {
+      dup2(logfd, STDOUT_FILENO);
+      dup2(logfd, STDERR_FILENO);
+    } else if (quiet) {
+      dup2(nul, STDERR_FILENO);
+    } else if (e[1] >= 0) {
+      dup2(e[1], STDERR_FILENO);
+    }
+    execve(argv[0], argv, envp);
+    fp_slurm_say("fpull: %s: %s", argv[0], strerror(errno));
+    _exit(127);
+  }
+  pull_child = pid;
+  if (out) {
+    close(p[1]);
+    if (e[1] >= 0)
+      close(e[1]);
+    struct pollfd fds[2] = {{.fd = p[0], .events = POLLIN}, {.fd = e[0], .events = POLLIN}};
+    char line[8192];
+    size_t kept = 0;
+    while (fds[0].fd >= 0 || fds[1].fd >= 0) {
+      if (poll(fds, 2, -1) < 0) {
+        if (errno == EINTR)
+          continue;
+        break;
+      }
+      if (fds[0].revents) {
+        char buf[4096];
+        ssize_t n = read(fds[0].fd, buf, sizeof buf);
+        if (n > 0 && out->len + (size_t)n < FP_SLURM_RUN_OUT_MAX)
+          fp_buf_append(out, buf, (size_t)n);
+        else if (n == 0 || (n < 0 && errno != EINTR))
+          fds[0].fd = -1;
+      }
+      if (fds[1].revents) {
+        ssize_t n = read(fds[1].fd, line + kept, sizeof line - 1 - kept);
+        if (n > 0) {
+          kept = forward_lines(line, kept + (size_t)n, drop);
+          if (kept == sizeof line - 1) { /* a line longer than the buffer: as it is */
+            ssize_t w = write(STDERR_FILENO, line, kept);
+            (void)w;
+            kept = 0;
+          }
+        } else if (n == 0 || errno != EINTR) {
+          fds[1].fd = -1;
+        }
+      }
+    }
+    if (kept) {
+      ssize_t w = write(STDERR_FILENO, line, kept);
+      (void)w;
+    }
+    close(p[0]);
+    if (e[0] >= 0)
+      close(e[0]);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  pull_child = 0;
+  if (!WIFEXITED(status))
+    return pull_timed_out ? FPULL_ENET : FPULL_EFAIL;
+  return WEXITSTATUS(status) == 127 ? FPULL_EFAIL : WEXITSTATUS(status);
+}

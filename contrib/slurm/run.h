@@ -1,0 +1,26 @@
+/* fpull Slurm plugin: running programs in the runner (container.c), as the job's user:
+ * one line on the step's stderr, a program with its output captured and its stderr
+ * passed on (or to a log), and the deadline of pull_timeout= that kills it. */
+#ifndef FPULL_SLURM_RUN_H
+#define FPULL_SLURM_RUN_H
+
+#include "util.h"
+
+/* The most of a program's stdout fp_slurm_run_to keeps. */
+#define FP_SLURM_RUN_OUT_MAX (1u << 20)
+
+/* One line (a newline added) on our stderr, the step's. */
+void fp_slurm_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Runs argv: stdout into out (when out is not NULL, bounded); stderr into log, or to
+ * /dev/null (quiet), or ours, without the lines that contain drop (when given, with out).
+ * Its exit code, or FPULL_EFAIL when it did not exit (FPULL_ENET after the deadline). */
+int fp_slurm_run_to(char *const argv[], char *const envp[], struct fp_buf *out, int quiet,
+                    const char *log, const char *drop);
+
+/* From now, seconds (0: none) until the program running is killed and the deadline
+ * counts as passed. */
+void fp_slurm_run_deadline(unsigned seconds);
+int fp_slurm_run_timed_out(void);
+
+#endif
