@@ -353,31 +353,48 @@ static int open_blob_one(int *out, fpull_cache *c, const char *digest, int64_t s
   return 0;
 }
 
-static int verify_blob_one(fpull_cache *c, const char *digest, int64_t size, fpull_err *err)
+/* Opens the blob of digest and checks its size (size < 0: any): a wrong-sized copy is
+ * dropped and reported, so that the caller fetches again. */
+static int open_sized(int *fd, struct stat *st, fpull_cache *c, const char *digest, int64_t size,
+                      fpull_err *err)
 {
   if (!fpull_digest_valid(digest))
     return fpull_err_set(err, FPULL_EINTEGRITY, "cache: invalid digest");
-  struct stat st;
-  cleanup_close int fd = -1;
-  int r = open_blob(&fd, &st, c, digest, err);
+  int r = open_blob(fd, st, c, digest, err);
   if (r)
     return r;
-  if (size >= 0 && st.st_size != size) {
-    fp_cache_drop(c, fp_cache_blobs_fd(c, digest), fp_digest_hex(digest), &st);
+  if (size >= 0 && st->st_size != size) {
+    fp_cache_drop(c, fp_cache_blobs_fd(c, digest), fp_digest_hex(digest), st);
     return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s has %lld bytes, expected %lld; %s",
-                         digest, (long long)st.st_size, (long long)size, dropped(c));
+                         digest, (long long)st->st_size, (long long)size, dropped(c));
   }
+  return 0;
+}
+
+/* got, the hash of the blob's bytes, against its name: a corrupt copy is dropped. */
+static int check_hash(fpull_cache *c, const char *digest, const char *got, const struct stat *st,
+                      fpull_err *err)
+{
+  if (strcmp(got, digest) == 0)
+    return 0;
+  fp_cache_drop(c, fp_cache_blobs_fd(c, digest), fp_digest_hex(digest), st);
+  return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s is corrupt (its sha256 is %s); %s",
+                       digest, got, dropped(c));
+}
+
+static int verify_blob_one(fpull_cache *c, const char *digest, int64_t size, fpull_err *err)
+{
+  struct stat st;
+  cleanup_close int fd = -1;
+  int r = open_sized(&fd, &st, c, digest, size, err);
+  if (r)
+    return r;
   cleanup_sha256 struct fp_sha256 h = {.sha512 = strncmp(digest, "sha512:", 7) == 0};
   char got[FP_DIGEST_MAX];
   if (fp_sha256_fd(&h, fd, (uint64_t)st.st_size) < 0 || fp_hash_final(&h, got) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: cannot read: %s", digest,
                          strerror(errno));
-  if (strcmp(got, digest) != 0) {
-    fp_cache_drop(c, fp_cache_blobs_fd(c, digest), fp_digest_hex(digest), &st);
-    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s is corrupt (its sha256 is %s); %s",
-                         digest, got, dropped(c));
-  }
-  return 0;
+  return check_hash(c, digest, got, &st, err);
 }
 
 static int get_bytes_one(fpull_cache *c, const char *digest, size_t max, char **data, size_t *len,
@@ -481,18 +498,11 @@ static int open_verified_one(int *out, fpull_cache *c, const char *digest, int64
                              fpull_err *err)
 {
   *out = -1;
-  if (!fpull_digest_valid(digest))
-    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: invalid digest");
   struct stat st;
   cleanup_close int fd = -1;
-  int r = open_blob(&fd, &st, c, digest, err);
+  int r = open_sized(&fd, &st, c, digest, size, err);
   if (r)
     return r;
-  if (size >= 0 && st.st_size != size) {
-    fp_cache_drop(c, fp_cache_blobs_fd(c, digest), fp_digest_hex(digest), &st);
-    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s has %lld bytes, expected %lld; %s",
-                         digest, (long long)st.st_size, (long long)size, dropped(c));
-  }
   cleanup_sha256 struct fp_sha256 h = {0};
   if (fp_hash_init(&h, digest) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 unavailable");
@@ -515,11 +525,8 @@ static int open_verified_one(int *out, fpull_cache *c, const char *digest, int64
   char got[FP_DIGEST_MAX];
   if (fp_hash_final(&h, got) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 failed");
-  if (strcmp(got, digest) != 0) {
-    fp_cache_drop(c, fp_cache_blobs_fd(c, digest), fp_digest_hex(digest), &st);
-    return fpull_err_set(err, FPULL_EINTEGRITY, "cache: blob %s is corrupt (its sha256 is %s); %s",
-                         digest, got, dropped(c));
-  }
+  if ((r = check_hash(c, digest, got, &st, err)))
+    return r;
   if (lseek(use, 0, SEEK_SET) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: %s", digest, strerror(errno));
   if (use == copy)
