@@ -2,12 +2,17 @@
 (tests/fixtures/slurm.py), against the real docker-registry: what a job's --comment can
 make the root prolog do (issue 20 item 6), and what the job sees when its image could not
 be prefetched (issue 21 item 8)."""
+import base64
+import json
 import os
 import re
 
 import fpull
 import faultproxy
+import images
+import registry
 import slurm
+import tokenserver
 from test_slurm import DATA_DIR, PROLOG, SlurmCase
 
 # The number of images one job's comment may name (the script's default).
@@ -155,6 +160,31 @@ class PrologErrors(PrologScript):
         self.assertEqual(rec["JobState"], "FAILED", out)
         self.assertIn("fpull-prolog: %s: not prefetched: the prolog's 3 s "
                       "(FPULL_PROLOG_TIMEOUT) ran out" % slow, out)
+        self.assert_node_idle_and_record_gone(job)
+
+    def test_private_image_never_reaches_the_shared_cache(self):
+        # A site wrapper that exports DOCKER_CONFIG with root's credentials: before the fix
+        # the prolog fetched the private image into the 0755 cache, for every user to read.
+        ts = tokenserver.TokenServer(users={"alice": "Pr1vate-pw"}).start()
+        self.addCleanup(ts.stop)
+        reg = registry.Registry(auth=ts.registry_auth()).start()
+        self.addCleanup(reg.stop)
+        client = images.Client(reg.url, username="alice", password="Pr1vate-pw")
+        img = images.push_image(client, "team/secret", "v1",
+                                [[{"path": "etc/kind", "data": "secret\n"}]])
+        docker = os.path.join(self.tmp, "docker")
+        os.mkdir(docker, 0o700)
+        with open(os.path.join(docker, "config.json"), "w") as f:
+            json.dump({"auths": {reg.hostport: {"auth": base64.b64encode(
+                b"alice:Pr1vate-pw").decode()}}}, f)
+        self.start(DOCKER_CONFIG=docker)
+        ref = "%s/team/secret:v1" % reg.hostport
+        job, rec, out = self.run_job("fpull-image=" + ref, self.job_script(ref))
+        self.assertEqual(rec["JobState"], "FAILED", out)
+        self.assertRegex(out, r"(?m)^fpull-prolog: %s: exit 4: fpull: " % re.escape(ref))
+        for d in [img["digest"], img["config_digest"]] + [l["digest"] for l in img["layers"]]:
+            self.assertFalse(os.path.exists(os.path.join(self.cache, "blobs", "sha256",
+                                                         d.split(":")[1])), d)
         self.assert_node_idle_and_record_gone(job)
 
     def test_no_record_when_all_went_well(self):
