@@ -132,6 +132,22 @@ class PrologComment(PrologScript):
         self.assertIn("fpull-image=-v: refused", log)
         self.assertIn("fpull-features=--config=%s: refused" % evil, log)
 
+    def test_registry_not_in_the_sites_list_is_refused(self):
+        self.start(FPULL_PROLOG_REGISTRIES='"registry.example.org docker.io"')
+        job, rec, out = self.run_job("fpull-image=" + self.ref, self.job_script(self.ref))
+        self.assertEqual(self.prefetch_calls(), [])
+        self.assertIn("fpull-prolog: %s: not prefetched: registry %s is not in the site's "
+                      "list (registry.example.org docker.io)" % (self.ref, self.reg.hostport),
+                      out)
+        self.assertEqual(rec["JobState"], "FAILED", out)
+        self.assert_node_idle_and_record_gone(job)
+        # The same registry, listed: prefetched.
+        self.cluster.stop()
+        self.start(FPULL_PROLOG_REGISTRIES='"docker.io %s"' % self.reg.hostport)
+        job, rec, out = self.run_job("fpull-image=" + self.ref, self.job_script(self.ref))
+        self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
+        self.assertEqual(len(self.prefetch_calls()), 1)
+
 
 class PrologErrors(PrologScript):
     def test_job_sees_the_real_error(self):
