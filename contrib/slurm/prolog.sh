@@ -1,86 +1,224 @@
 #!/bin/sh
-# fpull prolog for Slurm sites that do not use the SPANK plugin (fpull_spank.so).
+# fpull prolog (and epilog) for Slurm sites that do not use the SPANK plugin (fpull_spank.so).
 #
 # Slurm runs the Prolog as root on each node of a job, without the job's environment,
-# and drains the node when it exits non-zero. So this script only prefetches into the
-# node's (or a shared) cache and ALWAYS exits 0: an image problem must fail the job, not
-# take the node out of service. The job then unpacks from the cache without the network:
+# and drains the node when it exits non-zero or runs past PrologEpilogTimeout. So this
+# script only warms the node's (or a shared) cache with PUBLIC images, under a deadline,
+# and ALWAYS exits 0: an image problem must fail the job, not take the node out of
+# service. The job then unpacks from the cache without the network, and on failure prints
+# what the prolog recorded for it (docs/cluster.md):
 #
 #   sbatch --comment "fpull-image=REGISTRY/REPO:TAG [fpull-features=LIST]" job.sh
 #   # in job.sh:
 #   fpull pull -q --offline --cache-dir /var/cache/fpull [--features LIST] \
-#       REGISTRY/REPO:TAG "$TMPDIR/rootfs" || exit   # exit 5: not in the cache
+#       REGISTRY/REPO:TAG "$TMPDIR/rootfs" ||
+#       { rc=$?; cat "/run/fpull-prolog/$SLURM_JOB_ID.error" >&2; exit $rc; }
 #
-# (an OCI runtime bundle, rootfs + config.json, comes from the same cache: add
-# `--format bundle` and name the bundle directory instead.) The format is the job's
-# choice alone: the prefetch is the same for both.
+# Run as Epilog too (the same wrapper), it removes the job's error record.
 #
-# Settings (edit here, or call this script from a wrapper that sets them):
-#   FPULL               the fpull program                    (default: fpull in PATH)
-#   FPULL_PROLOG_CACHE  the cache to fill; made 0755 so jobs can read it
-#                                                            (default: /var/cache/fpull)
-#   FPULL_PROLOG_IMAGES a file of images every job gets, one per line (optional)
-#   FPULL_CONFIG        fpull's config file (as for fpull itself)
-#   FPULL_PROLOG_LOG    a file for this script's messages (default: syslog via logger;
-#                       Slurm keeps no Prolog output)
-# Images a job asks for come from its comment: "fpull-image=IMAGE" (several allowed) and
-# an optional "fpull-features=LIST" that replaces this node's detected features, as
-# `fpull --features` does (to prepare another kind of node).
+# Settings (set them in a wrapper that execs this script):
+#   FPULL                   the fpull program                     (default: fpull in PATH)
+#   FPULL_PROLOG_CACHE      the cache to fill; made 0755 so jobs can read it
+#                                                                 (default: /var/cache/fpull)
+#   FPULL_PROLOG_RUN_DIR    where each job's error record is left, readable by the job's
+#                           user only; root's, node-local       (default: /run/fpull-prolog)
+#   FPULL_PROLOG_TIMEOUT    seconds for all the prefetches of one job; keep it well under
+#                           PrologEpilogTimeout                  (default: 120)
+#   FPULL_PROLOG_MAX_IMAGES images one job's comment may name   (default: 4)
+#   FPULL_PROLOG_REGISTRIES registries a comment may name, separated by spaces
+#                           (e.g. "registry.example.org docker.io"; default: any)
+#   FPULL_PROLOG_IMAGES     a file of images every job gets, one per line (optional)
+#   FPULL_CONFIG            fpull's config file (as for fpull itself)
+#   FPULL_PROLOG_LOG        a file for this script's messages (default: syslog via logger;
+#                           Slurm keeps no Prolog output)
+# Images a job asks for come from its comment ($SLURM_JOB_COMMENT, which slurmd gives the
+# Prolog; no request to slurmctld): "fpull-image=IMAGE" (up to FPULL_PROLOG_MAX_IMAGES)
+# and an optional "fpull-features=LIST" that replaces this node's detected features, as
+# `fpull --features` does. The prefetch runs with no registry credentials at all: a root
+# process must never fetch a private image into a cache every user can read.
 
+# The comment is the user's: never glob it, split it on blanks only, quote everything.
+set -f
+IFS=' 	
+'
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 export PATH
 FPULL=${FPULL:-fpull}
 CACHE=${FPULL_PROLOG_CACHE:-/var/cache/fpull}
+RUN_DIR=${FPULL_PROLOG_RUN_DIR:-/run/fpull-prolog}
+TIMEOUT=${FPULL_PROLOG_TIMEOUT:-120}
+MAX_IMAGES=${FPULL_PROLOG_MAX_IMAGES:-4}
+REGISTRIES=${FPULL_PROLOG_REGISTRIES:-}
 IMAGES_FILE=${FPULL_PROLOG_IMAGES:-}
+JOB=${SLURM_JOB_ID:-}
 
 log() {
-  msg="fpull-prolog: job ${SLURM_JOB_ID:-?}: $*"
+  msg="fpull-prolog: job ${JOB:-?}: $*"
   if [ -n "${FPULL_PROLOG_LOG:-}" ]; then
-    echo "$msg" >>"$FPULL_PROLOG_LOG"
+    printf '%s\n' "$msg" >>"$FPULL_PROLOG_LOG"
   elif command -v logger >/dev/null 2>&1; then
     logger -p daemon.warning -- "$msg"
   fi
-  echo "$msg" >&2
+  printf '%s\n' "$msg" >&2
 }
 
-# The job's comment: Slurm 22.05 does not pass it to the Prolog; squeue has it (%k).
-comment=${SLURM_JOB_COMMENT:-}
-if [ -z "$comment" ] && [ -n "${SLURM_JOB_ID:-}" ]; then
-  comment=$(squeue -h -j "$SLURM_JOB_ID" -o %k 2>/dev/null)
-fi
+case $JOB in
+'' | *[!0-9]*) exit 0 ;;
+esac
+case $TIMEOUT in '' | *[!0-9]*) TIMEOUT=120 ;; esac
+case $MAX_IMAGES in '' | *[!0-9]*) MAX_IMAGES=4 ;; esac
+ERRFILE=$RUN_DIR/$JOB.error
 
-images=""
-features=""
-for word in $comment; do
+# The epilog (the same script as Epilog=): the job's record goes.
+case ${SLURM_SCRIPT_CONTEXT:-} in
+epilog*)
+  rm -f -- "$ERRFILE"
+  exit 0
+  ;;
+esac
+
+# The record the job reads: a file in a directory only root can write, owned by the job's
+# user, mode 0600, so no other user reads which images failed and why.
+errors=
+record() {
+  log "$*"
+  errors="${errors}fpull-prolog: $*
+"
+}
+run_dir_ready() {
+  umask 022
+  if [ ! -d "$RUN_DIR" ] && ! mkdir -m 0755 -- "$RUN_DIR"; then
+    log "cannot create $RUN_DIR: jobs will not see why their image is missing"
+    return 1
+  fi
+  owner_mode=$(stat -L -c '%u %a' -- "$RUN_DIR") || return 1
+  case $owner_mode in
+  '0 '[0-7][0145][0145] | '0 '[0145][0145] | '0 '[0145]) return 0 ;;
+  esac
+  log "$RUN_DIR must be owned by root and writable by root only ($owner_mode): not used"
+  return 1
+}
+write_errors() {
+  [ -n "$errors" ] || return 0
+  run_dir_ready || return 0
+  uid=${SLURM_JOB_UID:-}
+  case $uid in '' | *[!0-9]*) return 0 ;; esac
+  rm -f -- "$ERRFILE"
+  if ! (umask 077 && set -C && printf '%s' "$errors" >"$ERRFILE") ||
+    ! chown -- "$uid" "$ERRFILE"; then
+    log "cannot write $ERRFILE"
+  fi
+}
+
+# The job's comment, as slurmd gives it to the Prolog (Slurm 22.05 does, with or without
+# PrologFlags=Alloc): words split on blanks, never globbed.
+features=
+nuser=0
+set --
+for word in ${SLURM_JOB_COMMENT:-}; do
   case $word in
-  fpull-image=?*) images="$images ${word#fpull-image=}" ;;
-  fpull-features=?*) features=${word#fpull-features=} ;;
+  fpull-image=*)
+    image=${word#fpull-image=}
+    case $image in
+    '' | -*)
+      record "fpull-image=$image: refused (an image never starts with '-' and is not empty)"
+      continue
+      ;;
+    esac
+    nuser=$((nuser + 1))
+    if [ "$nuser" -gt "$MAX_IMAGES" ]; then
+      record "$image: not prefetched: more than $MAX_IMAGES images in the job's comment"
+      continue
+    fi
+    set -- "$@" "$image"
+    ;;
+  fpull-features=*)
+    f=${word#fpull-features=}
+    case $f in
+    '' | -*) record "fpull-features=$f: refused (a feature list never starts with '-')" ;;
+    *) features=$f ;;
+    esac
+    ;;
   esac
 done
-if [ -n "$IMAGES_FILE" ] && [ -r "$IMAGES_FILE" ]; then
-  images="$images $(grep -v '^[[:space:]]*#' "$IMAGES_FILE")"
+# Names a user cannot choose: the comment's images are checked against the allow-list.
+if [ -n "$REGISTRIES" ]; then
+  n=$#
+  i=0
+  while [ "$i" -lt "$n" ]; do
+    image=$1
+    shift
+    i=$((i + 1))
+    case $image in
+    */*) host=${image%%/*} ;;
+    *) host=docker.io ;;
+    esac
+    case $host in
+    *.* | *:* | localhost) ;;
+    *) host=docker.io ;;
+    esac
+    case $host in index.docker.io | registry-1.docker.io) host=docker.io ;; esac
+    allowed=
+    for r in $REGISTRIES; do
+      [ "$host" = "$r" ] && allowed=1
+    done
+    if [ -n "$allowed" ]; then
+      set -- "$@" "$image"
+    else
+      record "$image: not prefetched: registry $host is not in the site's list ($REGISTRIES)"
+    fi
+  done
 fi
-case $images in
-*[![:space:]]*) ;;
-*) exit 0 ;;
-esac
+if [ -n "$IMAGES_FILE" ] && [ -r "$IMAGES_FILE" ]; then
+  while read -r image; do
+    case $image in '' | '#'* | -*) continue ;; esac
+    set -- "$@" "$image"
+  done <"$IMAGES_FILE"
+fi
+if [ $# -eq 0 ]; then
+  write_errors
+  exit 0
+fi
 
 # This cache is for every job's user. fpull gives a named cache (only its default one is
 # 0700) and what goes in it the umask's modes, and slurmd's may be stricter.
 umask 022
-if [ ! -d "$CACHE" ] && ! mkdir -m 0755 "$CACHE"; then
-  log "cannot create the cache $CACHE; jobs will fail their offline pull"
+if [ ! -d "$CACHE" ] && ! mkdir -m 0755 -- "$CACHE"; then
+  record "cannot create the cache $CACHE on this node"
+  write_errors
   exit 0
 fi
 
-for image in $images; do
+# No credentials: DOCKER_CONFIG names a directory without config.json, and the other
+# sources are unset. A private image fails here (exit 4) and is fetched by the job itself.
+DOCKER_CONFIG=/nonexistent/fpull-prolog-uses-no-credentials
+export DOCKER_CONFIG
+unset REGISTRY_AUTH_FILE XDG_RUNTIME_DIR
+
+start=$(date +%s)
+for image in "$@"; do
+  left=$((start + TIMEOUT - $(date +%s)))
+  if [ "$left" -le 0 ]; then
+    record "$image: not prefetched: the prolog's $TIMEOUT s (FPULL_PROLOG_TIMEOUT) ran out"
+    continue
+  fi
   if [ -n "$features" ]; then
-    out=$("$FPULL" prefetch -q --cache-dir "$CACHE" --features "$features" "$image" 2>&1)
+    out=$(timeout -k 5 "$left" "$FPULL" prefetch -q --cache-dir "$CACHE" \
+      --features="$features" -- "$image" 2>&1)
   else
-    out=$("$FPULL" prefetch -q --cache-dir "$CACHE" "$image" 2>&1)
+    out=$(timeout -k 5 "$left" "$FPULL" prefetch -q --cache-dir "$CACHE" -- "$image" 2>&1)
   fi
   rc=$?
-  # Never the node's fault: say it in slurmd's log, let the job's offline pull fail.
-  [ $rc -eq 0 ] || log "$image: exit $rc: $(echo "$out" | tail -n 1)"
+  case $rc in
+  0) ;;
+  124 | 137)
+    record "$image: not prefetched: the prolog's $TIMEOUT s (FPULL_PROLOG_TIMEOUT) ran out"
+    ;;
+  *)
+    # Never the node's fault: say it in slurmd's log and to the job, let the job fail.
+    record "$image: exit $rc: $(printf '%s\n' "$out" | tail -n 1)"
+    ;;
+  esac
 done
+write_errors
 exit 0

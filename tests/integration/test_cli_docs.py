@@ -52,9 +52,13 @@ class CliDocs(unittest.TestCase):
         for rel in ["man/fpull.1", "README.md"] + docs:
             with open(os.path.join(SRC, rel)) as f:
                 text = f.read().replace("\\-", "-")
-            # Code spans and man page .B/.BR lines: where a command is shown.
-            for cmd in re.findall(r"`([^`]+)`|^\.BR? (.*)$", text, re.M):
-                cmd = cmd[0] or cmd[1]
+            # Fenced blocks line by line, then code spans and man page .B/.BR lines: where
+            # a command is shown (fences first, so that a span never pairs across them).
+            fenced = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.M | re.S)
+            text = re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.M | re.S)
+            cmds = [line for block in fenced for line in block.splitlines()]
+            cmds += [c[0] or c[1] for c in re.findall(r"`([^`]+)`|^\.BR? (.*)$", text, re.M)]
+            for cmd in cmds:
                 if re.search(r"(^|\s)(squashfuse|mount -t|mount -o)\b", cmd):
                     shown += 1
                     self.assertIn("nosuid", cmd, "%s: %s" % (rel, cmd))
