@@ -4,6 +4,7 @@
  * platform-less manifest entry is served document 1 + (the last hex digit of its digest)
  * modulo the number of others, read as an index or as an image config. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,8 +27,11 @@ static struct fpull_tagdb *db;
 static void setup(void)
 {
   fpull_err err = {0};
-  if (fpull_tagdb_load(&db, NULL, NULL, &err))
+  if (fpull_tagdb_load(&db, NULL, NULL, &err)) {
+    /* ctest sets FPULL_DATA_DIR; a manual run needs it too (the source tree's data/). */
+    fprintf(stderr, "tag table: %s\n", err.msg);
     abort();
+  }
   struct fpull_target_opts o = FPULL_TARGET_OPTS_INIT;
   o.tagdb = db;
   o.platform = "linux/amd64/v3";

@@ -2,6 +2,7 @@
  * and NVIDIA_DISABLE_REQUIRE from a registry's hostile config), and the whole input read as
  * one requirement expression, against targets with and without an NVIDIA stack. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,8 +17,11 @@ static void setup(void)
   static const char *const features[3] = {"nvidia-525-60-13,nv-compute-8-6", "cuda-12-4", "avx2"};
   struct fpull_tagdb *db = NULL;
   fpull_err err = {0};
-  if (fpull_tagdb_load(&db, NULL, NULL, &err))
+  if (fpull_tagdb_load(&db, NULL, NULL, &err)) {
+    /* ctest sets FPULL_DATA_DIR; a manual run needs it too (the source tree's data/). */
+    fprintf(stderr, "tag table: %s\n", err.msg);
     abort();
+  }
   for (int i = 0; i < 3; i++) {
     struct fpull_target_opts o = FPULL_TARGET_OPTS_INIT;
     o.tagdb = db;
