@@ -46,6 +46,32 @@ static void put(const char *name, const char *p, size_t len, int present)
   close(fd);
 }
 
+/* The runtime trusts config.json: only org.opencontainers.image.* annotations, and Env
+ * entries that are NAME=VALUE, each NAME once. */
+static void check(const cJSON *spec)
+{
+  static const char keep[] = "org.opencontainers.image.";
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(spec, "annotations");
+  for (const cJSON *l = a ? a->child : NULL; l; l = l->next)
+    if (strncmp(l->string, keep, sizeof keep - 1) != 0 || !cJSON_IsString(l))
+      abort();
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(spec, "process");
+  const cJSON *env = cJSON_GetObjectItemCaseSensitive(p, "env");
+  for (const cJSON *e = env ? env->child : NULL; e; e = e->next) {
+    const char *eq = cJSON_IsString(e) ? strchr(e->valuestring, '=') : NULL;
+    if (!eq || eq == e->valuestring)
+      abort();
+    size_t kl = (size_t)(eq - e->valuestring);
+    for (const cJSON *o = e->next; o; o = o->next)
+      if (cJSON_IsString(o) && strncmp(o->valuestring, e->valuestring, kl + 1) == 0)
+        abort();
+  }
+  const cJSON *args = cJSON_GetObjectItemCaseSensitive(p, "args");
+  for (const cJSON *e = args ? args->child : NULL; e; e = e->next)
+    if (!cJSON_IsString(e))
+      abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   if (rootfs_fd < 0)
@@ -70,6 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
       cJSON *j = cJSON_Parse(out);
       if (!out || !j)
         abort();
+      check(j);
       cJSON_Delete(j);
       free(out);
     } else if (out || !err.msg[0]) {

@@ -105,7 +105,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                      "sha256:0000000000000000000000000000000000000000000000000000000000000000", &io,
                      &err) == 0) {
     for (size_t i = 0; i < c.n; i++)
-      if (c.c[i].parent >= (long)i || c.c[i].depth < 1 || c.c[i].depth > FP_INDEX_DEPTH_MAX)
+      /* Children follow the nested index that listed them, which was followed; a candidate
+       * image has a platform, its own or its config's. */
+      if (c.c[i].parent >= (long)i || c.c[i].depth < 1 || c.c[i].depth > FP_INDEX_DEPTH_MAX ||
+          (c.c[i].parent >= 0 &&
+           (!c.c[c.c[i].parent].followed || c.c[i].depth != c.c[c.c[i].parent].depth + 1)) ||
+          (!c.c[i].skip && fpull_media_type_kind(c.d[i].media_type) == 1 && !c.d[i].platform))
         abort();
     struct fpull_match *m = NULL;
     fpull_err merr = {0};
