@@ -42,7 +42,7 @@ int fp_cache_admin_open(fpull_cache **out, const char *dir, int write, fpull_err
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: %s", dir, strerror(errno));
   fpull_cache *c = fp_xcalloc(1, sizeof *c);
   c->root_fd = root;
-  c->tmp_fd = c->priv_fd = c->locks_fd = -1;
+  c->blobs_fd = c->blobs512_fd = c->tags_fd = c->tmp_fd = c->priv_fd = c->locks_fd = -1;
   c->dir = fp_xstrdup(dir);
   c->readonly = !write;
   struct stat st;
@@ -65,6 +65,7 @@ int fp_cache_admin_open(fpull_cache **out, const char *dir, int write, fpull_err
   }
   int blobs = subdir(root, "blobs");
   c->blobs_fd = subdir(blobs, "sha256");
+  c->blobs512_fd = subdir(blobs, "sha512");
   if (blobs >= 0)
     close(blobs);
   c->tags_fd = subdir(root, "tags");
@@ -235,27 +236,35 @@ static int blob_cmp(const void *a, const void *b)
                 ((const struct fp_cache_blob *)b)->digest);
 }
 
-void fp_cache_scan_blobs(fpull_cache *c, struct fp_cache_blob **out, size_t *n)
+/* Appends the verified blobs of one algorithm's directory (hex: the length of its names). */
+static void scan_blob_dir(int dirfd, const char *algo, size_t hex, struct fp_cache_blob **out,
+                          size_t *n, size_t *cap)
 {
-  *out = NULL;
-  *n = 0;
-  DIR *d = dir_stream(c->blobs_fd);
+  DIR *d = dir_stream(dirfd);
   struct dirent *e;
-  size_t cap = 0;
   while (d && (e = readdir(d))) {
     struct stat st;
-    if (strlen(e->d_name) != 64 || !valid_hex(e->d_name, 64) ||
-        fstatat(c->blobs_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+    if (strlen(e->d_name) != hex || !valid_hex(e->d_name, hex) ||
+        fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
       continue;
-    if (*n == cap) {
-      cap = cap ? cap * 2 : 64;
-      *out = fp_xrealloc(*out, cap * sizeof **out);
+    if (*n == *cap) {
+      *cap = *cap ? *cap * 2 : 64;
+      *out = fp_xrealloc(*out, *cap * sizeof **out);
     }
-    snprintf((*out)[*n].digest, sizeof(*out)[*n].digest, "sha256:%.64s", e->d_name);
+    snprintf((*out)[*n].digest, sizeof(*out)[*n].digest, "%s:%s", algo, e->d_name);
     (*out)[(*n)++].size = (uint64_t)st.st_size;
   }
   if (d)
     closedir(d);
+}
+
+void fp_cache_scan_blobs(fpull_cache *c, struct fp_cache_blob **out, size_t *n)
+{
+  *out = NULL;
+  *n = 0;
+  size_t cap = 0;
+  scan_blob_dir(c->blobs_fd, "sha256", 64, out, n, &cap);
+  scan_blob_dir(c->blobs512_fd, "sha512", 128, out, n, &cap);
   if (*n)
     qsort(*out, *n, sizeof **out, blob_cmp);
 }
@@ -328,7 +337,8 @@ void fp_cache_scan_records(fpull_cache *c, uint64_t *bytes, uint64_t *count)
 
 int fp_cache_remove_blob(fpull_cache *c, const char *digest)
 {
-  if (c->readonly || c->blobs_fd < 0 || !fpull_digest_valid(digest)) {
+  int dirfd = fp_cache_blobs_fd(c, digest);
+  if (c->readonly || dirfd < 0 || !fpull_digest_valid(digest)) {
     errno = EPERM;
     return -1;
   }
@@ -337,12 +347,12 @@ int fp_cache_remove_blob(fpull_cache *c, const char *digest)
   if (r == 1)
     return 1;
   /* A writer holds the download lock from before it looks until the blob is in place. */
-  char lock[80];
-  snprintf(lock, sizeof lock, "%s.lock", digest + 7);
+  char lock[160];
+  snprintf(lock, sizeof lock, "%s.lock", fp_digest_hex(digest));
   int lfd = -1;
   r = c->locks_fd < 0 ? 0 : fp_lock_take(c->locks_fd, lock, 0600, 0, &lfd);
   if (r == 0) {
-    r = fp_cache_remove_if_same(c->blobs_fd, digest + 7, NULL) < 0 && errno != ENOENT ? -1 : 0;
+    r = fp_cache_remove_if_same(dirfd, fp_digest_hex(digest), NULL) < 0 && errno != ENOENT ? -1 : 0;
     int e = errno;
     fp_lock_drop(c->locks_fd, lock, lfd);
     errno = e;
@@ -389,10 +399,12 @@ static void remove_partial(int dirfd, const char *name, const struct stat *st, v
   size_t n = strlen(name);
   /* HEX.partial: only while nobody holds its download lock. Other files there are a
    * pull's temporary records and copies: left to their owner's clean-up. */
-  if (n != 72 || strcmp(name + 64, ".partial") != 0 || !valid_hex(name, 64) || t->c->locks_fd < 0)
+  size_t hex = n - strlen(".partial"); /* 64: sha256, 128: sha512 */
+  if ((n != 72 && n != 136) || strcmp(name + hex, ".partial") != 0 || !valid_hex(name, hex) ||
+      t->c->locks_fd < 0)
     return;
-  char lock[80];
-  snprintf(lock, sizeof lock, "%.64s.lock", name);
+  char lock[160];
+  snprintf(lock, sizeof lock, "%.*s.lock", (int)hex, name);
   int lfd = -1;
   if (fp_lock_take(t->c->locks_fd, lock, 0600, 0, &lfd) != 0)
     return;

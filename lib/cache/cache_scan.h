@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "digest.h"
 #include "fpull/cache.h"
 
 /* Opens dir without creating anything in it: FPULL_ENOTFOUND when there is no cache there.
@@ -27,10 +28,10 @@ void fp_cache_scan_roots(fpull_cache *c, struct fp_cache_root **out, size_t *n);
 void fp_cache_roots_free(struct fp_cache_root *r, size_t n);
 
 struct fp_cache_blob {
-  char digest[72];
+  char digest[FP_DIGEST_MAX];
   uint64_t size;
 };
-/* Every regular file in blobs/sha256 with a valid name, sorted by digest. */
+/* Every regular file in blobs/sha256 and blobs/sha512 with a valid name, sorted by digest. */
 void fp_cache_scan_blobs(fpull_cache *c, struct fp_cache_blob **out, size_t *n);
 
 /* Bytes and count of files in tmp/ (unfinished downloads, temporary records: the users'

@@ -268,6 +268,18 @@ class Conformance(cases.RegistryCase):
                                   "%s/%s:sha512-index" % (self.proxy.hostport, REPO),
                                   os.path.join(self.tmp, "offline")])
         self.assertEqual(res["bytes_downloaded"], 0)
+        # fpull cache sees blobs/sha512: the images' sizes count them, and rm removes them.
+        tagref = "%s/%s:sha512-index" % (self.proxy.hostport, REPO)
+        digref = "%s/%s@%s" % (self.proxy.hostport, REPO, m512)
+        _, ls = fpull.run_json(["cache", "ls", "--json", "--cache-dir", cache])
+        sizes = {im["reference"]: im["size"] for im in ls["images"]}
+        self.assertGreaterEqual(sizes[tagref], len(layer) + len(config) + len(manifest), ls)
+        self.assertGreaterEqual(sizes[digref], len(layer) + len(config) + len(manifest), ls)
+        for ref in (tagref, digref):
+            _, rm = fpull.run_json(["cache", "rm", "--json", "--cache-dir", cache, ref])
+            self.assertEqual(rm["removed"], [ref])
+        for d in (layer_digest, config_digest, m512):
+            self.assertFalse(os.path.exists(os.path.join(cache, "blobs", "sha512", d[7:])), d)
         # A layer whose bytes are not its sha512 digest is an integrity failure.
         self.proxy.add(r"/blobs/" + layer_digest, replace_body=lambda b: bytes(len(b)))
         cp = fpull.run(["pull", "-q", "--platform", "linux/amd64", "--cache-dir",
