@@ -251,7 +251,7 @@ static void scan_blob_dir(int dirfd, const char *algo, size_t hex, struct fp_cac
       *cap = *cap ? *cap * 2 : 64;
       *out = fp_xrealloc(*out, *cap * sizeof **out);
     }
-    snprintf((*out)[*n].digest, sizeof(*out)[*n].digest, "%s:%s", algo, e->d_name);
+    snprintf((*out)[*n].digest, sizeof(*out)[*n].digest, "%s:%.*s", algo, (int)hex, e->d_name);
     (*out)[(*n)++].size = (uint64_t)st.st_size;
   }
   if (d)
