@@ -17,7 +17,7 @@
 #include "cache_use.h"
 #include "fpull/manifest.h"
 #include "fpull/ref.h"
-#include "json_strict.h"
+#include "registry/json_strict.h"
 #include "util.h"
 
 #define FP_RECORD_MAX (64 * 1024)

@@ -18,7 +18,7 @@
 #include "fpull/cache.h"
 #include "fpull/manifest.h"
 #include "fpull/ref.h"
-#include "json_strict.h"
+#include "registry/json_strict.h"
 #include "util.h"
 
 #define FP_TAG_RECORD_MAX (64 * 1024)

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "json_strict.h"
+#include "registry/json_strict.h"
 #include "preflight.h"
 #include "util.h"
 

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "json_strict.h"
+#include "registry/json_strict.h"
 #include "sinks/bundle.h"
 #include "util.h"
 
