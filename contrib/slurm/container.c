@@ -102,6 +102,36 @@ static char *const *env_add(char ***envp, const char *k, const char *v)
   return *envp;
 }
 
+/* The options every fpull the step runs shares: the site's config and the user's cache. */
+static size_t common_args(const struct runner *rn, const char **argv, size_t n)
+{
+  if (rn->r->s->config) {
+    argv[n++] = "--config";
+    argv[n++] = rn->r->s->config;
+  }
+  if (rn->cache[0]) {
+    argv[n++] = "--cache-dir";
+    argv[n++] = rn->cache;
+  }
+  return n;
+}
+
+/* IMAGE pinned to digest, so that every later run reads the entry the step runs. NULL
+ * when IMAGE does not parse. */
+static char *pinned_ref(const char *image, const char *digest)
+{
+  struct fpull_ref *ref = NULL;
+  char *pinned = NULL;
+  if (fpull_ref_parse(&ref, image, NULL) == 0) {
+    /* With a tag and a digest the digest wins (contract); the tag stays for messages. */
+    free(ref->digest);
+    ref->digest = fp_xstrdup(digest);
+    pinned = fpull_ref_format(ref);
+  }
+  fpull_ref_free(ref);
+  return pinned;
+}
+
 /* fpull pull --format bundle as the user; the --json result into out. */
 static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *out)
 {
@@ -120,10 +150,7 @@ static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *o
   }
   if (offline)
     argv[n++] = "--offline";
-  if (r->s->config) {
-    argv[n++] = "--config";
-    argv[n++] = r->s->config;
-  }
+  n = common_args(rn, argv, n);
   if (r->features) {
     argv[n++] = "--features";
     argv[n++] = r->features;
@@ -131,10 +158,6 @@ static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *o
   if (r->s->jobs && !rn->inspect) {
     argv[n++] = "--jobs";
     argv[n++] = jobs;
-  }
-  if (rn->cache[0]) {
-    argv[n++] = "--cache-dir";
-    argv[n++] = rn->cache;
   }
   argv[n++] = "--";
   argv[n++] = rn->pull_image;
@@ -512,14 +535,9 @@ static int info_publish(const struct fp_slurm_request *r, const struct fp_buf *i
 static void save(struct runner *rn, const char *digest)
 {
   const struct fp_slurm_request *r = rn->r;
-  struct fpull_ref *ref = NULL;
-  if (fpull_ref_parse(&ref, r->image, NULL) != 0)
+  cleanup_free char *pinned = pinned_ref(r->image, digest);
+  if (!pinned)
     return;
-  /* With a tag and a digest the digest wins (contract); the tag stays for messages. */
-  free(ref->digest);
-  ref->digest = fp_xstrdup(digest);
-  cleanup_free char *pinned = fpull_ref_format(ref);
-  fpull_ref_free(ref);
   const char *argv[16];
   size_t n = 0;
   argv[n++] = r->s->fpull;
@@ -528,14 +546,7 @@ static void save(struct runner *rn, const char *digest)
   argv[n++] = "--offline";
   argv[n++] = "--force";
   argv[n++] = "--quiet";
-  if (r->s->config) {
-    argv[n++] = "--config";
-    argv[n++] = r->s->config;
-  }
-  if (rn->cache[0]) {
-    argv[n++] = "--cache-dir";
-    argv[n++] = rn->cache;
-  }
+  n = common_args(rn, argv, n);
   argv[n++] = "--";
   argv[n++] = pinned;
   argv[n++] = r->save;
@@ -590,20 +601,6 @@ static int from_squashfs(struct runner *rn)
   return 0;
 }
 
-/* image pinned to digest (IMAGE@DIGEST), or NULL. */
-static char *pinned_ref(const char *image, const char *digest)
-{
-  struct fpull_ref *ref = NULL;
-  char *pinned = NULL;
-  if (fpull_ref_parse(&ref, image, NULL) == 0) {
-    free(ref->digest);
-    ref->digest = fp_xstrdup(digest);
-    pinned = fpull_ref_format(ref);
-  }
-  fpull_ref_free(ref);
-  return pinned;
-}
-
 /* --fpull-entrypoint: the chosen entry's Entrypoint, from its image config (fpull config,
  * from the cache the pull just filled), as N records. */
 static int send_entrypoint(const struct runner *rn, const char *digest, struct fp_buf *info)
@@ -617,14 +614,7 @@ static int send_entrypoint(const struct runner *rn, const char *digest, struct f
   argv[n++] = r->s->fpull;
   argv[n++] = "config";
   argv[n++] = "--offline";
-  if (r->s->config) {
-    argv[n++] = "--config";
-    argv[n++] = r->s->config;
-  }
-  if (rn->cache[0]) {
-    argv[n++] = "--cache-dir";
-    argv[n++] = rn->cache;
-  }
+  n = common_args(rn, argv, n);
   argv[n++] = "--";
   argv[n++] = pinned;
   argv[n] = NULL;

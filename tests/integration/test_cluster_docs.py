@@ -32,6 +32,7 @@ import cases
 import fpull
 import images
 import slurm
+from test_slurm import tools_layer
 
 DOC = os.path.join(fpull.SRC_DIR, "docs", "cluster.md")
 BUILD = os.environ.get("FPULL_BUILD_DIR", os.path.join(fpull.SRC_DIR, "build"))
@@ -99,29 +100,6 @@ def _private_mounts(dirs):
             raise OSError(ctypes.get_errno(), "mount tmpfs on " + d)
 
 
-def host_tool_layer():
-    """The programs of IMAGE_TOOLS and the libraries they load, at their host paths."""
-    entries, seen = [], set()
-
-    def add(path):
-        real = os.path.realpath(path)
-        if path in seen:
-            return
-        seen.add(path)
-        with open(real, "rb") as f:
-            entries.append({"path": path.lstrip("/"), "data": f.read(), "mode": 0o755})
-
-    for tool in IMAGE_TOOLS:
-        path = shutil.which(tool, path="/usr/bin:/bin")
-        add(path)
-        ldd = subprocess.run(["ldd", path], stdout=subprocess.PIPE, text=True).stdout
-        for lib in re.findall(r"(/\S+) \(0x", ldd):
-            add(lib)
-    # /bin -> usr/bin as on a merged-/usr system, so #!/bin/sh works inside.
-    entries.append({"path": "bin", "type": "symlink", "target": "usr/bin"})
-    return entries
-
-
 class ClusterDocs(cases.RegistryCase):
     tmp_prefix = "fpull-docs-test-"
 
@@ -158,7 +136,7 @@ class ClusterDocs(cases.RegistryCase):
         self.push_images()
 
     def push_images(self):
-        tools = host_tool_layer()
+        tools = tools_layer(shutil.which(t, path="/usr/bin:/bin") for t in IMAGE_TOOLS)
         entries = []
         for kind in ("v2", "v3"):
             os_release = 'NAME="fpull doc test image"\nKIND=%s\n' % kind

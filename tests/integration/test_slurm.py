@@ -86,10 +86,11 @@ def _merged(path):
     return path
 
 
-def tools_layer():
-    """Entries for the TOOLS, their libraries, the merged-/usr symlinks and /tmp."""
+def tools_layer(tools=TOOLS):
+    """Entries for the tools (host paths), their libraries, the merged-/usr symlinks and
+    /tmp."""
     files = set()
-    for tool in TOOLS:
+    for tool in tools:
         files.add(tool)
         out = subprocess.run(["ldd", tool], stdout=subprocess.PIPE, text=True).stdout
         for m in re.finditer(r"(/\S+) \(0x", out):
