@@ -84,6 +84,23 @@ class SquashfsCase(PullTestCase):
                          len(want[0]), cp.stdout)
         return want[0]
 
+    def assert_kernel_mount_is(self, d, img):
+        """Mounts img as the docs say (loop, nosuid, nodev) and compares it with the
+        directory d: the kernel is the strictest reader, every entry, owner, mode, time,
+        xattr (security.capability too) and hardlink as in the directory output."""
+        if os.geteuid() != 0:
+            self.skipTest("mounting a loop device needs root")
+        mnt = self.path("kmnt")
+        os.mkdir(mnt)
+        cp = subprocess.run(["mount", "-t", "squashfs", "-o", "loop,ro,nosuid,nodev", img, mnt],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if cp.returncode != 0:
+            self.skipTest("the kernel cannot mount squashfs here: %s" % cp.stderr.strip())
+        try:
+            self.assertEqual(walk_tree(mnt), walk_tree(d))
+        finally:
+            subprocess.run(["umount", mnt], stderr=subprocess.DEVNULL)
+
 
 class SquashfsTree(SquashfsCase):
     def check(self, layers, compression="gzip", fmt="oci"):
@@ -172,19 +189,7 @@ class SquashfsTree(SquashfsCase):
         if os.geteuid() != 0:
             self.skipTest("mounting a loop device needs root")
         self.push([KINDS, UPPER])
-        d, img = self.pull_both()
-        mnt = self.path("kmnt")
-        os.mkdir(mnt)
-        cp = subprocess.run(["mount", "-t", "squashfs", "-o", "loop,ro,nosuid,nodev", img, mnt],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if cp.returncode != 0:
-            self.skipTest("the kernel cannot mount squashfs here: %s" % cp.stderr.strip())
-        try:
-            # The kernel is the strictest reader: every entry, owner, mode, time, xattr
-            # (security.capability too) and hardlink exactly as the directory output.
-            self.assertEqual(walk_tree(mnt), walk_tree(d))
-        finally:
-            subprocess.run(["umount", mnt], stderr=subprocess.DEVNULL)
+        self.assert_kernel_mount_is(*self.pull_both())
 
 
 class SquashfsSettings(SquashfsCase):
@@ -221,17 +226,7 @@ class SquashfsSettings(SquashfsCase):
         if os.geteuid() != 0:
             self.skipTest("mounting a loop device needs root")
         self.push(LAYERS)
-        d, img = self.pull_both(extra=["--sqfs-comp", "none"])
-        mnt = self.path("kmnt")
-        os.mkdir(mnt)
-        cp = subprocess.run(["mount", "-t", "squashfs", "-o", "loop,ro,nosuid,nodev", img, mnt],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if cp.returncode != 0:
-            self.skipTest("the kernel cannot mount squashfs here: %s" % cp.stderr.strip())
-        try:
-            self.assertEqual(walk_tree(mnt), walk_tree(d))
-        finally:
-            subprocess.run(["umount", mnt], stderr=subprocess.DEVNULL)
+        self.assert_kernel_mount_is(*self.pull_both(extra=["--sqfs-comp", "none"]))
 
     def test_sqfs_comp_none_refuses_a_level(self):
         cp = self.fpull(["pull", "--format", "squashfs", "--sqfs-comp", "none", "--sqfs-level",
