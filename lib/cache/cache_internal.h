@@ -32,4 +32,11 @@ int fp_cache_drop(const struct fpull_cache *c, int dirfd, const char *name,
  * there. 0 or -1. */
 int fp_cache_remove_if_same(int dirfd, const char *name, const struct stat *seen);
 
+/* A tag record (CACHE/tags/, cache_tags.c): the largest accepted, and its fields. 0 with
+ * *reference and *digest (the caller frees them) and *when (0 when absent), -1 when text is
+ * not a record (strict JSON; a string reference; a valid digest). */
+#define FP_TAG_RECORD_MAX (64 * 1024)
+int fp_tag_record_parse(const char *text, size_t len, char **reference, char **digest,
+                        double *when);
+
 #endif

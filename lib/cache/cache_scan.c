@@ -17,10 +17,8 @@
 #include "cache_use.h"
 #include "fpull/manifest.h"
 #include "fpull/ref.h"
-#include "registry/json_strict.h"
 #include "util.h"
 
-#define FP_RECORD_MAX (64 * 1024)
 #define FP_STAMP_MAX 2048
 
 static int subdir(int parent, const char *name)
@@ -146,18 +144,15 @@ static int record_name_ok(const char *name)
 /* The record's reference and digest, when name is a record of a reference it matches. */
 static int read_record(fpull_cache *c, const char *name, char **ref, char **digest, struct stat *st)
 {
-  cleanup_free char *text = read_small(c->tags_fd, name, FP_RECORD_MAX, st);
-  cleanup_json cJSON *j = NULL;
-  if (!text || fp_json_parse_strict(&j, text, strlen(text), FP_RECORD_MAX, "tag record", NULL))
+  cleanup_free char *text = read_small(c->tags_fd, name, FP_TAG_RECORD_MAX, st);
+  if (!text || fp_tag_record_parse(text, strlen(text), ref, digest, NULL) != 0)
     return -1;
-  const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "reference");
-  const cJSON *dg = cJSON_GetObjectItemCaseSensitive(j, "digest");
-  if (!cJSON_IsString(r) || !cJSON_IsString(dg) || !fpull_digest_valid(dg->valuestring) ||
-      !name_matches(name, r->valuestring))
-    return -1;
-  *ref = fp_xstrdup(r->valuestring);
-  *digest = fp_xstrdup(dg->valuestring);
-  return 0;
+  if (name_matches(name, *ref))
+    return 0;
+  free(*ref);
+  free(*digest);
+  *ref = *digest = NULL;
+  return -1;
 }
 
 /* Every writer's record is a root (each keeps its image's blobs); the records of one

@@ -21,8 +21,6 @@
 #include "registry/json_strict.h"
 #include "util.h"
 
-#define FP_TAG_RECORD_MAX (64 * 1024)
-
 /* uid: the writer's; -1 for the name older fpull used for everyone. */
 static char *record_name(const char *reference, long uid)
 {
@@ -88,6 +86,24 @@ int fpull_cache_tag_record(fpull_cache *c, const char *reference, const char *di
   return 0;
 }
 
+int fp_tag_record_parse(const char *text, size_t len, char **reference, char **digest, double *when)
+{
+  *reference = *digest = NULL;
+  cleanup_json cJSON *j = NULL;
+  if (fp_json_parse_strict(&j, text, len, FP_TAG_RECORD_MAX, "tag record", NULL) != 0)
+    return -1;
+  const cJSON *ref = cJSON_GetObjectItemCaseSensitive(j, "reference");
+  const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "digest");
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "time");
+  if (!cJSON_IsString(ref) || !cJSON_IsString(d) || !fpull_digest_valid(d->valuestring))
+    return -1;
+  *reference = fp_xstrdup(ref->valuestring);
+  *digest = fp_xstrdup(d->valuestring);
+  if (when)
+    *when = cJSON_IsNumber(t) ? t->valuedouble : 0;
+  return 0;
+}
+
 /* One record file, under the trust rule: 0 with *digest and *when, FPULL_ENOTFOUND when it
  * is not there or not trusted (with a warning), or another error. */
 static int read_record(fpull_cache *c, const char *name, const char *reference, char **digest,
@@ -131,19 +147,15 @@ static int read_record(fpull_cache *c, const char *name, const char *reference, 
                            reference);
     }
   }
-  cleanup_json cJSON *j = NULL;
-  fpull_err jerr = {0};
-  int r = fp_json_parse_strict(&j, b.data, b.len, FP_TAG_RECORD_MAX, "tag record", &jerr);
+  cleanup_free char *ref = NULL;
+  int r = fp_tag_record_parse(b.data ? b.data : "", b.len, &ref, digest, when);
   fp_buf_free(&b);
-  const cJSON *ref = r ? NULL : cJSON_GetObjectItemCaseSensitive(j, "reference");
-  const cJSON *d = r ? NULL : cJSON_GetObjectItemCaseSensitive(j, "digest");
-  const cJSON *t = r ? NULL : cJSON_GetObjectItemCaseSensitive(j, "time");
-  if (!cJSON_IsString(ref) || strcmp(ref->valuestring, reference) != 0 || !cJSON_IsString(d) ||
-      !fpull_digest_valid(d->valuestring))
+  if (r != 0 || strcmp(ref, reference) != 0) {
+    free(*digest);
+    *digest = NULL;
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: tag record for %s is corrupt", c->dir,
                          reference);
-  *when = cJSON_IsNumber(t) ? t->valuedouble : 0;
-  *digest = fp_xstrdup(d->valuestring);
+  }
   return 0;
 }
 
