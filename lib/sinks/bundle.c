@@ -133,6 +133,9 @@ static int build(struct fpull_pull_result **out, const char *image, const char *
   const char *sname = strrchr(staging, '/') + 1;
   /* Held until the end: the mark of a staging directory still in use. */
   cleanup_close int sfd = openat(pfd, sname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (sfd < 0 && (errno == ELOOP || errno == ENOTDIR))
+    /* Swapped between mkdtemp and here: what is there now is not ours to remove. */
+    return fpull_err_set(err, FPULL_EFAIL, "%s was replaced while the bundle was built", staging);
   if (sfd < 0 || flock(sfd, LOCK_EX) < 0) {
     rc = fpull_err_set(err, FPULL_EFAIL, "%s: %s", staging, strerror(errno));
     fp_rm_rf_at(pfd, sname);

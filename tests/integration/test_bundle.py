@@ -299,6 +299,14 @@ class BundleStaging(cases.RegistryCase):
     never from its path again after network time."""
     tmp_prefix = "fpull-bundle-staging-"
 
+    @staticmethod
+    def holds_open(pid, path):
+        fds = "/proc/%d/fd" % pid
+        try:
+            return any(os.readlink(os.path.join(fds, n)) == path for n in os.listdir(fds))
+        except OSError:
+            return False
+
     def test_staging_replaced_during_the_pull_is_never_written_through(self):
         images.push_image(self.client, "hpc/run", "v1",
                           [[{"path": "etc/passwd", "type": "file", "data": PASSWD},
@@ -326,6 +334,13 @@ class BundleStaging(cases.RegistryCase):
                 break
             time.sleep(0.01)
         self.assertIsNotNone(staging, "no staging directory appeared")
+        # Swap only once fpull holds the directory open, the case this test is about (a swap
+        # before that is refused too, by open's O_NOFOLLOW).
+        for _ in range(3000):
+            if self.holds_open(p.pid, staging) or p.poll() is not None:
+                break
+            time.sleep(0.01)
+        self.assertTrue(self.holds_open(p.pid, staging), "fpull never opened " + staging)
         os.rename(staging, os.path.join(self.tmp, "moved"))
         os.symlink(victim, staging)
         _, stderr = p.communicate(timeout=120)
