@@ -33,8 +33,10 @@ int fp_gpu_facts_from_target(struct fp_gpu_facts *g, const struct fpull_target *
     } else if (strncmp(f, "nvidia-", 7) == 0 && parse_ver(&v, f + 7) == 0) {
       /* The full version, not the implied shorter prefixes (nvidia-580 for 580.159.04). */
       if (!g->has_driver || v.n > g->driver.n ||
-          (v.n == g->driver.n && fp_version_cmp(&v, &g->driver) > 0))
+          (v.n == g->driver.n && fp_version_cmp(&v, &g->driver) > 0)) {
         g->driver = v;
+        g->driver_feature = f;
+      }
       g->has_driver = 1;
     } else if (strncmp(f, "nv-compute-", 11) == 0 && parse_ver(&v, f + 11) == 0) {
       if (!g->has_arch || fp_version_cmp(&v, &g->arch) > 0)
@@ -126,9 +128,7 @@ static char *facts_text(const struct fp_gpu_facts *g)
     fp_buf_append(&b, part, strlen(part));
   }
   if (g->has_driver) {
-    int n = snprintf(part, sizeof part, "%snvidia", b.len ? ", " : "");
-    for (size_t i = 0; i < g->driver.n && n < (int)sizeof part; i++)
-      n += snprintf(part + n, sizeof part - (size_t)n, "-%u", g->driver.v[i]);
+    snprintf(part, sizeof part, "%s%s", b.len ? ", " : "", g->driver_feature);
     fp_buf_append(&b, part, strlen(part));
   }
   if (g->brand) {

@@ -14,6 +14,9 @@ struct fp_gpu_facts {
   int has_cuda, has_driver, has_arch;
   struct fp_version cuda, driver, arch;
   const char *brand; /* NULL when unknown (--features, --platform, no NVML brand) */
+  /* The feature driver came from, for messages: "nvidia-580-159-04" keeps the zero that
+   * the numbers lose. Points into the target's feature set. */
+  const char *driver_feature;
 };
 
 /* Reads the facts from the target's features (the highest cuda-X-Y, the longest

@@ -135,6 +135,13 @@ TEST(config_env)
                     "nvidia-525-60-13");
   free(why);
 
+  /* A driver minor with a leading zero, as on the H200 of the device check (580.159.04),
+   * is named as detected. */
+  CHECK_INT_EQ(preflight("nvidia-580-159-04", NULL, "[\"NVIDIA_REQUIRE_CUDA=cuda>=99.0\"]", &why),
+               0);
+  CHECK_STR_EQ(why, "requires cuda>=99.0; the driver gives cuda-13-0, nvidia-580-159-04");
+  free(why);
+
   /* NVIDIA_DISABLE_REQUIRE: Go's ParseBool true values turn it off; others do not. */
   static const char *const on[] = {"1", "true", "TRUE", "True", "t", "T"};
   for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
