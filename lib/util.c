@@ -141,6 +141,11 @@ int fp_read_file(const char *path, size_t max, char **data, size_t *len)
   cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return -1;
+  return fp_read_fd(fd, max, data, len);
+}
+
+int fp_read_fd(int fd, size_t max, char **data, size_t *len)
+{
   struct fp_buf b = {.max = max};
   char chunk[65536];
   for (;;) {

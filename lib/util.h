@@ -75,6 +75,8 @@ void fp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 
 /* Whole-file read with a size limit. Returns 0, or -1 with errno set (EFBIG over max). */
 int fp_read_file(const char *path, size_t max, char **data, size_t *len);
+/* The same from an open descriptor, read to its end. */
+int fp_read_fd(int fd, size_t max, char **data, size_t *len);
 
 /* "sha256:" + hex of a 32-byte digest into out (72 bytes). */
 void fp_digest_format(char out[72], const unsigned char md[32]);

@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/nsfs.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -469,6 +471,27 @@ static const char *runtime_path(const char *rt, char *buf, size_t len)
   return rt;
 }
 
+/* crun, unlike runc, refuses a rootless container it cannot give a cgroup of its own on a
+ * hybrid (v1 + v2) hierarchy; the tasks stay in the job's cgroup anyway (above), so it is
+ * told to make none. */
+static int is_crun(const char *rt)
+{
+  const char *slash = strrchr(rt, '/');
+  return strcmp(slash ? slash + 1 : rt, "crun") == 0;
+}
+
+/* The runtime's argv up to its verb: the program, its global options. Returns the count. */
+static size_t runtime_head(const char **argv, const char *rt, const char *state)
+{
+  size_t n = 0;
+  argv[n++] = rt;
+  if (is_crun(rt))
+    argv[n++] = "--cgroup-manager=disabled";
+  argv[n++] = "--root";
+  argv[n++] = state;
+  return n;
+}
+
 /* The runtime's verb on the step's container; its output (warnings about cgroups it was
  * not given) is said only when it fails. */
 static int runtime(struct runner *rn, const char *verb, const char *extra1, const char *extra2,
@@ -480,10 +503,7 @@ static int runtime(struct runner *rn, const char *verb, const char *extra1, cons
   char name[64];
   snprintf(name, sizeof name, "fpull-%" PRIu32 ".%" PRIu32, rn->r->job_id, rn->r->step_id);
   const char *argv[12];
-  size_t n = 0;
-  argv[n++] = rt;
-  argv[n++] = "--root";
-  argv[n++] = state;
+  size_t n = runtime_head(argv, rt, state);
   argv[n++] = verb;
   if (extra1)
     argv[n++] = extra1;
@@ -824,7 +844,11 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
     cleanup_free char *state = fp_xasprintf("%s/runtime", stepdir);
     char name[64];
     snprintf(name, sizeof name, "fpull-%" PRIu32 ".%" PRIu32, r->job_id, r->step_id);
-    const char *argv[] = {rt, "--root", state, "state", name, NULL};
+    const char *argv[8];
+    size_t n = runtime_head(argv, rt, state);
+    argv[n++] = "state";
+    argv[n++] = name;
+    argv[n] = NULL;
     rc = run((char *const *)argv, rn.envp, &out, 0);
   }
   cJSON *st = rc == 0 ? cJSON_ParseWithLength(out.data ? out.data : "", out.len) : NULL;
@@ -938,8 +962,34 @@ int fp_slurm_container_start(struct fp_slurm_container *c, const struct fp_slurm
   return 0;
 }
 
+/* As root, since crun's waiting init is not dumpable (runc's is): the pid comes from the
+ * user's runner, so the namespaces must be ones the job's user owns, the mount namespace
+ * owned by that user namespace. The kernel checks the same again at setns() as the user. */
+static int open_namespaces(struct fp_slurm_container *c, const char *pid, uid_t uid, fpull_err *err)
+{
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%s/ns/user", pid);
+  c->userns_fd = open(p, O_RDONLY | O_CLOEXEC);
+  if (c->userns_fd >= 0) {
+    snprintf(p, sizeof p, "/proc/%s/ns/mnt", pid);
+    c->mntns_fd = open(p, O_RDONLY | O_CLOEXEC);
+  }
+  if (c->userns_fd < 0 || c->mntns_fd < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "the container's namespaces (%s): %s", p,
+                         strerror(errno));
+  uid_t owner = (uid_t)-1;
+  cleanup_close int owning = ioctl(c->mntns_fd, NS_GET_USERNS);
+  struct stat a, b;
+  if (ioctl(c->userns_fd, NS_GET_OWNER_UID, &owner) < 0 || owner != uid || owning < 0 ||
+      fstat(owning, &a) < 0 || fstat(c->userns_fd, &b) < 0 || a.st_ino != b.st_ino ||
+      a.st_dev != b.st_dev)
+    return fpull_err_set(err, FPULL_EFAIL, "process %s holds no container of uid %u", pid,
+                         (unsigned)uid);
+  return 0;
+}
+
 int fp_slurm_container_wait(struct fp_slurm_container *c, const struct fp_slurm_settings *s,
-                            uint32_t job_id, uint32_t step_id, fpull_err *err)
+                            uint32_t job_id, uint32_t step_id, uid_t uid, fpull_err *err)
 {
   char b;
   while (read(c->info_fd, &b, 1) < 0 && errno == EINTR)
@@ -949,7 +999,11 @@ int fp_slurm_container_wait(struct fp_slurm_container *c, const struct fp_slurm_
   cleanup_free char *path = info_path(s, job_id, step_id);
   char *data = NULL;
   size_t len = 0;
-  if (fp_read_file(path, INFO_MAX, &data, &len) != 0)
+  /* Root reads it: only the runner's own file, as the user could read it. */
+  cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid ||
+      st.st_nlink != 1 || fp_read_fd(fd, INFO_MAX, &data, &len) != 0)
     return fpull_err_set(err, FPULL_EFAIL, "the step's pull ended without a result (killed?)");
   const char *pidrec = NULL;
   int code = 0;
@@ -979,16 +1033,7 @@ int fp_slurm_container_wait(struct fp_slurm_container *c, const struct fp_slurm_
     err->msg[0] = '\0';
     rc = err->code;
   } else {
-    /* With the user's credentials: a pid that is not the user's own process cannot be
-     * opened. */
-    char p[64];
-    snprintf(p, sizeof p, "/proc/%s/ns/user", pidrec);
-    c->userns_fd = open(p, O_RDONLY | O_CLOEXEC);
-    snprintf(p, sizeof p, "/proc/%s/ns/mnt", pidrec);
-    c->mntns_fd = open(p, O_RDONLY | O_CLOEXEC);
-    if (c->userns_fd < 0 || c->mntns_fd < 0)
-      rc = fpull_err_set(err, FPULL_EFAIL, "the container's namespaces (%s): %s", p,
-                         strerror(errno));
+    rc = open_namespaces(c, pidrec, uid, err);
   }
   free(data);
   return rc;

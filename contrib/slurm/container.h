@@ -5,8 +5,9 @@
  * directory, writes the container's config.json beside the image's, and has the runtime
  * (rootless runc or crun) create the container: its init process, waiting to be started,
  * holds the user and mount namespaces the runtime built. The plugin opens them by
- * /proc/PID/ns/{user,mnt}. Each task waits for the runner in slurm_spank_task_init (the step
- * is running then: scancel ends the pull at once), joins them with setns() and stays
+ * /proc/PID/ns/{user,mnt}. Each task waits for the runner in slurm_spank_task_init_privileged
+ * (the step is running then: scancel ends the pull at once), joins them with setns() as the
+ * user in slurm_spank_task_init and stays
  * slurmstepd's child (signals, accounting and cgroups as for any task); once every local
  * task has joined, the runtime deletes the container: the namespaces live on in the
  * tasks.
@@ -57,11 +58,12 @@ struct fp_slurm_container {
 int fp_slurm_container_start(struct fp_slurm_container *c, const struct fp_slurm_request *r,
                              fpull_err *err);
 
-/* In a task: waits for the runner, then reads what it chose and opens the container's
- * namespaces. Errors are the contract's codes; fpull's own error line is already on the
- * step's stderr then (err->msg is empty). */
+/* In a task, still root (slurm_spank_task_init_privileged): waits for the runner, then
+ * reads what it chose and opens the container's namespaces, which must be UID's. Errors are
+ * the contract's codes; fpull's own error line is already on the step's stderr then
+ * (err->msg is empty). */
 int fp_slurm_container_wait(struct fp_slurm_container *c, const struct fp_slurm_settings *s,
-                            uint32_t job_id, uint32_t step_id, fpull_err *err);
+                            uint32_t job_id, uint32_t step_id, uid_t uid, fpull_err *err);
 
 /* In a task that joined: tells the runner (the last one lets it delete the container). */
 void fp_slurm_container_joined(struct fp_slurm_container *c);

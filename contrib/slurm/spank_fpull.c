@@ -354,35 +354,48 @@ static int entrypoint_wrap(spank_t sp, char **entry, fpull_err *err)
   return 0;
 }
 
+/* Still root: crun's container init is not dumpable, and only root may open its
+ * namespaces (fp_slurm_container_wait checks they are the job user's). */
+int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
+{
+  (void)ac;
+  (void)av;
+  if (failure.code || !in_container)
+    return 0;
+  fpull_err err = {0};
+  uint32_t job_id = 0, step_id = 0;
+  uid_t uid = 0;
+  spank_get_item(sp, S_JOB_STEPID, &step_id);
+  /* Slurm's own word for the uid, never the job's environment: root trusts it below. */
+  if (job_ids(sp, &job_id, NULL, NULL) != 0 ||
+      spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
+    fpull_err_set(&err, FPULL_EFAIL, "no job id or uid");
+  if (err.code || fp_slurm_container_wait(&container, &settings, job_id, step_id, uid, &err) != 0)
+    fail(&err);
+  return 0;
+}
+
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
   fpull_err err = {0};
   if (!failure.code && in_container) {
     uid_t uid = getuid();
     gid_t gid = getgid();
-    uint32_t job_id = 0, step_id = 0;
-    spank_get_item(sp, S_JOB_STEPID, &step_id);
-    if (job_ids(sp, &job_id, NULL, NULL) != 0)
-      fpull_err_set(&err, FPULL_EFAIL, "no job id");
-    if (err.code || fp_slurm_container_wait(&container, &settings, job_id, step_id, &err) != 0) {
+    int rc =
+        fp_slurm_container_join(&container, uid, gid, option(sp, FP_OPT_REMAP_ROOT) != NULL, &err);
+    /* Joined or not, this task is done with the container's init. */
+    fp_slurm_container_joined(&container);
+    if (rc != 0)
+      fail(&err);
+    /* Inside, / is the image's: a ".." or a symlink in DIR cannot lead out of it. */
+    else if (chdir(workdir(sp)) < 0) {
+      fpull_err_set(&err, FPULL_EFAIL, "working directory %s: %s", workdir(sp), strerror(errno));
       fail(&err);
     } else {
-      int rc = fp_slurm_container_join(&container, uid, gid, option(sp, FP_OPT_REMAP_ROOT) != NULL,
-                                       &err);
-      /* Joined or not, this task is done with the container's init. */
-      fp_slurm_container_joined(&container);
-      if (rc != 0)
+      merge_env(sp);
+      if (option(sp, FP_OPT_ENTRYPOINT) && container.entrypoint &&
+          entrypoint_wrap(sp, container.entrypoint, &err) != 0)
         fail(&err);
-      /* Inside, / is the image's: a ".." or a symlink in DIR cannot lead out of it. */
-      else if (chdir(workdir(sp)) < 0) {
-        fpull_err_set(&err, FPULL_EFAIL, "working directory %s: %s", workdir(sp), strerror(errno));
-        fail(&err);
-      } else {
-        merge_env(sp);
-        if (option(sp, FP_OPT_ENTRYPOINT) && container.entrypoint &&
-            entrypoint_wrap(sp, container.entrypoint, &err) != 0)
-          fail(&err);
-      }
     }
     fp_slurm_container_free(&container);
   }

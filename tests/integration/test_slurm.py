@@ -328,7 +328,7 @@ class SlurmPlugin(SlurmCase):
 
     def test_scancel_ends_the_task_inside(self):
         p = subprocess.Popen(["runuser", "-u", "nobody", "--", "srun", "-J", "longjob",
-                              "--fpull-image=" + self.other_ref, "sleep", "300"],
+                              "--fpull-image=" + self.other_ref, "sleep", self.sleep_arg()],
                              env=self.cluster.env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         self.addCleanup(p.kill)
@@ -347,8 +347,15 @@ class SlurmPlugin(SlurmCase):
         self.assertFalse(self.task_sleeping())
         self.assert_clean()
 
+    def sleep_arg(self):
+        # This test's own duration: another cluster's test may run a sleep as nobody too.
+        return "300.%d" % os.getpid()
+
     def task_sleeping(self):
-        cp = subprocess.run(["pgrep", "-u", "nobody", "-x", "sleep"], stdout=subprocess.PIPE)
+        # (Slurm runs it as /usr/bin/sleep.)
+        cp = subprocess.run(["pgrep", "-u", "nobody", "-f", r"sleep %s$" % re.escape(
+                                self.sleep_arg())],
+                            stdout=subprocess.PIPE)
         return cp.returncode == 0
 
     def test_batch_steps_use_the_image(self):
