@@ -743,6 +743,55 @@ class SlurmGpuHook(SlurmCase):
         self.assertEqual(os.listdir(self.calls), [])
 
 
+class SlurmGpuNoHook(SlurmCase):
+    """A node with NVIDIA GPUs whose plugstack.conf names no nvidia_hook=: one line says
+    what to install, and the job runs (without GPUs)."""
+
+    def setUp(self):
+        super().setUp()
+        if not os.path.isfile(PLUGIN):
+            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
+        if not shutil.which("runc"):
+            self.skipTest("runc is not installed (Debian: runc)")
+        images.push_image(self.client, "hpc/gpu", "1.0", [tools_layer(), os_release("gpu")])
+        self.gpu_ref = "%s/hpc/gpu:1.0" % self.reg.hostport
+        # The node's /dev, for slurmd and its jobs only, gains the NVIDIA control device
+        # (major 195, minor 255, as the driver makes it) through an overlay on /dev in
+        # slurmd's own mount namespace; the host's /dev is untouched.
+        ovl = os.path.join(self.tmp, "devovl")
+        for d in ("old", "upper", "work"):
+            os.makedirs(os.path.join(ovl, d))
+        script = ('set -e; mount --rbind /dev {o}/old; '
+                  'mount -t overlay overlay -o lowerdir={o}/old,upperdir={o}/upper,'
+                  'workdir={o}/work /dev; '
+                  'for m in pts shm mqueue; do [ -d {o}/old/$m ] && '
+                  'mount --rbind {o}/old/$m /dev/$m || true; done; '
+                  'mknod -m 666 /dev/nvidiactl c 195 255; exec "$@"').format(o=ovl)
+        self.cluster = self.start_cluster(
+            plugin=PLUGIN,
+            plugin_args=["run_dir=" + self.run_dir, "config=" + self.config,
+                         "data_dir=" + DATA_DIR, "fpull=" + fpull.binary()],
+            slurmd_prefix=["unshare", "-m", "--propagation", "private", "sh", "-c", script,
+                           "sh"])
+
+    def test_gpus_without_a_hook_say_what_to_install(self):
+        self.assertFalse(os.path.exists("/dev/nvidiactl"))  # only slurmd's /dev has it
+        cp = self.cluster._cmd(["env", "CUDA_VISIBLE_DEVICES=0", "srun",
+                                "--fpull-image=" + self.gpu_ref, "cat", "/etc/kind"],
+                               check=False, user="nobody")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "gpu\n"), cp.stderr)
+        warn = [ln for ln in cp.stderr.splitlines() if "nvidia_hook" in ln]
+        self.assertEqual(warn, [
+            "fpull: warning: the job has GPUs (0) but the container gets none: the site's "
+            "plugstack.conf names no nvidia_hook= (install the NVIDIA Container Toolkit and "
+            "give nvidia_hook=/usr/bin/nvidia-container-runtime-hook)"], cp.stderr)
+        # Without GPUs in the job, nothing is said.
+        cp = self.cluster._cmd(["srun", "--fpull-image=" + self.gpu_ref, "cat", "/etc/kind"],
+                               check=False, user="nobody")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "gpu\n"), cp.stderr)
+        self.assertNotIn("nvidia_hook", cp.stderr)
+
+
 class SlurmSiteSettings(SlurmCase):
     """The site's plugstack arguments: mounts= for every container, env_passthrough= names
     that keep the job's value, mount_home=no as the default, pull=never."""
