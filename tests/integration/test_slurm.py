@@ -269,7 +269,7 @@ class SlurmPlugin(SlurmCase):
 
     def test_host_dev_and_amd_gpu_variables_reach_the_tasks(self):
         """AMD GPUs: the container has the host's /dev whole (so /dev/kfd and /dev/dri's
-        render nodes where the node has them; this VM has neither, so the test compares the
+        render nodes where the node has them: SlurmGpuNode makes them; here the test compares the
         listing), and the job's ROCR_/HIP_VISIBLE_DEVICES win over the image's."""
         img = images.push_image(self.client, "hpc/rocm", "1.0", [tools_layer(),
                                                                  os_release("rocm")],
@@ -743,9 +743,9 @@ class SlurmGpuHook(SlurmCase):
         self.assertEqual(os.listdir(self.calls), [])
 
 
-class SlurmGpuNoHook(SlurmCase):
-    """A node with NVIDIA GPUs whose plugstack.conf names no nvidia_hook=: one line says
-    what to install, and the job runs (without GPUs)."""
+class SlurmGpuNode(SlurmCase):
+    """A node with GPUs (device nodes as the drivers make them): NVIDIA's without an
+    nvidia_hook= in plugstack.conf, and AMD's /dev/kfd and render node."""
 
     def setUp(self):
         super().setUp()
@@ -766,7 +766,9 @@ class SlurmGpuNoHook(SlurmCase):
                   'workdir={o}/work /dev; '
                   'for m in pts shm mqueue; do [ -d {o}/old/$m ] && '
                   'mount --rbind {o}/old/$m /dev/$m || true; done; '
-                  'mknod -m 666 /dev/nvidiactl c 195 255; exec "$@"').format(o=ovl)
+                  'mknod -m 666 /dev/nvidiactl c 195 255; mknod -m 666 /dev/kfd c 234 0; '
+                  'mkdir -p /dev/dri; mknod -m 666 /dev/dri/renderD128 c 226 128; '
+                  'exec "$@"').format(o=ovl)
         self.cluster = self.start_cluster(
             plugin=PLUGIN,
             plugin_args=["run_dir=" + self.run_dir, "config=" + self.config,
@@ -790,6 +792,15 @@ class SlurmGpuNoHook(SlurmCase):
                                check=False, user="nobody")
         self.assertEqual((cp.returncode, cp.stdout), (0, "gpu\n"), cp.stderr)
         self.assertNotIn("nvidia_hook", cp.stderr)
+
+    def test_amd_devices_reach_the_tasks(self):
+        cp = self.cluster._cmd(["srun", "--fpull-image=" + self.gpu_ref, "stat", "-c",
+                                "%n %F %t:%T", "/dev/kfd", "/dev/dri/renderD128"],
+                               check=False, user="nobody")
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertEqual(cp.stdout.splitlines(), ["/dev/kfd character special file ea:0",
+                                                  "/dev/dri/renderD128 character special "
+                                                  "file e2:80"])
 
 
 class SlurmSiteSettings(SlurmCase):
