@@ -7,7 +7,7 @@
  * holds the user and mount namespaces the runtime built. The plugin opens them by
  * /proc/PID/ns/{user,mnt}. Each task waits for the runner in slurm_spank_task_init_privileged
  * (the step is running then: scancel ends the pull at once), joins them with setns() as the
- * user in slurm_spank_task_init and stays
+ * user in slurm_spank_task_init (join.c) and stays
  * slurmstepd's child (signals, accounting and cgroups as for any task); once every local
  * task has joined, the runtime deletes the container: the namespaces live on in the
  * tasks.
@@ -64,6 +64,10 @@ int fp_slurm_container_start(struct fp_slurm_container *c, const struct fp_slurm
  * (err->msg is empty). */
 int fp_slurm_container_wait(struct fp_slurm_container *c, const struct fp_slurm_settings *s,
                             uint32_t job_id, uint32_t step_id, uid_t uid, fpull_err *err);
+
+/* Opens the namespaces of the container whose init is PID (decimal), as root, accepting
+ * only a user namespace UID owns and a mount namespace that user namespace owns. */
+int fp_slurm_ns_open(struct fp_slurm_container *c, const char *pid, uid_t uid, fpull_err *err);
 
 /* In a task that joined: tells the runner (the last one lets it delete the container). */
 void fp_slurm_container_joined(struct fp_slurm_container *c);
