@@ -163,6 +163,12 @@ class SlurmPlugin(SlurmCase):
         return ["run_dir=" + self.run_dir, "config=" + self.config, "data_dir=" + DATA_DIR,
                 "fpull=" + fpull.binary()]
 
+    def start_cluster(self, **kw):
+        if self._testMethodName == "test_sstat_accounts_the_task_inside":
+            kw.setdefault("conf", {}).update({"JobAcctGatherType": "jobacct_gather/linux",
+                                              "JobAcctGatherFrequency": "1"})
+        return super().start_cluster(**kw)
+
     def home(self, name, user="nobody"):
         """A home directory USER owns (nobody's own is /nonexistent)."""
         d = os.path.join(self.tmp, name)
@@ -357,6 +363,36 @@ class SlurmPlugin(SlurmCase):
                                 self.sleep_arg())],
                             stdout=subprocess.PIPE)
         return cp.returncode == 0
+
+    def test_sstat_accounts_the_task_inside(self):
+        # The task in the image is the step's own process: Slurm's accounting gathers its
+        # CPU time and memory like any task's.
+        p = subprocess.Popen(["runuser", "-u", "nobody", "--", "srun", "-J", "acct",
+                              "--fpull-image=" + self.other_ref, "sh", "-c",
+                              "i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done; "
+                              "sleep " + self.sleep_arg()],
+                             env=self.cluster.env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        self.addCleanup(p.kill)
+        row = None
+        for _ in range(600):
+            cp = self.cluster._cmd(["squeue", "-h", "-n", "acct", "-t", "R", "-o", "%i"],
+                                   check=False)
+            job = cp.stdout.strip()
+            if job and self.task_sleeping():
+                cp = self.cluster._cmd(["sstat", "-a", "-n", "-P", "-j", job + ".0", "-o",
+                                        "JobID,NTasks,AveCPU,MaxRSS"], check=False)
+                row = cp.stdout.strip().split("|")
+                if len(row) == 4 and row[2] not in ("", "00:00:00", "00:00.000"):
+                    break
+            time.sleep(0.2)
+        self.assertIsNotNone(row, p.stderr.read() if p.poll() is not None else "")
+        self.assertEqual(row[:2], [job + ".0", "1"], row)
+        self.assertNotIn(row[2], ("", "00:00:00", "00:00.000"), row)  # the loop's CPU
+        self.assertRegex(row[3], r"^[1-9]\d*[KMG]$", row)
+        self.cluster._cmd(["scancel", job])
+        p.communicate(timeout=60)
+        self.assert_clean()
 
     def test_batch_steps_use_the_image(self):
         # The batch script runs on the node; its steps inherit --fpull-image, and a step
