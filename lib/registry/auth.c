@@ -252,23 +252,30 @@ static int fetch_token(fpull_registry *r, struct fp_endpoint *ep, const char *sc
                          "token server %s answered HTTP %ld%s", realm_host, st,
                          fp_tries_note(note, st >= 500 ? attempts : 1));
   }
-  cJSON *j = cJSON_ParseWithLength(resp.body.data ? resp.body.data : "", resp.body.len);
+  rc = fp_token_answer(resp.body.data ? resp.body.data : "", resp.body.len, token);
   fp_http_resp_free(&resp);
+  if (rc == FP_TOKEN_NONE)
+    return fpull_err_set(err, FPULL_EAUTH, "token server %s: no token in the answer", realm_host);
+  if (rc == FP_TOKEN_UNSAFE)
+    return fpull_err_set(err, FPULL_EAUTH, "token server %s: token with control characters refused",
+                         realm_host);
+  return 0;
+}
+
+int fp_token_answer(const char *body, size_t len, char **token)
+{
+  *token = NULL;
+  cJSON *j = cJSON_ParseWithLength(body, len);
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "token");
   if (!cJSON_IsString(t) || !t->valuestring[0])
     t = cJSON_GetObjectItemCaseSensitive(j, "access_token");
-  if (!cJSON_IsString(t) || !t->valuestring[0]) {
-    cJSON_Delete(j);
-    return fpull_err_set(err, FPULL_EAUTH, "token server %s: no token in the answer", realm_host);
-  }
-  if (!token_ok(t->valuestring)) {
-    cJSON_Delete(j);
-    return fpull_err_set(err, FPULL_EAUTH, "token server %s: token with control characters refused",
-                         realm_host);
-  }
-  *token = fp_xstrdup(t->valuestring);
+  int rc = !cJSON_IsString(t) || !t->valuestring[0] ? FP_TOKEN_NONE
+           : !token_ok(t->valuestring)              ? FP_TOKEN_UNSAFE
+                                                    : 0;
+  if (rc == 0)
+    *token = fp_xstrdup(t->valuestring);
   cJSON_Delete(j);
-  return 0;
+  return rc;
 }
 
 int fp_auth_token(fpull_registry *r, struct fp_endpoint *ep, const char *scope, int refresh,

@@ -1,7 +1,10 @@
 /* The registry client: ping, auth, retries, mirrors, manifests and blobs (pull side). */
 #include <cjson/cJSON.h>
 #include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <openssl/evp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -196,21 +199,35 @@ static void sleep_ms(long ms)
     ;
 }
 
+long fp_retry_after_ms(const char *value, long max)
+{
+  long long s = -1;
+  if (isdigit((unsigned char)value[0])) {
+    char *end;
+    errno = 0;
+    s = strtoll(value, &end, 10);
+    if (errno == ERANGE)
+      s = LLONG_MAX;
+  } else if (*value) {
+    time_t when = curl_getdate(value, NULL);
+    time_t now = time(NULL);
+    /* A date gone by says nothing: the usual backoff then, not a retry at once. */
+    if (when > now)
+      s = (long long)(when - now);
+  }
+  if (s < 0)
+    return -1;
+  /* In seconds first: a server's huge number must not overflow on its way to ms. */
+  return s > max / 1000 ? max : (long)s * 1000;
+}
+
 /* Exponential backoff with jitter; a Retry-After from the server wins (bounded). */
 static long backoff_ms(int attempt, const char *retry_after)
 {
   if (retry_after && *retry_after) {
-    long max = env_ms("FPULL_RETRY_AFTER_MAX_MS", 60000);
-    long ms = -1;
-    if (isdigit((unsigned char)retry_after[0])) {
-      ms = strtol(retry_after, NULL, 10) * 1000;
-    } else {
-      time_t when = curl_getdate(retry_after, NULL);
-      if (when > 0)
-        ms = (long)(when - time(NULL)) * 1000;
-    }
+    long ms = fp_retry_after_ms(retry_after, env_ms("FPULL_RETRY_AFTER_MAX_MS", 60000));
     if (ms >= 0)
-      return ms > max ? max : ms;
+      return ms;
   }
   long base = env_ms("FPULL_RETRY_BASE_MS", 500);
   long d = base;

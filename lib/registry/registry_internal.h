@@ -118,6 +118,16 @@ const char *fp_curl_describe(const struct fp_http_resp *resp);
  * message, so the user knows waiting happened and need not retry at once. */
 const char *fp_tries_note(char buf[32], int tries);
 
+/* A token server's answer (JSON): its "token", else its "access_token", into *token.
+ * 0, FP_TOKEN_NONE when there is none, FP_TOKEN_UNSAFE when it has bytes outside visible
+ * ASCII (it goes into a header line). */
+enum { FP_TOKEN_NONE = 1, FP_TOKEN_UNSAFE };
+int fp_token_answer(const char *body, size_t len, char **token);
+
+/* A Retry-After value (delta-seconds or an HTTP date, RFC 9110) as milliseconds from
+ * now, at most max; -1 when it is neither, or a date gone by. */
+long fp_retry_after_ms(const char *value, long max);
+
 /* Bearer: a token for scope ("repository:x/y:pull") from ep's realm, cached. Caller
  * holds r->mu. Errors FPULL_EAUTH, FPULL_ENET. */
 int fp_auth_token(fpull_registry *r, struct fp_endpoint *ep, const char *scope, int refresh,
