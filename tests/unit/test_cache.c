@@ -49,6 +49,13 @@ static int count_entries(const fpull_cache *c, const char *rel)
 {
   char *p = path_in(fpull_cache_dir(c), rel);
   int n = th_count_entries(p);
+  /* The private directory keeps the verified records (cache_verified.h) in verified/: not
+   * a work file. */
+  char *v = path_in(p, "verified");
+  struct stat st;
+  if (strcmp(rel, priv()) == 0 && lstat(v, &st) == 0 && S_ISDIR(st.st_mode))
+    n--;
+  free(v);
   free(p);
   return n;
 }
