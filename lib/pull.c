@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cache/cache_use.h"
+#include "cache/cache_verified.h"
 #include "unpack/dest.h"
 #include "resolve.h"
 #include "util.h"
@@ -42,6 +43,8 @@ static int check_layer_types(const struct fpull_manifest *m, fpull_err *err)
 struct wait_ctx {
   struct fp_fetch *fetch;
   struct fpull_layer *layers;
+  struct fpull_cache *cache;
+  unsigned char *diff_id_known; /* per layer: its record vouched for the config's DiffID */
 };
 
 /* Layer i is read from the descriptor its verification used, never re-opened by name. */
@@ -55,6 +58,17 @@ static int wait_layer(void *ud, size_t i, fpull_err *err)
       return fpull_err_set(err, FPULL_EFAIL, "layer %s: no verified descriptor",
                            w->layers[i].digest);
     w->layers[i].fd = fd;
+    /* A blob of our own cache whose record holds the DiffID the config names, checked when
+     * it was first unpacked, is not hashed again (lib/cache/cache_verified.h). */
+    char known[FP_DIGEST_MAX];
+    const char *want = w->layers[i].diff_id;
+    if (want && fp_verified_diff_id(w->cache, w->layers[i].digest, fd, known) &&
+        strcmp(known, want) == 0) {
+      fp_debug("layer %s: DiffID %s trusted by its verified record, not hashed",
+               w->layers[i].digest, want);
+      w->layers[i].diff_id = NULL;
+      w->diff_id_known[i] = 1;
+    }
     fp_fetch_note_unpack(w->fetch, i);
   }
   return rc;
@@ -74,7 +88,8 @@ static int unpack(struct fp_session *s, const struct fp_resolved *r, struct fp_f
                                      .digest = r->manifest->layers[i].digest,
                                      .diff_id = r->config->diff_ids[i]};
   }
-  struct wait_ctx wctx = {fetch, layers};
+  unsigned char *known = fp_xcalloc(n + 1, 1);
+  struct wait_ctx wctx = {fetch, layers, s->cache, known};
   struct fpull_unpack_opts uo = s->opts->unpack;
   uo.wait_layer = wait_layer;
   uo.wait_ud = &wctx;
@@ -92,10 +107,16 @@ static int unpack(struct fp_session *s, const struct fp_resolved *r, struct fp_f
     fp_debug("%s: %llu entries, %llu whiteouts, %llu xattrs not kept, %llu owners not set",
              s->reference, (unsigned long long)st.entries, (unsigned long long)st.whiteouts,
              (unsigned long long)st.xattrs_skipped, (unsigned long long)st.owners_failed);
+  /* Every DiffID was checked against its stream: recorded for the blobs that have a
+   * record, so that the next pull need not hash them again. */
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    if (!known[i] && layers[i].diff_id && layers[i].fd > 0)
+      fp_verified_note_diff_id(s->cache, layers[i].digest, layers[i].fd, layers[i].diff_id);
   for (size_t i = 0; i < n; i++)
     if (layers[i].fd > 0)
       close(layers[i].fd);
   fpull_strv_free(paths);
+  free(known);
   free(layers);
   return rc;
 }

@@ -439,8 +439,10 @@ int fp_fetch_blob(struct fp_session *s, const struct fpull_descriptor *d, int *f
   if (fd)
     *fd = -1;
   fp_cache_pin(s->cache, d->digest);
-  /* A cached blob is re-hashed on every use, since the cache may be shared: a corrupt one
-   * is removed by the check and fetched again, never extracted. */
+  /* A cached blob is re-hashed on every use, since the cache may be shared (unless it is
+   * our own cache's, only we can write it, and our record says it is the very file we
+   * verified: cache/cache_verified.h): a corrupt one is removed by the check and fetched
+   * again, never extracted. */
   if (fpull_cache_has_blob(s->cache, d->digest, d->size)) {
     fpull_err verr = {0};
     int vrc = fd ? fpull_cache_open_verified(fd, s->cache, d->digest, d->size, &verr)

@@ -36,7 +36,9 @@ FPULL_API int fpull_cache_has_blob(const fpull_cache *c, const char *digest, int
 FPULL_API int fpull_cache_open_blob(int *out, fpull_cache *c, const char *digest, int64_t size,
                                     fpull_err *err);
 /* Re-hashes a cached blob (size < 0: any size); a corrupt, wrong-sized or non-regular
- * (symlink) entry is removed and FPULL_EINTEGRITY returned; FPULL_ENOTFOUND when absent. */
+ * (symlink) entry is removed and FPULL_EINTEGRITY returned; FPULL_ENOTFOUND when absent.
+ * This and fpull_cache_open_verified skip the hash of an own-cache blob that the caller's
+ * record says was verified as the very same file (man fpull, SECURITY). */
 FPULL_API int fpull_cache_verify_blob(fpull_cache *c, const char *digest, int64_t size,
                                       fpull_err *err);
 

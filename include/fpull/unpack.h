@@ -8,7 +8,8 @@ struct fpull_layer {
   const char *path;       /* the (compressed) blob file */
   const char *media_type; /* decides the decompression */
   const char *digest;     /* for messages */
-  const char *diff_id;    /* expected sha256 of the uncompressed stream, or NULL */
+  const char *diff_id;    /* expected sha256 of the uncompressed stream, or NULL (then the
+                             stream is not hashed) */
   /* > 0: read the blob from this open descriptor, from its start (the one that was verified:
    * see fpull_cache_open_verified), and path only names it. 0: open path. Not closed. */
   int fd;

@@ -14,6 +14,7 @@
 #include "cache_lock.h"
 #include "cache_trust.h"
 #include "cache_use.h"
+#include "cache_verified.h"
 #include "digest.h"
 #include "fpull/cache.h"
 #include "fpull/config.h"
@@ -135,7 +136,7 @@ static void clean_stale(fpull_cache *c)
   struct dirent *e;
   while (d && (e = readdir(d))) {
     const char *name = e->d_name;
-    if (name[0] == '.' || !is_stale(c->priv_fd, name, now))
+    if (name[0] == '.' || strcmp(name, "verified") == 0 || !is_stale(c->priv_fd, name, now))
       continue;
     size_t hex = valid_hex_name(name, strlen(".partial"));
     if (!hex || strcmp(name + hex, ".partial") != 0) {
@@ -169,6 +170,7 @@ static void clean_stale(fpull_cache *c)
   }
   if (d)
     closedir(d);
+  fp_verified_clean(c);
 }
 
 void fpull_cache_free(fpull_cache *c)
@@ -382,6 +384,27 @@ static int check_hash(fpull_cache *c, const char *digest, const char *got, const
                        digest, got, dropped(c));
 }
 
+/* A blob of our own cache that our record says was verified as it is now (same inode,
+ * size and ctime: cache_verified.h) is not hashed again. */
+static int trusted_by_record(fpull_cache *c, const char *digest, const struct stat *st)
+{
+  if (!fp_verified_blob_ok(c, digest, st))
+    return 0;
+  fp_debug("cache: blob %s trusted by its verified record, not hashed", digest);
+  return 1;
+}
+
+/* After a hash that matched: records the blob as it was before the hash, unless it changed
+ * meanwhile. */
+static void note_verified(fpull_cache *c, const char *digest, int fd, const struct stat *before)
+{
+  struct stat now;
+  if (fstat(fd, &now) == 0 && now.st_ino == before->st_ino && now.st_dev == before->st_dev &&
+      now.st_size == before->st_size && now.st_ctim.tv_sec == before->st_ctim.tv_sec &&
+      now.st_ctim.tv_nsec == before->st_ctim.tv_nsec)
+    fp_verified_note_blob(c, digest, before);
+}
+
 static int verify_blob_one(fpull_cache *c, const char *digest, int64_t size, fpull_err *err)
 {
   struct stat st;
@@ -389,12 +412,16 @@ static int verify_blob_one(fpull_cache *c, const char *digest, int64_t size, fpu
   int r = open_sized(&fd, &st, c, digest, size, err);
   if (r)
     return r;
+  if (trusted_by_record(c, digest, &st))
+    return 0;
   cleanup_sha256 struct fp_sha256 h = {.sha512 = strncmp(digest, "sha512:", 7) == 0};
   char got[FP_DIGEST_MAX];
   if (fp_sha256_fd(&h, fd, (uint64_t)st.st_size) < 0 || fp_hash_final(&h, got) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: cannot read: %s", digest,
                          strerror(errno));
-  return check_hash(c, digest, got, &st, err);
+  if ((r = check_hash(c, digest, got, &st, err)) == 0)
+    note_verified(c, digest, fd, &st);
+  return r;
 }
 
 static int get_bytes_one(fpull_cache *c, const char *digest, size_t max, char **data, size_t *len,
@@ -509,6 +536,11 @@ static int open_verified_one(int *out, fpull_cache *c, const char *digest, int64
   /* A file of ours or root's that nobody else may write keeps the bytes we hash; anyone
    * else's could change them right after: those are copied, and the copy is used. */
   int safe = (st.st_uid == geteuid() || st.st_uid == 0) && !(st.st_mode & (S_IWGRP | S_IWOTH));
+  if (safe && trusted_by_record(c, digest, &st)) {
+    *out = fd;
+    fd = -1;
+    return 0;
+  }
   int use = fd;
   cleanup_close int copy = -1;
   if (safe) {
@@ -527,6 +559,8 @@ static int open_verified_one(int *out, fpull_cache *c, const char *digest, int64
     return fpull_err_set(err, FPULL_EFAIL, "cache: sha256 failed");
   if ((r = check_hash(c, digest, got, &st, err)))
     return r;
+  if (use == fd)
+    note_verified(c, digest, fd, &st);
   if (lseek(use, 0, SEEK_SET) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cache: blob %s: %s", digest, strerror(errno));
   if (use == copy)

@@ -15,6 +15,7 @@
 #include "cache_scan.h"
 #include "cache_trust.h"
 #include "cache_use.h"
+#include "cache_verified.h"
 #include "fpull/manifest.h"
 #include "fpull/ref.h"
 #include "util.h"
@@ -349,6 +350,8 @@ int fp_cache_remove_blob(fpull_cache *c, const char *digest)
   if (r == 0) {
     r = fp_cache_remove_if_same(dirfd, fp_digest_hex(digest), NULL) < 0 && errno != ENOENT ? -1 : 0;
     int e = errno;
+    if (r == 0)
+      fp_verified_remove(c, digest);
     fp_lock_drop(c->locks_fd, lock, lfd);
     errno = e;
   }

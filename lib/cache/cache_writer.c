@@ -9,6 +9,7 @@
 #include "cache_internal.h"
 #include "cache_lock.h"
 #include "cache_trust.h"
+#include "cache_verified.h"
 #include "digest.h"
 #include "fpull/cache.h"
 #include "fpull/ref.h"
@@ -135,6 +136,11 @@ static int finish(struct fpull_cache_writer *w, fpull_err *err)
     }
     return io_error(w, "rename into blobs/", err);
   }
+  /* Hashed on the way in, in our private directory: recorded as it is now in blobs/ (the
+   * rename changed its ctime), so that the next pull need not hash it again. */
+  struct stat st;
+  if (fstat(w->fd, &st) == 0)
+    fp_verified_note_blob(w->c, w->digest, &st);
   return 0;
 }
 

@@ -18,7 +18,7 @@ struct fp_layer_stream;
 /* Reads the blob from fd when fd > 0 (a duplicate is taken: the caller keeps fd), else
  * opens path. max_bytes bounds the uncompressed stream. The uncompressed stream is hashed
  * with the algorithm of diff_id (the DiffID it should have: sha512 for "sha512:...", else
- * sha256; NULL: sha256). */
+ * sha256); diff_id NULL: nothing to check, and the stream is not hashed at all. */
 int fp_layer_stream_open(struct fp_layer_stream **out, const char *path, int fd, int compression,
                          uint64_t max_bytes, const char *diff_id, fpull_err *err);
 void fp_layer_stream_close(struct fp_layer_stream *s);
@@ -31,7 +31,8 @@ struct archive *fp_layer_stream_archive(struct fp_layer_stream *s, fpull_err *er
 const fpull_err *fp_layer_stream_error(const struct fp_layer_stream *s);
 
 /* Reads what libarchive left (tar padding, trailing data) so the digest covers the whole
- * uncompressed stream, then writes "sha256:HEX" (or "sha512:HEX") into diff_id. */
+ * uncompressed stream, then writes "sha256:HEX" (or "sha512:HEX") into diff_id ("" when it
+ * was opened without one). */
 int fp_layer_stream_finish(struct fp_layer_stream *s, char diff_id[FP_DIGEST_MAX], fpull_err *err);
 
 uint64_t fp_layer_stream_bytes(const struct fp_layer_stream *s);
