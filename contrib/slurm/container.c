@@ -23,6 +23,7 @@
 #include "container.h"
 #include "job_dir.h"
 #include "run.h"
+#include "sqsh_mount.h"
 #include "store.h"
 #include "unpack/inroot.h"
 #include "util.h"
@@ -90,6 +91,7 @@ struct runner {
   int inspect;            /* resolve only (fpull inspect) */
   int offline_only;       /* an earlier resolution found the registry down */
   int went_offline;       /* the last pull() used the cache only */
+  int mounted;            /* the image is a SquashFS file mounted in the bundle */
 };
 
 static char *const *env_add(char ***envp, const char *k, const char *v)
@@ -588,19 +590,26 @@ static int from_squashfs(struct runner *rn)
     fp_slurm_say("fpull: %s: %s", rn->bundle, strerror(errno));
     return FPULL_EFAIL;
   }
-  char tool[PATH_MAX];
-  const char *argv[] = {runtime_path("unsquashfs", tool, sizeof tool),
-                        "-n",
-                        "-no-xattrs",
-                        "-d",
-                        rootfs,
-                        r->image,
-                        NULL};
-  int rc = run((char *const *)argv, rn->envp, NULL, 1);
-  if (rc) {
-    fp_slurm_say("fpull: %s: cannot be unpacked as a SquashFS file (unsquashfs: exit %d)", r->image,
-                 rc);
-    return rc == FPULL_EFAIL || rc == 127 ? FPULL_EFAIL : FPULL_EUNSAFE;
+  /* Mounted where the node can (no copy of the image per step), else unpacked. */
+  rn->mounted = fp_slurm_sqsh_mountable();
+  if (rn->mounted) {
+    if (fp_slurm_sqsh_mount(r->image, rn->bundle, rn->envp) < 0)
+      return FPULL_EFAIL;
+  } else {
+    char tool[PATH_MAX];
+    const char *argv[] = {runtime_path("unsquashfs", tool, sizeof tool),
+                          "-n",
+                          "-no-xattrs",
+                          "-d",
+                          rootfs,
+                          r->image,
+                          NULL};
+    int rc = run((char *const *)argv, rn->envp, NULL, 1);
+    if (rc) {
+      fp_slurm_say("fpull: %s: cannot be unpacked as a SquashFS file (unsquashfs: exit %d)",
+                   r->image, rc);
+      return rc == FPULL_EFAIL || rc == 127 ? FPULL_EFAIL : FPULL_EUNSAFE;
+    }
   }
   static const char spec[] = "{\"process\":{\"cwd\":\"/\",\"env\":[\"PATH=/usr/local/sbin:"
                              "/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"]}}";
@@ -614,7 +623,8 @@ static int from_squashfs(struct runner *rn)
   }
   char host[256] = "";
   gethostname(host, sizeof host - 1);
-  fp_slurm_say("fpull: %s: %s (a SquashFS file)", host, r->image);
+  fp_slurm_say("fpull: %s: %s (a SquashFS file, %s)", host, r->image,
+               rn->mounted ? "mounted with squashfuse" : "unpacked with unsquashfs");
   return 0;
 }
 
@@ -883,9 +893,10 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   cleanup_free char *infop = info_path(r->s, r->job_id, r->step_id);
   unlink(infop);
   runtime(&rn, "delete", "--force", NULL, 1);
-  /* A kept tree stays locked while the step runs: the step's end kills us. Not with the
+  /* A kept tree stays locked, and a mounted image's daemons (our children, in our process
+   * group) serve it, while the step runs: the step's end kills us. Not with the
    * step's stdio open, which Slurm waits to see closed before it ends the step. */
-  if (rc2 == 0 && store_lock >= 0) {
+  if (rc2 == 0 && (store_lock >= 0 || rn.mounted)) {
     int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
     for (int fd = 0; fd < 3 && nul >= 0; fd++)
       dup2(nul, fd);

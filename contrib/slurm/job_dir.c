@@ -16,6 +16,7 @@
 
 #include "unpack/inroot.h"
 #include "job_dir.h"
+#include "sqsh_mount.h"
 #include "util.h"
 
 int fp_slurm_run_dir_open(int *out, const char *run_dir, int create, fpull_err *err)
@@ -250,8 +251,8 @@ const char *fp_slurm_code_meaning(int code)
   }
 }
 
-int fp_slurm_step_dir_remove(int run_fd, uint32_t job_id, uint32_t step_id, uid_t uid, gid_t gid,
-                             fpull_err *err)
+int fp_slurm_step_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, uint32_t step_id,
+                             uid_t uid, gid_t gid, fpull_err *err)
 {
   char job[32], step[32];
   job_name(job, sizeof job, job_id, "");
@@ -267,6 +268,9 @@ int fp_slurm_step_dir_remove(int run_fd, uint32_t job_id, uint32_t step_id, uid_
     if (fd < 0)
       _exit(errno == ENOENT ? 0 : errno & 0xff);
     kill_holder(fd, step);
+    /* A mounted SquashFS image's daemons went with the runner: its mounts are dead. */
+    cleanup_free char *bundle = fp_xasprintf("%s/%s/%s/bundle", run_dir, job, step);
+    fp_slurm_sqsh_unmount(bundle);
     _exit(fp_rm_rf_at(fd, step) < 0 ? errno & 0xff : 0);
   }
   int status = 0;

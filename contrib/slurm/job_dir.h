@@ -33,9 +33,10 @@ int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, f
 int fp_slurm_job_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, fpull_err *err);
 
 /* Removes RUN_DIR/JOBID/STEPID as uid:gid (a child that drops every id to them), at the
- * end of the step: a long job's steps do not pile up their trees. */
-int fp_slurm_step_dir_remove(int run_fd, uint32_t job_id, uint32_t step_id, uid_t uid, gid_t gid,
-                             fpull_err *err);
+ * end of the step: a long job's steps do not pile up their trees. A SquashFS image the
+ * step mounted (sqsh_mount.h) is unmounted first, by the user with fusermount3. */
+int fp_slurm_step_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, uint32_t step_id,
+                             uid_t uid, gid_t gid, fpull_err *err);
 
 /* As root: RUN_DIR/store (root's, 0755) and RUN_DIR/store/UID (the user's, 0700), where
  * a user's unpacked images are kept between jobs (store_max=). */

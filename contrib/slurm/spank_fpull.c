@@ -426,7 +426,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
     fpull_err err = {0};
     cleanup_close int run_fd = -1;
     if (fp_slurm_run_dir_open(&run_fd, settings.run_dir, 0, &err) != 0 ||
-        fp_slurm_step_dir_remove(run_fd, job_id, step_id, uid, gid, &err) != 0)
+        fp_slurm_step_dir_remove(run_fd, settings.run_dir, job_id, step_id, uid, gid, &err) != 0)
       slurm_info("fpull: step %" PRIu32 ".%" PRIu32 ": %s", job_id, step_id, err.msg);
   }
   fp_slurm_settings_free(&settings);

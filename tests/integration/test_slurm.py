@@ -559,7 +559,8 @@ class SlurmPlugin(SlurmCase):
         cp = self.srun(["--fpull-image=" + sqsh, "sh", "-c",
                         'cat /etc/kind; echo "digest=$FPULL_IMAGE_DIGEST"; pwd'])
         self.assertEqual((cp.returncode, cp.stdout), (0, "image-v2\ndigest=\n/\n"), cp.stderr)
-        self.assertRegex(cp.stderr, r"(?m)^fpull: [^ ]+: %s \(a SquashFS file\)$" % sqsh)
+        self.assertRegex(cp.stderr, r"(?m)^fpull: [^ ]+: %s \(a SquashFS file, %s\)$" % (
+            sqsh, sqsh_route()))
         self.assert_clean()
         # A file that is no SquashFS fails the step.
         bad = os.path.join(out, "bad.sqsh")
@@ -568,7 +569,8 @@ class SlurmPlugin(SlurmCase):
         cp = self.srun(["--fpull-image=" + bad, "echo", "ran"])
         self.assertNotEqual(cp.returncode, 0)
         self.assertNotIn("ran", cp.stdout)
-        self.assertIn("fpull: %s: cannot be unpacked as a SquashFS file" % bad, cp.stderr)
+        self.assertIn("fpull: %s: cannot be %s as a SquashFS file" % (
+            bad, sqsh_route().split()[0]), cp.stderr)
         # Not a path: refused at submit.
         cp = self.srun(["--fpull-image=" + self.os_ref, "--fpull-save=app.sqsh", "true"])
         self.assertNotEqual(cp.returncode, 0)
@@ -779,6 +781,33 @@ class SlurmGpuHook(SlurmCase):
         self.assertEqual(os.listdir(self.calls), [])
 
 
+def dev_overlay_prefix(tmp, commands):
+    """A slurmd_prefix that runs slurmd in a mount namespace of its own whose /dev is an
+    overlay on the host's, changed by COMMANDS (shell, as root): device nodes a node has
+    and this VM lacks, for slurmd and its jobs only; the host's /dev is untouched."""
+    ovl = os.path.join(tmp, "devovl")
+    for d in ("old", "upper", "work"):
+        os.makedirs(os.path.join(ovl, d))
+    script = ('set -e; mount --rbind /dev {o}/old; '
+              'mount -t overlay overlay -o lowerdir={o}/old,upperdir={o}/upper,'
+              'workdir={o}/work /dev; '
+              'for m in pts shm mqueue; do [ -d {o}/old/$m ] && '
+              'mount --rbind {o}/old/$m /dev/$m || true; done; '
+              '{c}; exec "$@"').format(o=ovl, c=commands)
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh"]
+
+
+def sqsh_route():
+    """How the plugin runs a .sqsh image on this node for nobody: mounted where the tools
+    are there and /dev/fuse is open to users (Debian's default), else unpacked."""
+    try:
+        fuse_open = os.stat("/dev/fuse").st_mode & 0o006 == 0o006
+    except OSError:
+        fuse_open = False
+    tools = all(shutil.which(t) for t in ("squashfuse", "fuse-overlayfs", "fusermount3"))
+    return "mounted with squashfuse" if fuse_open and tools else "unpacked with unsquashfs"
+
+
 class SlurmGpuNode(SlurmCase):
     """A node with GPUs (device nodes as the drivers make them): NVIDIA's without an
     nvidia_hook= in plugstack.conf, and AMD's /dev/kfd and render node."""
@@ -792,25 +821,15 @@ class SlurmGpuNode(SlurmCase):
         images.push_image(self.client, "hpc/gpu", "1.0", [tools_layer(), os_release("gpu")])
         self.gpu_ref = "%s/hpc/gpu:1.0" % self.reg.hostport
         # The node's /dev, for slurmd and its jobs only, gains the NVIDIA control device
-        # (major 195, minor 255, as the driver makes it) through an overlay on /dev in
-        # slurmd's own mount namespace; the host's /dev is untouched.
-        ovl = os.path.join(self.tmp, "devovl")
-        for d in ("old", "upper", "work"):
-            os.makedirs(os.path.join(ovl, d))
-        script = ('set -e; mount --rbind /dev {o}/old; '
-                  'mount -t overlay overlay -o lowerdir={o}/old,upperdir={o}/upper,'
-                  'workdir={o}/work /dev; '
-                  'for m in pts shm mqueue; do [ -d {o}/old/$m ] && '
-                  'mount --rbind {o}/old/$m /dev/$m || true; done; '
-                  'mknod -m 666 /dev/nvidiactl c 195 255; mknod -m 666 /dev/kfd c 234 0; '
-                  'mkdir -p /dev/dri; mknod -m 666 /dev/dri/renderD128 c 226 128; '
-                  'exec "$@"').format(o=ovl)
+        # (major 195, minor 255, as the driver makes it), AMD's /dev/kfd and a render node.
         self.cluster = self.start_cluster(
             plugin=PLUGIN,
             plugin_args=["run_dir=" + self.run_dir, "config=" + self.config,
                          "data_dir=" + DATA_DIR, "fpull=" + fpull.binary()],
-            slurmd_prefix=["unshare", "-m", "--propagation", "private", "sh", "-c", script,
-                           "sh"])
+            slurmd_prefix=dev_overlay_prefix(
+                self.tmp, "mknod -m 666 /dev/nvidiactl c 195 255; "
+                          "mknod -m 666 /dev/kfd c 234 0; mkdir -p /dev/dri; "
+                          "mknod -m 666 /dev/dri/renderD128 c 226 128"))
 
     def test_gpus_without_a_hook_say_what_to_install(self):
         self.assertFalse(os.path.exists("/dev/nvidiactl"))  # only slurmd's /dev has it
@@ -837,6 +856,95 @@ class SlurmGpuNode(SlurmCase):
         self.assertEqual(cp.stdout.splitlines(), ["/dev/kfd character special file ea:0",
                                                   "/dev/dri/renderD128 character special "
                                                   "file e2:80"])
+
+
+class SlurmSqshMount(SlurmCase):
+    """--fpull-image=/PATH.sqsh on a node where users may mount FUSE file systems (Debian's
+    /dev/fuse is 0666; this VM's is 0600, so slurmd's own /dev gets Debian's mode): the
+    file is mounted with squashfuse under a fuse-overlayfs layer, as enroot does, not
+    copied."""
+
+    def setUp(self):
+        super().setUp()
+        if not os.path.isfile(PLUGIN):
+            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
+        for tool in ("runc", "squashfuse", "fuse-overlayfs", "fusermount3"):
+            if not shutil.which(tool):
+                self.skipTest("%s is not installed (Debian: runc squashfuse fuse-overlayfs "
+                              "fuse3)" % tool)
+        if not os.path.exists("/dev/fuse"):
+            self.skipTest("no /dev/fuse: the kernel has no FUSE")
+        ref = "%s/hpc/sq:1.0" % self.reg.hostport
+        images.push_image(self.client, "hpc/sq", "1.0", [tools_layer(), os_release("sq")])
+        self.sqsh = os.path.join(self.tmp, "sq.sqsh")
+        cp = fpull.run(["pull", "-q", "--format", "squashfs", "--cache-dir", self.cache, ref,
+                        self.sqsh], check=0)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        os.chmod(self.sqsh, 0o644)
+        self.cluster = self.start_cluster(
+            plugin=PLUGIN,
+            plugin_args=["run_dir=" + self.run_dir, "config=" + self.config,
+                         "data_dir=" + DATA_DIR, "fpull=" + fpull.binary()],
+            slurmd_prefix=dev_overlay_prefix(self.tmp, "chmod 666 /dev/fuse"))
+
+    def srun(self, *args):
+        return self.cluster._cmd(["srun"] + list(args), check=False, user="nobody")
+
+    def node_mounts(self):
+        """The mounts under run_dir that slurmd's mount namespace (the jobs') has, once the
+        node is idle again (srun returns before the step's end has run)."""
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
+        with open("/proc/%d/mountinfo" % self.cluster.procs["slurmd"].pid) as f:
+            return [ln.split()[4] for ln in f if ln.split()[4].startswith(self.run_dir + "/")]
+
+    def test_image_is_mounted_and_writable_through_the_overlay(self):
+        size = os.path.getsize(self.sqsh)
+        cp = self.srun("-n", "2", "-O", "--fpull-image=" + self.sqsh, "sh", "-c",
+                       'cat /etc/kind; echo "$SLURM_PROCID" >/tmp/t$SLURM_PROCID; '
+                       'cat /tmp/t$SLURM_PROCID; stat -c %u /etc/kind')
+        self.assertEqual(cp.returncode, 0, cp.stderr + self.cluster.logs())
+        # The image's files are the user's, as unsquashfs run by the user would make them.
+        self.assertEqual(sorted(cp.stdout.splitlines()),
+                         sorted(["sq", "sq", "0", "1", str(slurm.NOBODY), str(slurm.NOBODY)]),
+                         cp.stdout)
+        self.assertRegex(cp.stderr, r"(?m)^fpull: [^ ]+: %s \(a SquashFS file, mounted with "
+                                    r"squashfuse\)$" % re.escape(self.sqsh))
+        # The task's / is the overlay on the mounted file.
+        cp = self.srun("--fpull-image=" + self.sqsh, "sh", "-c",
+                       "cat /proc/self/mountinfo")
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        root = [ln.split(" - ")[1].split()[0] for ln in cp.stdout.splitlines()
+                if ln.split()[4] == "/"]
+        self.assertEqual(root, ["fuse.fuse-overlayfs"], cp.stdout)
+        # The file itself is untouched, and when the steps are done nothing stays mounted.
+        self.assertEqual(os.path.getsize(self.sqsh), size)
+        self.assertEqual(self.node_mounts(), [])
+        self.assertEqual(holders(self.run_dir), [])
+
+    def test_a_file_that_is_no_squashfs_fails_the_step(self):
+        bad = os.path.join(self.tmp, "bad.sqsh")
+        with open(bad, "w") as f:
+            f.write("not squashfs")
+        os.chmod(bad, 0o644)
+        cp = self.srun("--fpull-image=" + bad, "echo", "ran")
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertNotIn("ran", cp.stdout)
+        self.assertIn("fpull: %s: cannot be mounted as a SquashFS file (squashfuse" % bad,
+                      cp.stderr)
+        self.assertEqual(self.node_mounts(), [])
+
+    def test_batch_job_steps_and_the_epilog(self):
+        job, rec = self.cluster.sbatch(["--fpull-image=" + self.sqsh],
+                                       "srun cat /etc/kind\nsrun -n 2 cat /etc/kind\n",
+                                       user="nobody")
+        self.assertEqual(job.returncode, 0, job.stderr)
+        state = self.cluster.wait(rec)
+        out = self.cluster.output(rec)
+        self.assertEqual(state["JobState"], "COMPLETED", out + self.cluster.logs())
+        self.assertEqual([ln for ln in out.splitlines() if not ln.startswith("fpull: ")],
+                         ["sq", "sq", "sq"], out)
+        self.assertEqual(self.node_mounts(), [])
+        self.assertEqual(os.listdir(self.run_dir) if os.path.isdir(self.run_dir) else [], [])
 
 
 class SlurmSiteSettings(SlurmCase):

@@ -1,0 +1,159 @@
+/* fpull Slurm plugin: SquashFS images mounted with squashfuse and fuse-overlayfs (see
+ * sqsh_mount.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "run.h"
+#include "sqsh_mount.h"
+#include "util.h"
+
+/* A mount that does not appear within this long is a daemon that failed. */
+#define MOUNT_WAIT_MS 20000
+
+static const char *tool(const char *name, char *buf, size_t len)
+{
+  static const char *const dirs[] = {"/usr/local/bin", "/usr/bin", "/bin", NULL};
+  for (size_t i = 0; dirs[i]; i++) {
+    snprintf(buf, len, "%s/%s", dirs[i], name);
+    if (access(buf, X_OK) == 0)
+      return buf;
+  }
+  return NULL;
+}
+
+int fp_slurm_sqsh_mountable(void)
+{
+  char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
+  return tool("squashfuse", a, sizeof a) && tool("fuse-overlayfs", b, sizeof b) &&
+         tool("fusermount3", c, sizeof c) && access("/dev/fuse", R_OK | W_OK) == 0;
+}
+
+/* Starts argv in the background (stdin and stdout /dev/null, stderr to log); its pid. */
+static pid_t start(char *const argv[], char *const envp[], const char *log)
+{
+  pid_t pid = fork();
+  if (pid != 0)
+    return pid;
+  int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+  int err = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(err >= 0 ? err : nul, 2) < 0)
+    _exit(127);
+  execve(argv[0], argv, envp);
+  _exit(127);
+}
+
+/* Waits until path is a mount point of its own (another device than its parent), or the
+ * daemon pid has exited. 0 when mounted. */
+static int wait_mounted(const char *path, const char *parent, pid_t pid)
+{
+  struct stat p;
+  if (stat(parent, &p) < 0)
+    return -1;
+  for (int waited = 0; waited < MOUNT_WAIT_MS; waited += 5) {
+    struct stat st;
+    if (stat(path, &st) == 0 && st.st_dev != p.st_dev)
+      return 0;
+    if (waitpid(pid, NULL, WNOHANG) == pid)
+      return -1;
+    struct timespec ts = {0, 5 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  return -1;
+}
+
+/* The log's last line, for the one line the user sees. */
+static void last_line(const char *log, char *out, size_t len)
+{
+  char *data = NULL;
+  size_t n = 0;
+  out[0] = '\0';
+  if (fp_read_file(log, 1 << 16, &data, &n) != 0)
+    return;
+  while (n > 0 && (data[n - 1] == '\n' || data[n - 1] == '\r'))
+    n--;
+  size_t start = n;
+  while (start > 0 && data[start - 1] != '\n')
+    start--;
+  snprintf(out, len, "%.*s", (int)(n - start), data + start);
+  free(data);
+}
+
+static void unmount_one(const char *path)
+{
+  char fm[PATH_MAX];
+  if (!tool("fusermount3", fm, sizeof fm))
+    return;
+  const char *argv[] = {fm, "-u", "-z", "-q", path, NULL};
+  char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
+  fp_slurm_run_to((char *const *)argv, envp, NULL, 1, NULL, NULL);
+}
+
+void fp_slurm_sqsh_unmount(const char *dir)
+{
+  static const char *const points[] = {"rootfs", "lower"};
+  char path[PATH_MAX];
+  for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, points[i]);
+    unmount_one(path);
+  }
+}
+
+int fp_slurm_sqsh_mount(const char *image, const char *dir, char *const envp[])
+{
+  char sq[PATH_MAX], ov[PATH_MAX];
+  if (!tool("squashfuse", sq, sizeof sq) || !tool("fuse-overlayfs", ov, sizeof ov)) {
+    fp_slurm_say("fpull: %s: squashfuse or fuse-overlayfs is not installed", image);
+    return -1;
+  }
+  static const char *const subdirs[] = {"lower", "upper", "work", "rootfs"};
+  for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
+    cleanup_free char *p = fp_xasprintf("%s/%s", dir, subdirs[i]);
+    if (mkdir(p, 0700) < 0 && errno != EEXIST) {
+      fp_slurm_say("fpull: %s: %s", p, strerror(errno));
+      return -1;
+    }
+  }
+  cleanup_free char *lower = fp_xasprintf("%s/lower", dir);
+  cleanup_free char *rootfs = fp_xasprintf("%s/rootfs", dir);
+  cleanup_free char *log = fp_xasprintf("%s/mount.log", dir);
+  /* Owned by the user, whom the container maps to its root: as unsquashfs run by the user
+   * would have left them, and writable through the overlay. */
+  cleanup_free char *ids = fp_xasprintf("uid=%u,gid=%u", (unsigned)getuid(), (unsigned)getgid());
+  const char *sqa[] = {sq, "-f", "-o", ids, image, lower, NULL};
+  pid_t sp = start((char *const *)sqa, envp, log);
+  if (sp < 0 || wait_mounted(lower, dir, sp) < 0) {
+    char why[256];
+    last_line(log, why, sizeof why);
+    fp_slurm_say("fpull: %s: cannot be mounted as a SquashFS file (squashfuse%s%s)", image,
+                 why[0] ? ": " : "", why);
+    if (sp > 0)
+      kill(sp, SIGKILL);
+    fp_slurm_sqsh_unmount(dir);
+    return -1;
+  }
+  cleanup_free char *opts =
+      fp_xasprintf("lowerdir=%s,upperdir=%s/upper,workdir=%s/work", lower, dir, dir);
+  const char *ova[] = {ov, "-f", "-o", opts, rootfs, NULL};
+  pid_t op = start((char *const *)ova, envp, log);
+  if (op < 0 || wait_mounted(rootfs, dir, op) < 0) {
+    char why[256];
+    last_line(log, why, sizeof why);
+    fp_slurm_say("fpull: %s: cannot put a writable layer over the image (fuse-overlayfs%s%s)",
+                 image, why[0] ? ": " : "", why);
+    if (op > 0)
+      kill(op, SIGKILL);
+    kill(sp, SIGKILL);
+    fp_slurm_sqsh_unmount(dir);
+    return -1;
+  }
+  return 0;
+}

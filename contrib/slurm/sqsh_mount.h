@@ -1,0 +1,26 @@
+/* fpull Slurm plugin: a SquashFS image (--fpull-image=/PATH.sqsh) mounted, not copied, as
+ * enroot starts one: squashfuse mounts the file read-only as DIR/lower (every file shown
+ * as the job's user's, whom the container maps to its root, as unsquashfs run by the user
+ * would have made them) and fuse-overlayfs puts DIR/upper over it as DIR/rootfs, where the
+ * runtime makes its mount points and the tasks write. Both run as the job's user, in the
+ * runner, until the step ends; fusermount3 unmounts them. Needs both programs and a
+ * /dev/fuse the user may open (Debian's default, 0666); otherwise the caller unpacks.
+ */
+#ifndef FPULL_SLURM_SQSH_MOUNT_H
+#define FPULL_SLURM_SQSH_MOUNT_H
+
+#include <sys/types.h>
+
+/* Whether this node can mount SquashFS files for the user (the tools and /dev/fuse). */
+int fp_slurm_sqsh_mountable(void);
+
+/* Mounts image at dir/rootfs (dir/lower, dir/upper and dir/work beside it); the daemons are
+ * children of this process (the runner), alive until it dies. 0, or -1 after one line on
+ * the step's stderr and nothing left mounted. */
+int fp_slurm_sqsh_mount(const char *image, const char *dir, char *const envp[]);
+
+/* As the job's user: lazily unmounts dir/rootfs and dir/lower when mounted (their daemons
+ * may be gone: the mounts are never entered). */
+void fp_slurm_sqsh_unmount(const char *dir);
+
+#endif
