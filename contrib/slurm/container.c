@@ -87,11 +87,13 @@ struct runner {
                             a kept one in the node store */
   char cache[PATH_MAX];  /* --cache-dir, or "" for fpull's default (the user's own) */
   char **envp;
-  const char *pull_image; /* what is pulled: the image, or it pinned to a digest */
-  int inspect;            /* resolve only (fpull inspect) */
-  int offline_only;       /* an earlier resolution found the registry down */
-  int went_offline;       /* the last pull() used the cache only */
-  int mounted;            /* the image is a SquashFS file mounted in the bundle */
+  const char *pull_image;   /* what is pulled: the image, or it pinned to a digest */
+  int inspect;              /* resolve only (fpull inspect) */
+  int offline_only;         /* an earlier resolution found the registry down */
+  int went_offline;         /* the last pull() used the cache only */
+  int mounted;              /* the image is a SquashFS file mounted in the bundle */
+  const char *format;       /* what pull() asks fpull for: "bundle" or "squashfs" */
+  char dest[PATH_MAX + 16]; /* where: the tree, or the SquashFS file in the bundle */
 };
 
 static char *const *env_add(char ***envp, const char *k, const char *v)
@@ -133,7 +135,7 @@ static char *pinned_ref(const char *image, const char *digest)
   return pinned;
 }
 
-/* fpull pull --format bundle as the user; the --json result into out. */
+/* fpull pull --format bundle (or rn->format) as the user; the --json result into out. */
 static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *out)
 {
   const struct fp_slurm_request *r = rn->r;
@@ -144,8 +146,10 @@ static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *o
   argv[n++] = r->s->fpull;
   argv[n++] = rn->inspect ? "inspect" : "pull";
   argv[n++] = "--json";
+  char format[32];
+  snprintf(format, sizeof format, "--format=%s", rn->format ? rn->format : "bundle");
   if (!rn->inspect) {
-    argv[n++] = "--format=bundle";
+    argv[n++] = format;
     argv[n++] = "--progress=lines";
     argv[n++] = "--force";
   }
@@ -163,7 +167,7 @@ static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *o
   argv[n++] = "--";
   argv[n++] = rn->pull_image;
   if (!rn->inspect)
-    argv[n++] = rn->tree;
+    argv[n++] = rn->dest[0] ? rn->dest : rn->tree;
   argv[n] = NULL;
   out->len = 0;
   if (fp_slurm_run_timed_out())
@@ -630,12 +634,15 @@ static int from_squashfs(struct runner *rn)
 
 /* --fpull-entrypoint: the chosen entry's Entrypoint, from its image config (fpull config,
  * from the cache the pull just filled), as N records. */
-static int send_entrypoint(const struct runner *rn, const char *digest, struct fp_buf *info)
+/* The chosen entry's image configuration (fpull config, from the cache the pull just
+ * filled), or NULL after saying why (what: the option that needs it). */
+static cJSON *image_config(const struct runner *rn, const char *digest, const char *what, int *rc)
 {
   const struct fp_slurm_request *r = rn->r;
   cleanup_free char *pinned = pinned_ref(r->image, digest);
+  *rc = FPULL_EFAIL;
   if (!pinned)
-    return FPULL_EFAIL;
+    return NULL;
   const char *argv[12];
   size_t n = 0;
   argv[n++] = r->s->fpull;
@@ -646,14 +653,22 @@ static int send_entrypoint(const struct runner *rn, const char *digest, struct f
   argv[n++] = pinned;
   argv[n] = NULL;
   struct fp_buf out = {0};
-  int rc = run((char *const *)argv, rn->envp, &out, 0);
-  cJSON *cfg = rc == 0 ? cJSON_ParseWithLength(out.data ? out.data : "", out.len) : NULL;
+  int run_rc = run((char *const *)argv, rn->envp, &out, 0);
+  cJSON *cfg = run_rc == 0 ? cJSON_ParseWithLength(out.data ? out.data : "", out.len) : NULL;
   fp_buf_free(&out);
   if (!cfg) {
-    fp_slurm_say("fpull: %s: --fpull-entrypoint: the image's configuration cannot be read",
-                 r->image);
-    return rc ? rc : FPULL_EFAIL;
+    fp_slurm_say("fpull: %s: %s: the image's configuration cannot be read", r->image, what);
+    *rc = run_rc ? run_rc : FPULL_EFAIL;
   }
+  return cfg;
+}
+
+static int send_entrypoint(const struct runner *rn, const char *digest, struct fp_buf *info)
+{
+  int rc;
+  cJSON *cfg = image_config(rn, digest, "--fpull-entrypoint", &rc);
+  if (!cfg)
+    return rc;
   const cJSON *e;
   cJSON_ArrayForEach(e, cJSON_GetObjectItem(cJSON_GetObjectItem(cfg, "config"), "Entrypoint"))
   {
@@ -661,6 +676,62 @@ static int send_entrypoint(const struct runner *rn, const char *digest, struct f
       send_rec(info, 'N', e->valuestring);
   }
   cJSON_Delete(cfg);
+  return 0;
+}
+
+/* --fpull-format=squashfs: the entry pulled as one SquashFS file into the bundle and
+ * mounted there (sqsh_mount.h); the bundle's config.json gets the image's Env and
+ * WorkingDir, as fpull's bundle would have. *res: what say_chosen needs. */
+static int pull_squashfs(struct runner *rn, cJSON **res)
+{
+  if (mkdir(rn->bundle, 0700) < 0 && errno != EEXIST) {
+    fp_slurm_say("fpull: %s: %s", rn->bundle, strerror(errno));
+    return FPULL_EFAIL;
+  }
+  rn->format = "squashfs";
+  snprintf(rn->dest, sizeof rn->dest, "%s/image.sqsh", rn->bundle);
+  int rc = pull(rn, res);
+  if (rc)
+    return rc;
+  const char *digest = cJSON_GetStringValue(cJSON_GetObjectItem(*res, "manifest_digest"));
+  cJSON *cfg = digest ? image_config(rn, digest, "--fpull-format=squashfs", &rc) : NULL;
+  if (!cfg)
+    return digest ? rc : FPULL_EFAIL;
+  const cJSON *c = cJSON_GetObjectItem(cfg, "config");
+  cJSON *spec = cJSON_CreateObject();
+  cJSON *proc = cJSON_AddObjectToObject(spec, "process");
+  const char *wd = cJSON_GetStringValue(cJSON_GetObjectItem(c, "WorkingDir"));
+  cJSON_AddStringToObject(proc, "cwd", wd && wd[0] == '/' ? wd : "/");
+  cJSON *env = cJSON_AddArrayToObject(proc, "env");
+  int has_path = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "Env"))
+  {
+    const char *v = cJSON_GetStringValue(e);
+    if (!v)
+      continue;
+    has_path |= strncmp(v, "PATH=", 5) == 0;
+    cJSON_AddItemToArray(env, cJSON_CreateString(v));
+  }
+  if (!has_path)
+    cJSON_AddItemToArray(
+        env,
+        cJSON_CreateString("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
+  cJSON_Delete(cfg);
+  cleanup_free char *text = cJSON_PrintUnformatted(spec);
+  cJSON_Delete(spec);
+  cleanup_free char *config = fp_xasprintf("%s/config.json", rn->bundle);
+  int fd = open(config, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int ok = fd >= 0 && text && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+  if (fd >= 0 && close(fd) < 0)
+    ok = 0;
+  if (!ok) {
+    fp_slurm_say("fpull: %s: %s", config, strerror(errno));
+    return FPULL_EFAIL;
+  }
+  if (fp_slurm_sqsh_mount(rn->dest, rn->bundle, rn->envp) < 0)
+    return FPULL_EFAIL;
+  rn->mounted = 1;
   return 0;
 }
 
@@ -817,7 +888,15 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
     send_rec(info, 'D', "");
   } else {
     cJSON *res = NULL;
-    rc = r->s->store_max ? from_store(&rn, &res, &store_lock) : pull(&rn, &res);
+    int squashfs = r->squashfs && fp_slurm_sqsh_mountable();
+    if (r->squashfs && !squashfs)
+      fp_slurm_say("fpull: %s: --fpull-format=squashfs: this node cannot mount SquashFS files "
+                   "for users (it needs squashfuse, fuse-overlayfs and a /dev/fuse users may "
+                   "open): unpacked instead",
+                   r->image);
+    rc = squashfs          ? pull_squashfs(&rn, &res)
+         : r->s->store_max ? from_store(&rn, &res, &store_lock)
+                           : pull(&rn, &res);
     if (rc)
       return rc; /* fpull said why on the step's stderr */
     say_chosen(&rn, res);

@@ -38,6 +38,7 @@ struct fp_slurm_request {
   const char *gpus; /* the allocation's GPUs (CUDA_VISIBLE_DEVICES), or NULL */
   const char *save; /* --fpull-save: a SquashFS file of the image, written by node 0 */
   int entrypoint;   /* --fpull-entrypoint: the tasks need the image's Entrypoint */
+  int squashfs;     /* --fpull-format=squashfs: pulled as one SquashFS file and mounted */
   uint32_t ntasks;  /* the step's tasks on this node: each joins, then the holder goes */
   int info_fd;      /* (the runner's own) */
 };

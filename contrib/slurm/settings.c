@@ -21,7 +21,7 @@ static const char *const arg_names[] = {
 static const char *const pull_names[] = {"always", "missing", "newer", "never", NULL};
 
 /* --fpull-format's values; the first is the default. */
-static const char *const format_names[] = {"dir", NULL};
+static const char *const format_names[] = {"dir", "squashfs", NULL};
 
 int fp_slurm_pull_parse(const char *value)
 {
@@ -314,7 +314,7 @@ int fp_slurm_option_check(int opt, const char *value, const struct fp_slurm_sett
     for (size_t i = 0; value && format_names[i]; i++)
       if (strcmp(value, format_names[i]) == 0)
         return 0;
-    return bad_word(err, "--fpull-format", value, format_names, "dir");
+    return bad_word(err, "--fpull-format", value, format_names, "dir or squashfs");
   case FP_OPT_MOUNTS: {
     struct fp_slurm_mount *m = NULL;
     size_t n = 0;

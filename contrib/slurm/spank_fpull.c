@@ -52,9 +52,10 @@ static struct spank_option fpull_options[] = {
     {"fpull-features", "LIST",
      "choose IMAGE's entry for these features instead of each node's own (as fpull --features)", 1,
      FP_OPT_FEATURES, check_option},
-    {"fpull-format", "dir",
-     "how the image is kept on the node: an unpacked tree (dir, the default)", 1, FP_OPT_FORMAT,
-     check_option},
+    {"fpull-format", "dir|squashfs",
+     "how the image is kept on the node: an unpacked tree (dir, the default), or one SquashFS "
+     "file mounted for the step (squashfs)",
+     1, FP_OPT_FORMAT, check_option},
     {"fpull-mounts", "SRC:DST[:ro|rw][,...]", "bind mounts into the container", 1, FP_OPT_MOUNTS,
      check_option},
     {"fpull-workdir", "DIR",
@@ -252,6 +253,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   if (!r.gpus)
     r.gpus = job_env(sp, "SLURM_JOB_GPUS", gpus, sizeof gpus);
   r.entrypoint = option(sp, FP_OPT_ENTRYPOINT) != NULL;
+  const char *format = option(sp, FP_OPT_FORMAT);
+  r.squashfs = format && strcmp(format, "squashfs") == 0;
   if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &r.ntasks) != ESPANK_SUCCESS)
     r.ntasks = 1;
   uint32_t node = 0;

@@ -112,6 +112,15 @@ def tools_layer(tools=TOOLS):
     return entries
 
 
+def cpu_seconds(text):
+    """Slurm's [D-][HH:]MM:SS[.mmm] as seconds; -1 when it is not that."""
+    m = re.match(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$", text)
+    if not m:
+        return -1
+    d, h, mi, se = m.groups()
+    return ((int(d or 0) * 24 + int(h or 0)) * 60 + int(mi)) * 60 + float(se)
+
+
 def holders(run_dir):
     """Processes whose root is under run_dir: containers' init processes (rootless runc's
     holders) or tasks left behind."""
@@ -383,15 +392,29 @@ class SlurmPlugin(SlurmCase):
                 cp = self.cluster._cmd(["sstat", "-a", "-n", "-P", "-j", job + ".0", "-o",
                                         "JobID,NTasks,AveCPU,MaxRSS"], check=False)
                 row = cp.stdout.strip().split("|")
-                if len(row) == 4 and row[2] not in ("", "00:00:00", "00:00.000"):
+                # Until the first sample, sstat prints an empty MaxRSS and any AveCPU.
+                if len(row) == 4 and re.match(r"^[1-9]\d*[KMG]$", row[3]) and \
+                        0 < cpu_seconds(row[2]) < 3600:
                     break
             time.sleep(0.2)
         self.assertIsNotNone(row, p.stderr.read() if p.poll() is not None else "")
         self.assertEqual(row[:2], [job + ".0", "1"], row)
-        self.assertNotIn(row[2], ("", "00:00:00", "00:00.000"), row)  # the loop's CPU
+        self.assertTrue(0 < cpu_seconds(row[2]) < 3600, row)  # the loop's CPU
         self.assertRegex(row[3], r"^[1-9]\d*[KMG]$", row)
         self.cluster._cmd(["scancel", job])
         p.communicate(timeout=60)
+        self.assert_clean()
+
+    def test_format_squashfs_where_the_node_cannot_mount_unpacks(self):
+        if sqsh_route().startswith("mounted"):
+            self.skipTest("this node can mount SquashFS files for users "
+                          "(SlurmSqshMount tests that)")
+        cp = self.srun(["--fpull-image=" + self.other_ref, "--fpull-format=squashfs",
+                        "cat", "/etc/kind"])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "other\n"), cp.stderr)
+        self.assertIn("fpull: %s: --fpull-format=squashfs: this node cannot mount SquashFS "
+                      "files for users (it needs squashfuse, fuse-overlayfs and a /dev/fuse "
+                      "users may open): unpacked instead" % self.other_ref, cp.stderr)
         self.assert_clean()
 
     def test_batch_steps_use_the_image(self):
@@ -918,6 +941,33 @@ class SlurmSqshMount(SlurmCase):
         self.assertEqual(root, ["fuse.fuse-overlayfs"], cp.stdout)
         # The file itself is untouched, and when the steps are done nothing stays mounted.
         self.assertEqual(os.path.getsize(self.sqsh), size)
+        self.assertEqual(self.node_mounts(), [])
+        self.assertEqual(holders(self.run_dir), [])
+
+    def test_format_squashfs_pulls_one_file_and_mounts_it(self):
+        # A registry image as one SquashFS file in the step's directory, mounted: its Env and
+        # WorkingDir apply as for an unpacked tree.
+        img = images.push_image(self.client, "hpc/sqenv", "1.0",
+                                [tools_layer(), os_release("sqenv")],
+                                config_extra={"config": {"Env": ["PATH=/usr/bin:/bin",
+                                                                 "APP=from-image"],
+                                                         "WorkingDir": "/etc"}})
+        ref = "%s/hpc/sqenv:1.0" % self.reg.hostport
+        cp = self.srun("--fpull-image=" + ref, "--fpull-format=squashfs", "--no-fpull-mount-home",
+                       "sh", "-c", 'cat /etc/kind; echo "$APP $FPULL_IMAGE_DIGEST"; pwd; '
+                                   'echo --; cat /proc/self/mountinfo; echo --; ls /')
+        self.assertEqual(cp.returncode, 0, cp.stderr + self.cluster.logs())
+        head, mountinfo, top = cp.stdout.split("--\n")
+        self.assertEqual(head.splitlines(), ["sqenv", "from-image " + img["digest"], "/etc"],
+                         cp.stdout)
+        root = [ln.split(" - ")[1].split()[0] for ln in mountinfo.splitlines()
+                if ln.split()[4] == "/"]
+        self.assertEqual(root, ["fuse.fuse-overlayfs"], mountinfo)
+        # Only the image's own top level: the SquashFS file and its mounts are not inside.
+        self.assertIn("etc", top.split())
+        self.assertNotIn("image.sqsh", top.split())
+        self.assertRegex(cp.stderr, r"(?m)^fpull: [^ ]+: %s: %s " % (re.escape(ref),
+                                                                     img["digest"]))
         self.assertEqual(self.node_mounts(), [])
         self.assertEqual(holders(self.run_dir), [])
 
