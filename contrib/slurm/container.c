@@ -30,6 +30,8 @@
 
 /* The runner's records to slurmstepd, each "K<value>\0": D digest, W workdir, E one Env
  * entry, N one Entrypoint element (--fpull-entrypoint), P the holder's pid (last). */
+/* PATH where the image names none: the runtimes' default. */
+#define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define INFO_MAX (1u << 20)
 #define SPEC_MAX (4u << 20)
 
@@ -431,8 +433,7 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
     cJSON *he = cJSON_AddArrayToObject(h, "env");
     cleanup_free char *vis = fp_xasprintf("NVIDIA_VISIBLE_DEVICES=%s", r->gpus);
     cJSON_AddItemToArray(he, cJSON_CreateString(vis));
-    cJSON_AddItemToArray(he, cJSON_CreateString("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
-                                                "/usr/bin:/sbin:/bin"));
+    cJSON_AddItemToArray(he, cJSON_CreateString(DEFAULT_PATH));
     cJSON_AddItemToArray(pre, h);
     cJSON *pe = cJSON_GetObjectItem(p, "env");
     cJSON_AddItemToArray(pe, cJSON_CreateString(vis));
@@ -460,18 +461,11 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
   return 0;
 }
 
+/* A runtime or tool not found is run by its name: its exec fails with a line that says so. */
 static const char *runtime_path(const char *rt, char *buf, size_t len)
 {
-  if (rt[0] == '/')
-    return rt;
-  static const char *const dirs[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin",
-                                     "/sbin",           "/bin",           NULL};
-  for (size_t i = 0; dirs[i]; i++) {
-    snprintf(buf, len, "%s/%s", dirs[i], rt);
-    if (access(buf, X_OK) == 0)
-      return buf;
-  }
-  return rt;
+  const char *found = fp_slurm_find_program(rt, buf, len);
+  return found ? found : rt;
 }
 
 /* crun, unlike runc, refuses a rootless container it cannot give a cgroup of its own on a
@@ -517,20 +511,13 @@ static int runtime(struct runner *rn, const char *verb, const char *extra1, cons
   /* A file, not a pipe: the container's init keeps what it was given open. */
   cleanup_free char *log = fp_xasprintf("%s/%s/runtime.log", rn->r->s->run_dir, rn->step);
   int rc = fp_slurm_run_to((char *const *)argv, rn->envp, NULL, 1, log, NULL);
-  struct fp_buf out = {0};
-  if (rc && !quiet)
-    fp_read_file(log, 1 << 16, &out.data, &out.len);
-  if (rc && !quiet && out.len) {
+  if (rc && !quiet) {
     /* Its last line says why. */
-    while (out.len && out.data[out.len - 1] == '\n')
-      out.len--;
-    size_t start = out.len;
-    while (start && out.data[start - 1] != '\n')
-      start--;
-    fp_slurm_say("fpull: %s %s: %.*s", rn->r->s->runtime, verb, (int)(out.len - start),
-                 out.data + start);
+    char why[1024];
+    fp_slurm_log_last_line(log, why, sizeof why);
+    if (why[0])
+      fp_slurm_say("fpull: %s %s: %s", rn->r->s->runtime, verb, why);
   }
-  fp_buf_free(&out);
   return rc;
 }
 
@@ -581,6 +568,23 @@ static void save(struct runner *rn, const char *digest)
     fp_slurm_say("fpull: saved %s to %s", pinned, r->save);
 }
 
+/* The bundle's config.json (what write_spec reads of the image) for an image that came as
+ * a SquashFS file, not as fpull's bundle. 0, or -1 after saying why. */
+static int write_bundle_config(const struct runner *rn, const char *text)
+{
+  cleanup_free char *config = fp_xasprintf("%s/config.json", rn->bundle);
+  size_t n = strlen(text);
+  int fd = open(config, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int ok = fd >= 0 && write(fd, text, n) == (ssize_t)n;
+  if (fd >= 0 && close(fd) < 0)
+    ok = 0;
+  if (!ok) {
+    fp_slurm_say("fpull: %s: %s", config, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
 /* --fpull-image=/path/file.sqsh (made by fpull pull --format squashfs, enroot import or
  * mksquashfs): extracted as the user into the step's rootfs with unsquashfs (no FUSE mount:
  * a copy per step), with the default PATH and / as the working directory, since a SquashFS
@@ -589,7 +593,6 @@ static int from_squashfs(struct runner *rn)
 {
   const struct fp_slurm_request *r = rn->r;
   cleanup_free char *rootfs = fp_xasprintf("%s/rootfs", rn->bundle);
-  cleanup_free char *config = fp_xasprintf("%s/config.json", rn->bundle);
   if (mkdir(rn->bundle, 0700) < 0 && errno != EEXIST) {
     fp_slurm_say("fpull: %s: %s", rn->bundle, strerror(errno));
     return FPULL_EFAIL;
@@ -615,16 +618,9 @@ static int from_squashfs(struct runner *rn)
       return rc == FPULL_EFAIL || rc == 127 ? FPULL_EFAIL : FPULL_EUNSAFE;
     }
   }
-  static const char spec[] = "{\"process\":{\"cwd\":\"/\",\"env\":[\"PATH=/usr/local/sbin:"
-                             "/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"]}}";
-  int fd = open(config, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  int ok = fd >= 0 && write(fd, spec, sizeof spec - 1) == (ssize_t)(sizeof spec - 1);
-  if (fd >= 0 && close(fd) < 0)
-    ok = 0;
-  if (!ok) {
-    fp_slurm_say("fpull: %s: %s", config, strerror(errno));
+  static const char spec[] = "{\"process\":{\"cwd\":\"/\",\"env\":[\"" DEFAULT_PATH "\"]}}";
+  if (write_bundle_config(rn, spec) != 0)
     return FPULL_EFAIL;
-  }
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   fp_slurm_say("fpull: %s: %s (a SquashFS file, %s)", host, r->image,
@@ -714,21 +710,12 @@ static int pull_squashfs(struct runner *rn, cJSON **res)
     cJSON_AddItemToArray(env, cJSON_CreateString(v));
   }
   if (!has_path)
-    cJSON_AddItemToArray(
-        env,
-        cJSON_CreateString("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
+    cJSON_AddItemToArray(env, cJSON_CreateString(DEFAULT_PATH));
   cJSON_Delete(cfg);
   cleanup_free char *text = cJSON_PrintUnformatted(spec);
   cJSON_Delete(spec);
-  cleanup_free char *config = fp_xasprintf("%s/config.json", rn->bundle);
-  int fd = open(config, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  int ok = fd >= 0 && text && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
-  if (fd >= 0 && close(fd) < 0)
-    ok = 0;
-  if (!ok) {
-    fp_slurm_say("fpull: %s: %s", config, strerror(errno));
+  if (!text || write_bundle_config(rn, text) != 0)
     return FPULL_EFAIL;
-  }
   if (fp_slurm_sqsh_mount(rn->dest, rn->bundle, rn->envp) < 0)
     return FPULL_EFAIL;
   rn->mounted = 1;

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -159,4 +160,34 @@ int fp_slurm_run_to(char *const argv[], char *const envp[], struct fp_buf *out, 
   if (!WIFEXITED(status))
     return pull_timed_out ? FPULL_ENET : FPULL_EFAIL;
   return WEXITSTATUS(status) == 127 ? FPULL_EFAIL : WEXITSTATUS(status);
+}
+
+const char *fp_slurm_find_program(const char *name, char *buf, size_t len)
+{
+  if (name[0] == '/')
+    return name;
+  static const char *const dirs[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin",
+                                     "/sbin",           "/bin",           NULL};
+  for (size_t i = 0; dirs[i]; i++) {
+    snprintf(buf, len, "%s/%s", dirs[i], name);
+    if (access(buf, X_OK) == 0)
+      return buf;
+  }
+  return NULL;
+}
+
+void fp_slurm_log_last_line(const char *path, char *out, size_t len)
+{
+  char *data = NULL;
+  size_t n = 0;
+  out[0] = '\0';
+  if (fp_read_file(path, 1 << 16, &data, &n) != 0)
+    return;
+  while (n > 0 && (data[n - 1] == '\n' || data[n - 1] == '\r'))
+    n--;
+  size_t start = n;
+  while (start > 0 && data[start - 1] != '\n')
+    start--;
+  snprintf(out, len, "%.*s", (int)(n - start), data + start);
+  free(data);
 }

@@ -18,6 +18,14 @@ void fp_slurm_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int fp_slurm_run_to(char *const argv[], char *const envp[], struct fp_buf *out, int quiet,
                     const char *log, const char *drop);
 
+/* NAME's path in the system's program directories (sbin and bin, local first) into buf,
+ * or NULL when none has it. An absolute NAME is returned as it is. */
+const char *fp_slurm_find_program(const char *name, char *buf, size_t len);
+
+/* The last line of the log file at path (a program's stderr), for the one line the user
+ * sees; "" when there is none. */
+void fp_slurm_log_last_line(const char *path, char *out, size_t len);
+
 /* From now, seconds (0: none) until the program running is killed and the deadline
  * counts as passed. */
 void fp_slurm_run_deadline(unsigned seconds);

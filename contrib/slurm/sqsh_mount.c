@@ -19,22 +19,12 @@
 /* A mount that does not appear within this long is a daemon that failed. */
 #define MOUNT_WAIT_MS 20000
 
-static const char *tool(const char *name, char *buf, size_t len)
-{
-  static const char *const dirs[] = {"/usr/local/bin", "/usr/bin", "/bin", NULL};
-  for (size_t i = 0; dirs[i]; i++) {
-    snprintf(buf, len, "%s/%s", dirs[i], name);
-    if (access(buf, X_OK) == 0)
-      return buf;
-  }
-  return NULL;
-}
-
 int fp_slurm_sqsh_mountable(void)
 {
   char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
-  return tool("squashfuse", a, sizeof a) && tool("fuse-overlayfs", b, sizeof b) &&
-         tool("fusermount3", c, sizeof c) && access("/dev/fuse", R_OK | W_OK) == 0;
+  return fp_slurm_find_program("squashfuse", a, sizeof a) &&
+         fp_slurm_find_program("fuse-overlayfs", b, sizeof b) &&
+         fp_slurm_find_program("fusermount3", c, sizeof c) && access("/dev/fuse", R_OK | W_OK) == 0;
 }
 
 /* Starts argv in the background (stdin and stdout /dev/null, stderr to log); its pid. */
@@ -70,27 +60,10 @@ static int wait_mounted(const char *path, const char *parent, pid_t pid)
   return -1;
 }
 
-/* The log's last line, for the one line the user sees. */
-static void last_line(const char *log, char *out, size_t len)
-{
-  char *data = NULL;
-  size_t n = 0;
-  out[0] = '\0';
-  if (fp_read_file(log, 1 << 16, &data, &n) != 0)
-    return;
-  while (n > 0 && (data[n - 1] == '\n' || data[n - 1] == '\r'))
-    n--;
-  size_t start = n;
-  while (start > 0 && data[start - 1] != '\n')
-    start--;
-  snprintf(out, len, "%.*s", (int)(n - start), data + start);
-  free(data);
-}
-
 static void unmount_one(const char *path)
 {
   char fm[PATH_MAX];
-  if (!tool("fusermount3", fm, sizeof fm))
+  if (!fp_slurm_find_program("fusermount3", fm, sizeof fm))
     return;
   const char *argv[] = {fm, "-u", "-z", "-q", path, NULL};
   char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
@@ -110,7 +83,8 @@ void fp_slurm_sqsh_unmount(const char *dir)
 int fp_slurm_sqsh_mount(const char *image, const char *dir, char *const envp[])
 {
   char sq[PATH_MAX], ov[PATH_MAX];
-  if (!tool("squashfuse", sq, sizeof sq) || !tool("fuse-overlayfs", ov, sizeof ov)) {
+  if (!fp_slurm_find_program("squashfuse", sq, sizeof sq) ||
+      !fp_slurm_find_program("fuse-overlayfs", ov, sizeof ov)) {
     fp_slurm_say("fpull: %s: squashfuse or fuse-overlayfs is not installed", image);
     return -1;
   }
@@ -132,7 +106,7 @@ int fp_slurm_sqsh_mount(const char *image, const char *dir, char *const envp[])
   pid_t sp = start((char *const *)sqa, envp, log);
   if (sp < 0 || wait_mounted(lower, dir, sp) < 0) {
     char why[256];
-    last_line(log, why, sizeof why);
+    fp_slurm_log_last_line(log, why, sizeof why);
     fp_slurm_say("fpull: %s: cannot be mounted as a SquashFS file (squashfuse%s%s)", image,
                  why[0] ? ": " : "", why);
     if (sp > 0)
@@ -146,7 +120,7 @@ int fp_slurm_sqsh_mount(const char *image, const char *dir, char *const envp[])
   pid_t op = start((char *const *)ova, envp, log);
   if (op < 0 || wait_mounted(rootfs, dir, op) < 0) {
     char why[256];
-    last_line(log, why, sizeof why);
+    fp_slurm_log_last_line(log, why, sizeof why);
     fp_slurm_say("fpull: %s: cannot put a writable layer over the image (fuse-overlayfs%s%s)",
                  image, why[0] ? ": " : "", why);
     if (op > 0)
