@@ -104,12 +104,7 @@ class ClusterDocs(cases.RegistryCase):
     tmp_prefix = "fpull-docs-test-"
 
     def setUp(self):
-        gone = slurm.missing()
-        if gone:
-            self.skipTest("Slurm is not installed (missing %s; Debian: slurm-wlm munge)" %
-                          ", ".join(gone))
-        if os.geteuid() != 0:
-            self.fail("needs root: slurmd runs jobs as other users (scripts/test runs as root)")
+        slurm.require(self)
         if not os.path.isdir("/etc/slurm"):
             self.fail("/etc/slurm is missing (Debian's slurm-wlm-basic-plugins makes it)")
         # Before any thread is started: unshare(CLONE_NEWNS) needs a single-threaded process.

@@ -35,12 +35,7 @@ class SlurmCase(cases.RegistryCase):
     tmp_prefix = "fpull-slurm-test-"
 
     def setUp(self):
-        gone = slurm.missing()
-        if gone:
-            self.skipTest("Slurm is not installed (missing %s; Debian: slurm-wlm munge)" %
-                          ", ".join(gone))
-        if os.geteuid() != 0:
-            self.fail("needs root: slurmd runs jobs as other users (scripts/test runs as root)")
+        slurm.require(self)
         super().setUp()
         os.chmod(self.tmp, 0o755)
         self.cache = os.path.join(self.tmp, "cache")
@@ -341,21 +336,27 @@ class SlurmPlugin(SlurmCase):
         self.assertEqual(len(re.findall(r"(?m)^fpull: .*%s" % re.escape(self.other["digest"]),
                                         cp.stderr)), 1, cp.stderr)
 
-    def test_scancel_ends_the_task_inside(self):
-        p = subprocess.Popen(["runuser", "-u", "nobody", "--", "srun", "-J", "longjob",
-                              "--fpull-image=" + self.other_ref, "sleep", self.sleep_arg()],
+    def sleeping_step(self, name, command):
+        """srun -J NAME COMMAND in the image as nobody, COMMAND ending in this test's sleep:
+        (the srun process, the job id) once the task sleeps."""
+        p = subprocess.Popen(["runuser", "-u", "nobody", "--", "srun", "-J", name,
+                              "--fpull-image=" + self.other_ref] + command,
                              env=self.cluster.env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         self.addCleanup(p.kill)
-        job = None
         for _ in range(300):
-            cp = self.cluster._cmd(["squeue", "-h", "-n", "longjob", "-t", "R", "-o", "%i"],
+            cp = self.cluster._cmd(["squeue", "-h", "-n", name, "-t", "R", "-o", "%i"],
                                    check=False)
             if cp.stdout.strip() and self.task_sleeping():
-                job = cp.stdout.strip()
+                return p, cp.stdout.strip()
+            if p.poll() is not None:
                 break
             time.sleep(0.2)
-        self.assertIsNotNone(job, self.cluster.logs())
+        self.fail("%s never ran: %s%s" % (name, p.stderr.read() if p.poll() is not None else "",
+                                         self.cluster.logs()))
+
+    def test_scancel_ends_the_task_inside(self):
+        p, job = self.sleeping_step("longjob", ["sleep", self.sleep_arg()])
         self.cluster._cmd(["scancel", job])
         out, err = p.communicate(timeout=60)
         self.assertNotEqual(p.returncode, 0)
@@ -376,28 +377,19 @@ class SlurmPlugin(SlurmCase):
     def test_sstat_accounts_the_task_inside(self):
         # The task in the image is the step's own process: Slurm's accounting gathers its
         # CPU time and memory like any task's.
-        p = subprocess.Popen(["runuser", "-u", "nobody", "--", "srun", "-J", "acct",
-                              "--fpull-image=" + self.other_ref, "sh", "-c",
-                              "i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done; "
-                              "sleep " + self.sleep_arg()],
-                             env=self.cluster.env(), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-        self.addCleanup(p.kill)
+        p, job = self.sleeping_step("acct", [
+            "sh", "-c", "i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done; "
+                        "sleep " + self.sleep_arg()])
         row = None
         for _ in range(600):
-            cp = self.cluster._cmd(["squeue", "-h", "-n", "acct", "-t", "R", "-o", "%i"],
-                                   check=False)
-            job = cp.stdout.strip()
-            if job and self.task_sleeping():
-                cp = self.cluster._cmd(["sstat", "-a", "-n", "-P", "-j", job + ".0", "-o",
-                                        "JobID,NTasks,AveCPU,MaxRSS"], check=False)
-                row = cp.stdout.strip().split("|")
-                # Until the first sample, sstat prints an empty MaxRSS and any AveCPU.
-                if len(row) == 4 and re.match(r"^[1-9]\d*[KMG]$", row[3]) and \
-                        0 < cpu_seconds(row[2]) < 3600:
-                    break
+            cp = self.cluster._cmd(["sstat", "-a", "-n", "-P", "-j", job + ".0", "-o",
+                                    "JobID,NTasks,AveCPU,MaxRSS"], check=False)
+            row = cp.stdout.strip().split("|")
+            # Until the first sample, sstat prints an empty MaxRSS and any AveCPU.
+            if len(row) == 4 and re.match(r"^[1-9]\d*[KMG]$", row[3]) and \
+                    0 < cpu_seconds(row[2]) < 3600:
+                break
             time.sleep(0.2)
-        self.assertIsNotNone(row, p.stderr.read() if p.poll() is not None else "")
         self.assertEqual(row[:2], [job + ".0", "1"], row)
         self.assertTrue(0 < cpu_seconds(row[2]) < 3600, row)  # the loop's CPU
         self.assertRegex(row[3], r"^[1-9]\d*[KMG]$", row)
@@ -804,20 +796,24 @@ class SlurmGpuHook(SlurmCase):
         self.assertEqual(os.listdir(self.calls), [])
 
 
+def own_namespace_prefix(commands):
+    """A slurmd_prefix that runs slurmd in a mount namespace of its own, changed first by
+    COMMANDS (shell, as root): for slurmd and its jobs only; the host's mounts stay."""
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c",
+            'set -e; %s; exec "$@"' % commands, "sh"]
+
+
 def dev_overlay_prefix(tmp, commands):
-    """A slurmd_prefix that runs slurmd in a mount namespace of its own whose /dev is an
-    overlay on the host's, changed by COMMANDS (shell, as root): device nodes a node has
-    and this VM lacks, for slurmd and its jobs only; the host's /dev is untouched."""
+    """own_namespace_prefix with /dev an overlay on the host's, changed by COMMANDS: device
+    nodes a node has and this VM lacks; the host's /dev is untouched."""
     ovl = os.path.join(tmp, "devovl")
     for d in ("old", "upper", "work"):
         os.makedirs(os.path.join(ovl, d))
-    script = ('set -e; mount --rbind /dev {o}/old; '
-              'mount -t overlay overlay -o lowerdir={o}/old,upperdir={o}/upper,'
-              'workdir={o}/work /dev; '
-              'for m in pts shm mqueue; do [ -d {o}/old/$m ] && '
-              'mount --rbind {o}/old/$m /dev/$m || true; done; '
-              '{c}; exec "$@"').format(o=ovl, c=commands)
-    return ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh"]
+    return own_namespace_prefix(
+        ('mount --rbind /dev {o}/old; '
+         'mount -t overlay overlay -o lowerdir={o}/old,upperdir={o}/upper,workdir={o}/work /dev; '
+         'for m in pts shm mqueue; do [ -d {o}/old/$m ] && '
+         'mount --rbind {o}/old/$m /dev/$m || true; done; {c}').format(o=ovl, c=commands))
 
 
 def sqsh_route():

@@ -32,9 +32,8 @@ class SlurmPluginCrun(test_slurm.SlurmPlugin):
             # Only this slurmd's mount namespace (and so its jobs') is changed: the unified
             # hierarchy is hidden under a tmpfs, and crun sees the v1 hierarchy it can work
             # beside. The plugin keeps the tasks in the job's cgroup either way.
-            kw["slurmd_prefix"] = ["unshare", "-m", "--propagation", "private", "sh", "-c",
-                                   'mount -t tmpfs -o ro,nosuid,nodev,noexec none %s && '
-                                   'exec "$@"' % UNIFIED, "sh"]
+            kw["slurmd_prefix"] = test_slurm.own_namespace_prefix(
+                "mount -t tmpfs -o ro,nosuid,nodev,noexec none " + UNIFIED)
         return super().start_cluster(**kw)
 
     def plugin_args(self):
