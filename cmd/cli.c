@@ -36,7 +36,7 @@ static const struct cli_opt all_opts[] = {
     {OPT_SQFS_COMP, "sqfs-comp", 0, "zstd|gzip|xz|lz4|none", "SquashFS compressor (default zstd)"},
     {OPT_SQFS_BLOCK_SIZE, "sqfs-block-size", 0, "SIZE",
      "SquashFS block size, 4K to 1M (default 1M)"},
-    {OPT_SQFS_LEVEL, "sqfs-level", 0, "N", "SquashFS compression level (default: zstd 3)"},
+    {OPT_SQFS_LEVEL, "sqfs-level", 0, "N", "SquashFS compression level (default: zstd 1)"},
     {OPT_SQFS_THREADS, "sqfs-threads", 0, "N",
      "SquashFS compression threads (default and at most: the CPUs fpull may use)"},
     {OPT_KEEP_PRIV, "keep-privileged", 0, NULL,

@@ -34,7 +34,7 @@ struct fpull_sqfs_opts {
   uint64_t max_resident;
 };
 #define FPULL_SQFS_MAX_RESIDENT (160ull << 20)
-#define FPULL_SQFS_ZSTD_LEVEL 3
+#define FPULL_SQFS_ZSTD_LEVEL 1
 #define FPULL_SQFS_BLOCK_SIZE (1u << 20)
 
 /* Options structs grow at the end: version says which layout the caller was compiled

@@ -24,8 +24,8 @@
  * out of memory. */
 sqfs_compressor_t *fp_sqfs_none_create(const sqfs_compressor_config_t *cfg);
 
-/* Once the block processor has finished and before any table is written: moves every data
- * and fragment block that a file of the final tree (or the fragment table) references down
+/* Once every block is written (fp_sqfs_blocks_finish) and before any table is written: moves every
+ * data and fragment block that a file of the final tree (or the fragment table) references down
  * over the blocks only removed files used, updates the inodes and the fragment table to the
  * new places and truncates the file. data_start: where the first data block went. *cut: the
  * bytes taken out. Memory: one record per file of at least one block, and per fragment. */

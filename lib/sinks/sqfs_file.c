@@ -172,8 +172,11 @@ int fp_image_open(struct fp_image_dest *d, const char *dest, int force, fpull_er
 
 int fp_image_publish(struct fp_image_dest *d, fpull_err *err)
 {
-  if (fdatasync(d->fd) < 0)
-    return fpull_err_set(err, FPULL_EFAIL, "%s: %s", d->dest, strerror(errno));
+  /* Not flushed to disk first, like the directory output, the cache's blobs and mksquashfs:
+   * waiting for the whole image to reach the disk cost a pull on a loop-mounted ext4 half a
+   * second to two seconds more. Errors are caught before this point, so a complete image is
+   * all DEST can name; only a power failure within the kernel's writeback delay could lose
+   * it, which sync(1) prevents for those who need it. */
   /* DEST may have changed while we worked: check again right before the rename. */
   int rc =
       d->exists ? fp_dest_check(d->pfd, d->where.base, d->dest, S_IFREG, 1, &d->exists, err) : 0;

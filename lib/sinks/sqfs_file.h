@@ -34,7 +34,7 @@ struct fp_image_dest {
  * with force), removes temporary files of killed runs and creates ours beside DEST.
  * FPULL_EFAIL naming DEST on failure, with nothing left behind. */
 int fp_image_open(struct fp_image_dest *d, const char *dest, int force, fpull_err *err);
-/* Flushes the image and renames it into place (atomically replacing an old one). */
+/* Renames the complete image into place (atomically replacing an old one). */
 int fp_image_publish(struct fp_image_dest *d, fpull_err *err);
 /* Closes everything; after a failure (or without publish) the temporary file goes. */
 void fp_image_close(struct fp_image_dest *d);

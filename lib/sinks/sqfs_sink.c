@@ -1,7 +1,7 @@
 /* The SquashFS sink: layers straight into one image file with libsquashfs, no tree on disk.
  *
- * Design: each layer is read once, as it arrives. A file's data goes to the block
- * processor (compressed on -j threads) the moment its entry is read, and its inode (block
+ * Design: each layer is read once, as it arrives. A file's data goes into blocks
+ * (sqfs_blocks.c, compressed on worker threads) the moment its entry is read, and its inode (block
  * sizes, fragment) stays in the in-memory tree (sqfs_tree.c), which applies the same
  * rules as the directory output: whiteouts, opaque directories, hardlinks, symlinks
  * resolved inside the root. Only when all layers are in are the inode, directory, fragment,
@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include <sqfs/block.h>
-#include <sqfs/block_processor.h>
 #include <sqfs/block_writer.h>
 #include <sqfs/compressor.h>
 #include <sqfs/dir_writer.h>
@@ -40,6 +39,7 @@
 #include "fpull/unpack.h"
 #include "unpack/inroot.h"
 #include "unpack/sink.h"
+#include "sqfs_blocks.h"
 #include "sqfs_data.h"
 #include "sqfs_file.h"
 #include "sqfs_tree.h"
@@ -53,9 +53,10 @@ struct sqfs_sink {
   struct fp_mtree tree;
   struct fp_fd_file *file;
   sqfs_compressor_t *cmp;
+  sqfs_compressor_t *uncmp; /* reading a fragment block back, to share equal tails */
   sqfs_block_writer_t *bw;
   sqfs_frag_table_t *frags;
-  sqfs_block_processor_t *bp;
+  struct fp_sqfs_blocks *bp;
   sqfs_id_table_t *ids;
   sqfs_xattr_writer_t *xw;
   sqfs_meta_writer_t *im, *dm;
@@ -68,7 +69,6 @@ struct sqfs_sink {
   size_t block;
   uint64_t data_start; /* where the first data block goes */
   uint32_t count;      /* inodes numbered */
-  int in_file;         /* a file was begun and not ended (an error in its data) */
   int bp_finished;
   struct fpull_unpack_stats *stats;
 };
@@ -125,11 +125,10 @@ static int write_file(struct sqfs_sink *q, struct archive *a, struct archive_ent
   set_owner(q, ino, e);
   set_mtime(q, ino, e);
   set_xattrs(q, ino, e);
-  int ret = sqfs_block_processor_begin_file(q->bp, &ino->sq, NULL, 0);
+  int ret = fp_sqfs_blocks_begin(q->bp, &ino->sq);
   if (ret)
     return sq_fail(q, ret, err, "writing the image");
   fp_mtree_file(&q->tree, ino);
-  q->in_file = 1;
   const void *buf;
   size_t len;
   la_int64_t off;
@@ -138,14 +137,14 @@ static int write_file(struct sqfs_sink *q, struct archive *a, struct archive_ent
   while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
     if (off < pos || off > size)
       return fpull_err_set(err, FPULL_EUNSAFE, "bad sparse map");
-    /* A hole: zeros, which the block processor stores as a sparse block. */
+    /* A hole: zeros, which sqfs_blocks.c stores as a sparse block. */
     while (pos < off) {
       size_t n = (size_t)(off - pos) < sizeof zeros ? (size_t)(off - pos) : sizeof zeros;
-      if ((ret = sqfs_block_processor_append(q->bp, zeros, n)))
+      if ((ret = fp_sqfs_blocks_append(q->bp, zeros, n)))
         return sq_fail(q, ret, err, "writing the image");
       pos += (int64_t)n;
     }
-    if (len && (ret = sqfs_block_processor_append(q->bp, buf, len)))
+    if (len && (ret = fp_sqfs_blocks_append(q->bp, buf, len)))
       return sq_fail(q, ret, err, "writing the image");
     pos += (int64_t)len;
   }
@@ -154,12 +153,11 @@ static int write_file(struct sqfs_sink *q, struct archive *a, struct archive_ent
                          archive_error_string(a) ? archive_error_string(a) : "read error");
   while (pos < size) {
     size_t n = (size_t)(size - pos) < sizeof zeros ? (size_t)(size - pos) : sizeof zeros;
-    if ((ret = sqfs_block_processor_append(q->bp, zeros, n)))
+    if ((ret = fp_sqfs_blocks_append(q->bp, zeros, n)))
       return sq_fail(q, ret, err, "writing the image");
     pos += (int64_t)n;
   }
-  q->in_file = 0;
-  if ((ret = sqfs_block_processor_end_file(q->bp)))
+  if ((ret = fp_sqfs_blocks_end(q->bp)))
     return sq_fail(q, ret, err, "writing the image");
   ino->size = (uint64_t)pos;
   fp_mtree_link(&q->tree, dir, base, ino);
@@ -206,7 +204,7 @@ static int write_symlink(struct sqfs_sink *q, struct archive_entry *e, struct fp
 }
 
 /* Every 256 entries or inodes: past the tree's resident bound (fp_mtree_over), the file
- * inodes the block processor is done with go into the arena and the arena's pages are given
+ * inodes whose blocks are all written go into the arena and the arena's pages are given
  * back; the data stays in its file. */
 static int check_memory(struct sqfs_sink *q, fpull_err *err)
 {
@@ -219,7 +217,7 @@ static int check_memory(struct sqfs_sink *q, fpull_err *err)
   uint64_t rss = fp_mtree_over(&q->tree);
   if (!rss)
     return 0;
-  if (q->bp_finished || sqfs_block_processor_sync(q->bp) == 0)
+  if (q->bp_finished || fp_sqfs_blocks_sync(q->bp) == 0)
     fp_mtree_compact(&q->tree, q->block);
   fp_mtree_release(&q->tree);
   fp_debug("squashfs: %llu MiB resident, %llu MiB after moving the tree out to its file",
@@ -498,7 +496,7 @@ static int sq_finish(struct fp_sink *s, fpull_err *err)
   sqfs_file_t *f = &q->file->base;
   int ret, rc;
   q->bp_finished = 1;
-  if ((ret = sqfs_block_processor_finish(q->bp)))
+  if ((ret = fp_sqfs_blocks_finish(q->bp)))
     return sq_fail(q, ret, err, "writing the image");
   q->stats->sqfs_dead_bytes = q->tree.dead_bytes;
   if (q->tree.dead_bytes) {
@@ -557,14 +555,8 @@ unsigned fpull_sqfs_threads(unsigned asked)
 
 static void sink_free(struct sqfs_sink *q)
 {
-  /* The block processor first: it points into the tree's file inodes. A file left open by
-   * an error is ended and the processor finished first: libsquashfs 1.2 leaks the block in
-   * progress otherwise (the image is removed anyway). */
-  if (q->bp && q->in_file)
-    (void)sqfs_block_processor_end_file(q->bp);
-  if (q->bp && !q->bp_finished)
-    (void)sqfs_block_processor_finish(q->bp);
-  sqfs_destroy(q->bp);
+  /* The blocks first: they point into the tree's file inodes. */
+  fp_sqfs_blocks_free(q->bp);
   sqfs_destroy(q->dw);
   sqfs_destroy(q->dm);
   sqfs_destroy(q->im);
@@ -573,6 +565,7 @@ static void sink_free(struct sqfs_sink *q)
   sqfs_destroy(q->ids);
   sqfs_destroy(q->xw);
   sqfs_destroy(q->cmp);
+  sqfs_destroy(q->uncmp);
   sqfs_destroy(q->file);
   fp_mtree_free(&q->tree);
 }
@@ -660,6 +653,12 @@ static int sink_init(struct sqfs_sink *q, const struct fp_image_dest *d,
     ret = sqfs_compressor_create(&cfg, &q->cmp);
   if (ret || !q->cmp)
     return fpull_err_set(err, FPULL_EUSAGE, "squashfs compressor: libsquashfs error %d", ret);
+  if (!none) {
+    sqfs_compressor_config_t ucfg = cfg;
+    ucfg.flags |= SQFS_COMP_FLAG_UNCOMPRESS;
+    if ((ret = sqfs_compressor_create(&ucfg, &q->uncmp)))
+      return fpull_err_set(err, FPULL_EUSAGE, "squashfs decompressor: libsquashfs error %d", ret);
+  }
   q->file = fp_fd_file_new(d->fd);
   sqfs_file_t *f = &q->file->base;
   if (sqfs_super_init(&q->super, block, now, (SQFS_COMPRESSOR)cfg.id))
@@ -676,10 +675,10 @@ static int sink_init(struct sqfs_sink *q, const struct fp_image_dest *d,
     q->super.flags |= FP_SQFS_UNCOMPRESSED_FLAGS;
   q->data_start = f->get_size(f);
   unsigned threads = fpull_sqfs_threads(so->threads);
-  /* Blocks in flight, each held compressed and not: bounded in bytes as well. */
+  /* Blocks in flight, each held compressed and not: 64 MiB at most. */
   size_t backlog = threads * 4 + 2;
-  if (backlog * block > (64u << 20))
-    backlog = (64u << 20) / block;
+  if (backlog * block > (32u << 20))
+    backlog = (32u << 20) / block;
   if (backlog < threads + 1)
     backlog = threads + 1;
   q->bw = sqfs_block_writer_create(f, SQFS_DEVBLK_SIZE, 0);
@@ -688,16 +687,17 @@ static int sink_init(struct sqfs_sink *q, const struct fp_image_dest *d,
   q->xw = sqfs_xattr_writer_create(0);
   if (!q->bw || !q->frags || !q->ids || !q->xw)
     return fpull_err_set(err, FPULL_EFAIL, "libsquashfs: out of memory");
-  sqfs_block_processor_desc_t desc = {
-      .size = sizeof desc,
-      .max_block_size = (sqfs_u32)block,
-      .num_workers = threads,
-      .max_backlog = (sqfs_u32)backlog,
+  struct fp_sqfs_blocks_desc desc = {
+      .block = block,
+      .workers = threads,
+      .backlog = backlog,
       .cmp = q->cmp,
-      .wr = q->bw,
-      .tbl = q->frags,
+      .uncmp = q->uncmp,
+      .bw = q->bw,
+      .frags = q->frags,
+      .file = f,
   };
-  if ((ret = sqfs_block_processor_create_ex(&desc, &q->bp)))
+  if ((ret = fp_sqfs_blocks_new(&q->bp, &desc)))
     return sq_fail(q, ret, err, "starting the compressor threads");
   fp_debug("squashfs: %s level %u, block size %zu, %u thread(s)",
            none ? "none" : sqfs_compressor_name_from_id(cfg.id), none ? 0 : (unsigned)cfg.level,

@@ -113,7 +113,7 @@ void fp_mtree_file(struct fp_mtree *t, struct fp_minode *ino)
   push_ptr((void ***)&t->files, &t->nfiles, &t->capfiles, ino);
 }
 
-/* Done with by the block processor: its data blocks are written (nothing is in flight) and
+/* Done with by sqfs_blocks.c: its data blocks are written (nothing is in flight) and
  * a tail fragment has its place. A tail that was all zeros never gets one (it is a sparse
  * block): such an inode stays where it is. */
 static int file_done(const struct fp_minode *ino, size_t block)
@@ -193,7 +193,7 @@ static void grow(struct fp_mtree *t)
   t->nbuckets = ncap;
 }
 
-/* Takes one name away; the inode stays allocated (the block processor may still point into
+/* Takes one name away; the inode stays allocated (sqfs_blocks.c may still point into
  * a file's inode until it is finished). */
 static void unlink_one(struct fp_mtree *t, struct fp_mdirent *d)
 {

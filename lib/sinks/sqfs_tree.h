@@ -1,5 +1,5 @@
 /* The merged tree of a SquashFS image, held in memory while the layers stream by: names,
- * metadata and, for files, the inode the block processor fills with the data's location.
+ * metadata and, for files, the inode sqfs_blocks.c fills with the data's location.
  * Lookups follow the rules of the in-root resolver (inroot.h): absolute symlinks restart at
  * the root, ".." stops there, FP_SYMLINK_MAX links at most, so that a path lands where the
  * directory output would put it. */
@@ -35,7 +35,7 @@ struct fp_minode {
   char *target; /* symlinks */
   struct fp_mxattr *xattrs;
   uint64_t size;            /* files: bytes of data */
-  sqfs_inode_generic_t *sq; /* files: filled by the block processor */
+  sqfs_inode_generic_t *sq; /* files: filled by sqfs_blocks.c */
   uint32_t ino_num;         /* set when the tables are written */
   uint64_t ref;
   int written;
@@ -75,7 +75,7 @@ struct fp_mtree {
   int spill_errno;
   void **heap;
   size_t nheap, capheap;
-  /* File inodes libsquashfs allocated, not yet moved into the arena. */
+  /* File inodes sqfs_blocks.c allocated, not yet moved into the arena. */
   struct fp_minode **files;
   size_t nfiles, capfiles;
 };
@@ -120,9 +120,9 @@ void fp_mtree_tick(struct fp_mtree *t);
 
 /* A copy of s owned by the tree. */
 char *fp_mtree_strdup(struct fp_mtree *t, const char *s);
-/* ino's inode (ino->sq) was allocated by libsquashfs's block processor. */
+/* ino's inode (ino->sq) was allocated by fp_sqfs_blocks_begin. */
 void fp_mtree_file(struct fp_mtree *t, struct fp_minode *ino);
-/* Once the block processor has nothing in flight (sqfs_block_processor_sync): moves the
+/* Once no block is in flight (fp_sqfs_blocks_sync): moves the
  * file inodes it is done with into the arena. block: the image's block size. */
 void fp_mtree_compact(struct fp_mtree *t, size_t block);
 
