@@ -59,13 +59,21 @@ class SlurmPluginCrun(test_slurm.SlurmPlugin):
     def test_crun_builds_the_container(self):
         cp = self.srun(["--fpull-image=" + self.other_ref, "cat", "/etc/kind"])
         self.assertEqual((cp.returncode, cp.stdout), (0, "other\n"), cp.stderr)
+        # Nothing of the container is left once the node has settled (no runtime state, no
+        # process holding the step's directory)...
+        self.assert_clean()
         with open(self.calls) as f:
             calls = f.read().splitlines()
+        verbs = [c.split()[3] for c in calls]
+        # ...though `delete` may not have run: the runner deletes the container once every
+        # task has joined it, and a task as short as this one can end the step first, whose
+        # end kills the runner's process group (the container's init with it) and removes
+        # the runtime's state with the step's directory.
+        self.assertEqual(verbs[:2], ["create", "state"], calls)
+        self.assertIn(verbs[2:], ([], ["delete"]), calls)
         # Told to make no cgroup (the tasks stay in the job's), with the step's own state.
-        self.assertEqual([c.split()[3] for c in calls], ["create", "state", "delete"], calls)
         self.assertTrue(all(c.startswith("--cgroup-manager=disabled --root ") for c in calls),
                         calls)
-        self.assert_clean()
 
     def test_task_runs_in_the_image(self):
         super().test_task_runs_in_the_image()
