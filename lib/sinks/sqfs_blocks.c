@@ -28,7 +28,6 @@ struct job {
   int state;                  /* JOB_*, under the lock */
   sqfs_inode_generic_t **ino; /* DATA, END */
   sqfs_u32 index;             /* DATA: block number in the file; FRAG: fragment number */
-  int first;                  /* DATA: the file's first block */
   unsigned char *in, *out;    /* block-sized */
   size_t size, out_size;
   int compressed, sparse, error;
@@ -58,15 +57,13 @@ struct fp_sqfs_blocks {
   uint64_t submitted, taken, written;
   int stop, main_waiting, idle;
   struct worker *workers;
-  unsigned started;
-  sqfs_compressor_t *inline_cmp; /* no thread could be started: compress on the caller's */
+  unsigned started; /* none: blocks are compressed on the caller's thread */
 
-  /* The file being added. */
+  /* The file being added (ino NULL between files). */
   sqfs_inode_generic_t **ino;
   unsigned char *fill;
   size_t fill_len;
   sqfs_u32 nblocks;
-  int in_file;
 
   /* The fragment block being filled, and the tails already placed. */
   unsigned char *frag;
@@ -211,7 +208,7 @@ static int write_job(struct fp_sqfs_blocks *b, struct job *j)
   int ret;
   switch (j->kind) {
   case JOB_DATA:
-    flags |= j->first ? SQFS_BLK_FIRST_BLOCK : 0;
+    flags |= j->index == 0 ? SQFS_BLK_FIRST_BLOCK : 0;
     if (j->sparse) {
       flags |= SQFS_BLK_IS_SPARSE;
       size = 0;
@@ -278,7 +275,7 @@ static int slot(struct fp_sqfs_blocks *b, struct job **out)
 static int submit(struct fp_sqfs_blocks *b, struct job *j)
 {
   if (!b->started) {
-    process(j, b->inline_cmp, b->d.block, b->seed);
+    process(j, b->workers[0].cmp, b->d.block, b->seed);
     j->state = JOB_DONE;
     b->submitted++;
   } else {
@@ -297,40 +294,34 @@ static int submit(struct fp_sqfs_blocks *b, struct job *j)
   return 0;
 }
 
-/* Hands the filled buffer over as a data block (the slot's buffer becomes the new one). */
-static int submit_fill(struct fp_sqfs_blocks *b)
+/* Hands the caller's filled buffer *buf (len bytes) over as the input of a new job of this
+ * kind and index; the slot's free buffer becomes *buf, empty. */
+static int submit_buffer(struct fp_sqfs_blocks *b, enum job_kind kind, sqfs_u32 index,
+                         unsigned char **buf, size_t *len)
 {
   struct job *j;
   int ret = slot(b, &j);
   if (ret)
     return ret;
   unsigned char *t = j->in;
-  j->in = b->fill;
-  b->fill = t;
-  j->kind = JOB_DATA;
-  j->ino = b->ino;
-  j->index = b->nblocks;
-  j->first = b->nblocks == 0;
-  j->size = b->fill_len;
-  b->nblocks++;
-  b->fill_len = 0;
+  j->in = *buf;
+  *buf = t;
+  j->kind = kind;
+  j->ino = kind == JOB_DATA ? b->ino : NULL;
+  j->index = index;
+  j->size = *len;
+  *len = 0;
   return submit(b, j);
+}
+
+static int submit_fill(struct fp_sqfs_blocks *b)
+{
+  return submit_buffer(b, JOB_DATA, b->nblocks++, &b->fill, &b->fill_len);
 }
 
 static int submit_frag(struct fp_sqfs_blocks *b)
 {
-  struct job *j;
-  int ret = slot(b, &j);
-  if (ret)
-    return ret;
-  unsigned char *t = j->in;
-  j->in = b->frag;
-  b->frag = t;
-  j->kind = JOB_FRAG;
-  j->index = b->frag_index;
-  j->size = b->frag_len;
-  b->frag_len = 0;
-  return submit(b, j);
+  return submit_buffer(b, JOB_FRAG, b->frag_index, &b->frag, &b->frag_len);
 }
 
 /* ---- tails ---- */
@@ -486,7 +477,7 @@ static int place_tail(struct fp_sqfs_blocks *b)
 
 int fp_sqfs_blocks_begin(struct fp_sqfs_blocks *b, sqfs_inode_generic_t **ino)
 {
-  if (b->in_file)
+  if (b->ino)
     return SQFS_ERROR_SEQUENCE;
   *ino = calloc(1, sizeof **ino);
   if (!*ino)
@@ -496,13 +487,12 @@ int fp_sqfs_blocks_begin(struct fp_sqfs_blocks *b, sqfs_inode_generic_t **ino)
   b->ino = ino;
   b->nblocks = 0;
   b->fill_len = 0;
-  b->in_file = 1;
   return 0;
 }
 
 int fp_sqfs_blocks_append(struct fp_sqfs_blocks *b, const void *data, size_t size)
 {
-  if (!b->in_file)
+  if (!b->ino)
     return SQFS_ERROR_SEQUENCE;
   sqfs_u64 was;
   sqfs_inode_get_file_size(*b->ino, &was);
@@ -522,9 +512,8 @@ int fp_sqfs_blocks_append(struct fp_sqfs_blocks *b, const void *data, size_t siz
 
 int fp_sqfs_blocks_end(struct fp_sqfs_blocks *b)
 {
-  if (!b->in_file)
+  if (!b->ino)
     return SQFS_ERROR_SEQUENCE;
-  b->in_file = 0;
   int ret = 0;
   if (b->fill_len == b->d.block)
     ret = submit_fill(b);
@@ -623,7 +612,6 @@ int fp_sqfs_blocks_new(struct fp_sqfs_blocks **out, const struct fp_sqfs_blocks_
   for (; b->started < b->d.workers; b->started++)
     if (pthread_create(&b->workers[b->started].tid, NULL, worker_main, &b->workers[b->started]))
       break;
-  b->inline_cmp = b->workers[0].cmp; /* used only when started == 0 */
   *out = b;
   return 0;
 }

@@ -69,7 +69,6 @@ struct sqfs_sink {
   size_t block;
   uint64_t data_start; /* where the first data block goes */
   uint32_t count;      /* inodes numbered */
-  int bp_finished;
   struct fpull_unpack_stats *stats;
 };
 
@@ -217,7 +216,7 @@ static int check_memory(struct sqfs_sink *q, fpull_err *err)
   uint64_t rss = fp_mtree_over(&q->tree);
   if (!rss)
     return 0;
-  if (q->bp_finished || fp_sqfs_blocks_sync(q->bp) == 0)
+  if (fp_sqfs_blocks_sync(q->bp) == 0)
     fp_mtree_compact(&q->tree, q->block);
   fp_mtree_release(&q->tree);
   fp_debug("squashfs: %llu MiB resident, %llu MiB after moving the tree out to its file",
@@ -495,7 +494,6 @@ static int sq_finish(struct fp_sink *s, fpull_err *err)
   struct sqfs_sink *q = (struct sqfs_sink *)s;
   sqfs_file_t *f = &q->file->base;
   int ret, rc;
-  q->bp_finished = 1;
   if ((ret = fp_sqfs_blocks_finish(q->bp)))
     return sq_fail(q, ret, err, "writing the image");
   q->stats->sqfs_dead_bytes = q->tree.dead_bytes;
