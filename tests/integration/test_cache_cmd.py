@@ -13,10 +13,7 @@ import fpull
 import images
 
 
-def layer(name, size=30000):
-    # Random content: gzip cannot shrink it, so sizes stay meaningful.
-    return [{"path": "data/" + name, "type": "file", "data": os.urandom(size)},
-            {"path": "etc/" + name, "type": "file", "data": name + "\n"}]
+layer = images.random_layer
 
 
 def image_blobs(img):

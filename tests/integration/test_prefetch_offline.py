@@ -13,10 +13,7 @@ import registry
 
 
 def layer(name, size=20000):
-    # Content that gzip cannot shrink much, so byte counts are meaningful.
-    data = os.urandom(size)
-    return [{"path": "data/" + name, "type": "file", "data": data},
-            {"path": "etc/" + name, "type": "file", "data": name + "\n"}]
+    return images.random_layer(name, size)
 
 
 class PrefetchOffline(cases.RegistryCase):

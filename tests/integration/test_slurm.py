@@ -52,6 +52,15 @@ class SlurmCase(cases.RegistryCase):
             (self.v3, {"os": "linux", "architecture": "amd64", "features": ["x86-64-v3"]})])
         self.ref = "%s/hpc/app:1.0" % self.reg.hostport
 
+    def require_plugin(self, *tools):
+        """The plugin must have been built (its absence is a build error, not a skip); the
+        tools it is to run here must be installed, else the test is skipped."""
+        if not os.path.isfile(PLUGIN):
+            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
+        for tool in tools:
+            if not shutil.which(tool):
+                self.skipTest("%s is not installed (Debian: %s)" % (tool, tool))
+
     def start_cluster(self, **kw):
         c = slurm.Cluster(**kw)
         self.addCleanup(c.stop)
@@ -140,10 +149,7 @@ class SlurmPlugin(SlurmCase):
 
     def setUp(self):
         super().setUp()
-        if not os.path.isfile(PLUGIN):
-            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
-        if not shutil.which("runc"):
-            self.skipTest("runc is not installed (Debian: runc)")
+        self.require_plugin("runc")
         tools = tools_layer()
         self.images = {}
         for kind in ("v2", "v3"):
@@ -750,10 +756,7 @@ class SlurmGpuHook(SlurmCase):
 
     def setUp(self):
         super().setUp()
-        if not os.path.isfile(PLUGIN):
-            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
-        if not shutil.which("runc"):
-            self.skipTest("runc is not installed (Debian: runc)")
+        self.require_plugin("runc")
         self.calls = os.path.join(self.tmp, "calls")
         os.mkdir(self.calls)
         os.chmod(self.calls, 0o1777)
@@ -833,10 +836,7 @@ class SlurmGpuNode(SlurmCase):
 
     def setUp(self):
         super().setUp()
-        if not os.path.isfile(PLUGIN):
-            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
-        if not shutil.which("runc"):
-            self.skipTest("runc is not installed (Debian: runc)")
+        self.require_plugin("runc")
         images.push_image(self.client, "hpc/gpu", "1.0", [tools_layer(), os_release("gpu")])
         self.gpu_ref = "%s/hpc/gpu:1.0" % self.reg.hostport
         # The node's /dev, for slurmd and its jobs only, gains the NVIDIA control device
@@ -885,8 +885,7 @@ class SlurmSqshMount(SlurmCase):
 
     def setUp(self):
         super().setUp()
-        if not os.path.isfile(PLUGIN):
-            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
+        self.require_plugin()
         for tool in ("runc", "squashfuse", "fuse-overlayfs", "fusermount3"):
             if not shutil.which(tool):
                 self.skipTest("%s is not installed (Debian: runc squashfuse fuse-overlayfs "
@@ -999,10 +998,7 @@ class SlurmSiteSettings(SlurmCase):
 
     def setUp(self):
         super().setUp()
-        if not os.path.isfile(PLUGIN):
-            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
-        if not shutil.which("runc"):
-            self.skipTest("runc is not installed (Debian: runc)")
+        self.require_plugin("runc")
         self.scratch = os.path.join(self.tmp, "scratch")
         os.mkdir(self.scratch)
         with open(os.path.join(self.scratch, "site-file"), "w") as f:
@@ -1051,10 +1047,7 @@ class SlurmStore(SlurmCase):
 
     def setUp(self):
         super().setUp()
-        if not os.path.isfile(PLUGIN):
-            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
-        if not shutil.which("runc"):
-            self.skipTest("runc is not installed (Debian: runc)")
+        self.require_plugin("runc")
         tools = tools_layer()
         self.a = images.push_image(self.client, "hpc/a", "1.0", [tools, os_release("a")])
         self.b = images.push_image(self.client, "hpc/b", "1.0", [tools, os_release("b")])
@@ -1150,8 +1143,7 @@ class SlurmStore(SlurmCase):
 
 class SlurmPlugstack(SlurmCase):
     def test_typo_in_plugstack_conf_is_named(self):
-        if not os.path.isfile(PLUGIN):
-            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
+        self.require_plugin()
         # Named where it is used, and nothing else fails: slurmd starts, jobs without
         # --fpull-image run.
         c = self.start_cluster(plugin=PLUGIN, plugin_args=["run_dri=/run/x", "pull=nwer"])
@@ -1175,10 +1167,7 @@ class SlurmSlowRegistry(SlurmCase):
 
     def setUp(self):
         super().setUp()
-        if not os.path.isfile(PLUGIN):
-            self.fail("%s was not built (is libslurm-dev installed?)" % PLUGIN)
-        if not shutil.which("runc"):
-            self.skipTest("runc is not installed (Debian: runc)")
+        self.require_plugin("runc")
         self.proxy = faultproxy.FaultProxy(self.reg.url).start()
         self.addCleanup(self.proxy.stop)
         images.push_image(self.client, "hpc/big", "1.0",

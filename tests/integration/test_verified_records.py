@@ -15,10 +15,7 @@ NOBODY = 65534
 TRUSTED = "trusted by its verified record"
 
 
-def layer(name, size=30000):
-    # Content that gzip cannot shrink much, so byte counts are meaningful.
-    return [{"path": "data/" + name, "type": "file", "data": os.urandom(size)},
-            {"path": "etc/" + name, "type": "file", "data": name + "\n"}]
+layer = images.random_layer
 
 
 class VerifiedRecords(cases.RegistryCase):
