@@ -44,7 +44,6 @@ struct wait_ctx {
   struct fp_fetch *fetch;
   struct fpull_layer *layers;
   struct fpull_cache *cache;
-  unsigned char *diff_id_known; /* per layer: its record vouched for the config's DiffID */
 };
 
 /* Layer i is read from the descriptor its verification used, never re-opened by name. */
@@ -67,7 +66,6 @@ static int wait_layer(void *ud, size_t i, fpull_err *err)
       fp_debug("layer %s: DiffID %s trusted by its verified record, not hashed",
                w->layers[i].digest, want);
       w->layers[i].diff_id = NULL;
-      w->diff_id_known[i] = 1;
     }
     fp_fetch_note_unpack(w->fetch, i);
   }
@@ -88,8 +86,7 @@ static int unpack(struct fp_session *s, const struct fp_resolved *r, struct fp_f
                                      .digest = r->manifest->layers[i].digest,
                                      .diff_id = r->config->diff_ids[i]};
   }
-  unsigned char *known = fp_xcalloc(n + 1, 1);
-  struct wait_ctx wctx = {fetch, layers, s->cache, known};
+  struct wait_ctx wctx = {fetch, layers, s->cache};
   struct fpull_unpack_opts uo = s->opts->unpack;
   uo.wait_layer = wait_layer;
   uo.wait_ud = &wctx;
@@ -107,16 +104,16 @@ static int unpack(struct fp_session *s, const struct fp_resolved *r, struct fp_f
     fp_debug("%s: %llu entries, %llu whiteouts, %llu xattrs not kept, %llu owners not set",
              s->reference, (unsigned long long)st.entries, (unsigned long long)st.whiteouts,
              (unsigned long long)st.xattrs_skipped, (unsigned long long)st.owners_failed);
-  /* Every DiffID was checked against its stream: recorded for the blobs that have a
-   * record, so that the next pull need not hash them again. */
+  /* Every DiffID was checked against its stream (those a record vouched for were taken
+   * away by wait_layer): recorded for the blobs that have a record, so that the next pull
+   * need not hash them again. */
   for (size_t i = 0; rc == 0 && i < n; i++)
-    if (!known[i] && layers[i].diff_id && layers[i].fd > 0)
+    if (layers[i].diff_id && layers[i].fd > 0)
       fp_verified_note_diff_id(s->cache, layers[i].digest, layers[i].fd, layers[i].diff_id);
   for (size_t i = 0; i < n; i++)
     if (layers[i].fd > 0)
       close(layers[i].fd);
   fpull_strv_free(paths);
-  free(known);
   free(layers);
   return rc;
 }

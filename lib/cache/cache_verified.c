@@ -26,6 +26,17 @@ struct record {
   long long size, csec, cnsec;
 };
 
+/* fd, when it is a directory of the caller's that no one else may use; else closed, -1. */
+static int private_or_close(int fd)
+{
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077))) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 /* The caller's verified/ under its private directory, when that is the caller's alone
  * (create: made when missing). -1 for a shared cache or when there is none. */
 static int verified_dir(const struct fpull_cache *c, int create)
@@ -37,12 +48,8 @@ static int verified_dir(const struct fpull_cache *c, int create)
   if (base < 0 && c->tmp_fd >= 0) { /* housekeeping opens no private directory */
     char name[32];
     snprintf(name, sizeof name, "u%u", (unsigned)geteuid());
-    own = openat(c->tmp_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
-    if (own >= 0 && (fstat(own, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077))) {
-      close(own);
-      own = -1;
-    }
+    own =
+        private_or_close(openat(c->tmp_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     base = own;
   }
   if (base < 0)
@@ -55,12 +62,7 @@ static int verified_dir(const struct fpull_cache *c, int create)
   int fd = openat(base, VERIFIED_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (own >= 0)
     close(own);
-  struct stat st;
-  if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077))) {
-    close(fd);
-    return -1;
-  }
-  return fd;
+  return private_or_close(fd);
 }
 
 static void identity(struct record *r, const char *digest, const struct stat *st)
