@@ -60,6 +60,20 @@ static int wait_mounted(const char *path, const char *parent, pid_t pid)
   return -1;
 }
 
+/* Starts the FUSE daemon argv and waits until it has mounted point (in dir): its pid, or -1
+ * with the daemon killed and why holding the last line it logged. */
+static pid_t mount_with(char *const argv[], char *const envp[], const char *log, const char *point,
+                        const char *dir, char *why, size_t len)
+{
+  pid_t pid = start(argv, envp, log);
+  if (pid > 0 && wait_mounted(point, dir, pid) == 0)
+    return pid;
+  fp_slurm_log_last_line(log, why, len);
+  if (pid > 0)
+    kill(pid, SIGKILL);
+  return -1;
+}
+
 static void unmount_one(const char *path)
 {
   char fm[PATH_MAX];
@@ -102,29 +116,21 @@ int fp_slurm_sqsh_mount(const char *image, const char *dir, char *const envp[])
   /* Owned by the user, whom the container maps to its root: as unsquashfs run by the user
    * would have left them, and writable through the overlay. */
   cleanup_free char *ids = fp_xasprintf("uid=%u,gid=%u", (unsigned)getuid(), (unsigned)getgid());
+  char why[256];
   const char *sqa[] = {sq, "-f", "-o", ids, image, lower, NULL};
-  pid_t sp = start((char *const *)sqa, envp, log);
-  if (sp < 0 || wait_mounted(lower, dir, sp) < 0) {
-    char why[256];
-    fp_slurm_log_last_line(log, why, sizeof why);
+  pid_t sp = mount_with((char *const *)sqa, envp, log, lower, dir, why, sizeof why);
+  if (sp < 0) {
     fp_slurm_say("fpull: %s: cannot be mounted as a SquashFS file (squashfuse%s%s)", image,
                  why[0] ? ": " : "", why);
-    if (sp > 0)
-      kill(sp, SIGKILL);
     fp_slurm_sqsh_unmount(dir);
     return -1;
   }
   cleanup_free char *opts =
       fp_xasprintf("lowerdir=%s,upperdir=%s/upper,workdir=%s/work", lower, dir, dir);
   const char *ova[] = {ov, "-f", "-o", opts, rootfs, NULL};
-  pid_t op = start((char *const *)ova, envp, log);
-  if (op < 0 || wait_mounted(rootfs, dir, op) < 0) {
-    char why[256];
-    fp_slurm_log_last_line(log, why, sizeof why);
+  if (mount_with((char *const *)ova, envp, log, rootfs, dir, why, sizeof why) < 0) {
     fp_slurm_say("fpull: %s: cannot put a writable layer over the image (fuse-overlayfs%s%s)",
                  image, why[0] ? ": " : "", why);
-    if (op > 0)
-      kill(op, SIGKILL);
     kill(sp, SIGKILL);
     fp_slurm_sqsh_unmount(dir);
     return -1;
