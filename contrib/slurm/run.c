@@ -75,6 +75,28 @@ static size_t forward_lines(char *buf, size_t len, const char *drop)
   return len - start;
 }
 
+static int preserve[4], n_preserve;
+
+void fp_slurm_run_preserve(const int *fds, int n)
+{
+  n_preserve = n < 0 ? 0 : n > 4 ? 4 : n;
+  for (int i = 0; i < n_preserve; i++)
+    preserve[i] = fds[i];
+}
+
+/* In the child: the preserved descriptors onto 3, 4, ... (out of the way first, so that
+ * none is overwritten before it is moved). */
+static void place_preserved(void)
+{
+  int moved[4];
+  for (int i = 0; i < n_preserve; i++)
+    if ((moved[i] = fcntl(preserve[i], F_DUPFD_CLOEXEC, 32)) < 0)
+      _exit(127);
+  for (int i = 0; i < n_preserve; i++)
+    if (dup2(moved[i], 3 + i) < 0)
+      _exit(127);
+}
+
 /* Runs argv (the job's user already): stdout into out (when out is not NULL, bounded);
  * stderr into log, or to /dev/null (quiet), or ours, without the lines that contain drop
  * (when given, with out). Its exit code, or FPULL_EFAIL when it did not exit. */
@@ -105,10 +127,12 @@ int fp_slurm_run_to(char *const argv[], char *const envp[], struct fp_buf *out, 
     } else if (e[1] >= 0) {
       dup2(e[1], STDERR_FILENO);
     }
+    place_preserved();
     execve(argv[0], argv, envp);
     fp_slurm_say("fpull: %s: %s", argv[0], strerror(errno));
     _exit(127);
   }
+  n_preserve = 0;
   pull_child = pid;
   if (out) {
     close(p[1]);

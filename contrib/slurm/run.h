@@ -18,6 +18,10 @@ void fp_slurm_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int fp_slurm_run_to(char *const argv[], char *const envp[], struct fp_buf *out, int quiet,
                     const char *log, const char *drop);
 
+/* The next fp_slurm_run_to's program gets these descriptors as 3, 4, ... (n at most 4),
+ * as a runtime's --preserve-fds passes them on. */
+void fp_slurm_run_preserve(const int *fds, int n);
+
 /* NAME's path in the system's program directories (sbin and bin, local first) into buf,
  * or NULL when none has it. An absolute NAME is returned as it is. */
 const char *fp_slurm_find_program(const char *name, char *buf, size_t len);

@@ -14,9 +14,10 @@
 #endif
 
 static const char *const arg_names[] = {
-    "fpull",      "runtime", "run_dir",         "cache_dir",   "config",
-    "data_dir",   "mounts",  "env_passthrough", "nvidia_hook", "jobs",
-    "mount_home", "pull",    "pull_timeout",    "store_max",   NULL};
+    "fpull",           "runtime", "run_dir",         "cache_dir",   "config",
+    "data_dir",        "mounts",  "env_passthrough", "nvidia_hook", "jobs",
+    "mount_home",      "pull",    "pull_timeout",    "store_max",   "max_unpacked",
+    "cleanup_timeout", NULL};
 
 static const char *const pull_names[] = {"always", "missing", "newer", "never", NULL};
 
@@ -56,6 +57,25 @@ static int set_word(char **dst, const char *val)
 {
   free(*dst);
   *dst = fp_xstrdup(val);
+  return 0;
+}
+
+/* A size in bytes, or with K, M, G or T (powers of 1024). */
+static int parse_size(unsigned long long *out, const char *key, const char *val, fpull_err *err)
+{
+  char *end = NULL;
+  unsigned long long n = strtoull(val, &end, 10);
+  unsigned long long unit = !*end                ? 1
+                            : strchr("kK", *end) ? 1ULL << 10
+                            : strchr("mM", *end) ? 1ULL << 20
+                            : strchr("gG", *end) ? 1ULL << 30
+                            : strchr("tT", *end) ? 1ULL << 40
+                                                 : 0;
+  if (!*val || val[0] == '-' || !unit || (*end && end[1]) || n > ~0ULL / unit)
+    return fpull_err_set(err, FPULL_EUSAGE,
+                         "plugin argument %s=%s: not a size (bytes, or with K, M, G or T)", key,
+                         val);
+  *out = n * unit;
   return 0;
 }
 
@@ -106,20 +126,19 @@ static int parse_one(struct fp_slurm_settings *s, const char *key, const char *v
     s->pull_timeout = (int)n;
     return 0;
   }
-  if (strcmp(key, "store_max") == 0) {
+  if (strcmp(key, "store_max") == 0)
+    return parse_size(&s->store_max, key, val, err);
+  if (strcmp(key, "max_unpacked") == 0)
+    return parse_size(&s->max_unpacked, key, val, err);
+  if (strcmp(key, "cleanup_timeout") == 0) {
     char *end = NULL;
-    unsigned long long n = strtoull(val, &end, 10);
-    unsigned long long unit = !*end                ? 1
-                              : strchr("kK", *end) ? 1ULL << 10
-                              : strchr("mM", *end) ? 1ULL << 20
-                              : strchr("gG", *end) ? 1ULL << 30
-                              : strchr("tT", *end) ? 1ULL << 40
-                                                   : 0;
-    if (!*val || val[0] == '-' || !unit || (*end && end[1]))
+    long n = strtol(val, &end, 10);
+    if (!*val || *end || n < 1 || n > 3600)
       return fpull_err_set(err, FPULL_EUSAGE,
-                           "plugin argument store_max=%s: not a size (bytes, or with K, M, G or T)",
+                           "plugin argument cleanup_timeout=%s: not a number of seconds from 1 "
+                           "to 3600",
                            val);
-    s->store_max = n * unit;
+    s->cleanup_timeout = (int)n;
     return 0;
   }
   if (strcmp(key, "mount_home") == 0) {
@@ -147,7 +166,9 @@ int fp_slurm_settings_parse(struct fp_slurm_settings *s, int ac, char **av, fpul
   memset(s, 0, sizeof *s);
   s->fpull = fp_xstrdup(FPULL_BINDIR "/fpull");
   s->runtime = fp_xstrdup("runc");
-  s->run_dir = fp_xstrdup("/run/fpull-slurm");
+  /* On disk, not in /run (RAM shared with the node's daemons): images are large. */
+  s->run_dir = fp_xstrdup(FP_SLURM_RUN_DIR_DEFAULT);
+  s->cleanup_timeout = 10;
   s->mount_home = 1;
   s->pull = FP_PULL_NEWER;
   for (int i = 0; i < ac; i++) {
@@ -159,6 +180,9 @@ int fp_slurm_settings_parse(struct fp_slurm_settings *s, int ac, char **av, fpul
       return rc;
     }
   }
+  /* The runner (a program of its own) parses the same arguments again. */
+  for (int i = 0; i < ac; i++)
+    s->args = fp_strv_push(s->args, av[i]);
   return 0;
 }
 
@@ -173,6 +197,7 @@ void fp_slurm_settings_free(struct fp_slurm_settings *s)
   free(s->mounts);
   free(s->env_passthrough);
   free(s->nvidia_hook);
+  fpull_strv_free(s->args);
   memset(s, 0, sizeof *s);
 }
 

@@ -28,11 +28,20 @@ struct fp_slurm_settings {
   int jobs;              /* jobs=: parallel downloads; 0: fpull's default */
   int pull_timeout;      /* pull_timeout=: seconds a step's pull may take; 0: no bound
                             but the job's time limit */
-  unsigned long long store_max; /* store_max=: bytes of unpacked images kept per user on the
-                                  node for later jobs (run_dir/store/UID); 0: none kept */
-  int mount_home;               /* mount_home=yes|no: the default of --[no-]fpull-mount-home */
-  enum fp_slurm_pull pull;      /* pull=: the default of --fpull-pull */
+  unsigned long long store_max;    /* store_max=: bytes of unpacked images kept per user on the
+                                     node for later jobs (run_dir/store/UID); 0: none kept */
+  unsigned long long max_unpacked; /* max_unpacked=: bytes a step's pull may write (fpull
+                                     --max-unpacked); 0: no bound */
+  int cleanup_timeout;             /* cleanup_timeout=: seconds the removal of a job's or
+                                      step's directory may take before what is left is
+                                      logged and left (default 10) */
+  int mount_home;                  /* mount_home=yes|no: the default of --[no-]fpull-mount-home */
+  enum fp_slurm_pull pull;         /* pull=: the default of --fpull-pull */
+  char **args;                     /* the arguments as given (NULL-terminated), for the runner */
 };
+
+/* run_dir='s default: on the node's disk. */
+#define FP_SLURM_RUN_DIR_DEFAULT "/var/lib/fpull-slurm"
 
 /* Parses "key=value" plugin arguments into s (which owns copies); unknown keys and bad
  * values are FPULL_EUSAGE naming them (with "did you mean"). */

@@ -85,7 +85,7 @@ static struct fp_slurm_settings settings;
 static int settings_ok;
 static fpull_err settings_err; /* why they are wrong, when they are */
 static struct fp_slurm_container container = {
-    .info_fd = -1, .ack_fd = -1, .userns_fd = -1, .mntns_fd = -1};
+    .info_fd = -1, .ack_fd = -1, .holder_fd = -1, .nested_fd = -1};
 static int in_container;
 static fpull_err failure;
 
@@ -357,36 +357,22 @@ static int entrypoint_wrap(spank_t sp, char **entry, fpull_err *err)
   return 0;
 }
 
-/* Still root: crun's container init is not dumpable, and only root may open its
- * namespaces (fp_slurm_container_wait checks they are the job user's). */
-int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
+/* As the job's user: waits for the runner, joins the container (container.h). Root's
+ * task_init_privileged has nothing to do for it: nothing the user wrote is read as root. */
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
   (void)ac;
   (void)av;
-  if (failure.code || !in_container)
-    return 0;
-  fpull_err err = {0};
-  uint32_t job_id = 0, step_id = 0;
-  uid_t uid = 0;
-  spank_get_item(sp, S_JOB_STEPID, &step_id);
-  /* Slurm's own word for the uid, never the job's environment: root trusts it below. */
-  if (job_ids(sp, &job_id, NULL, NULL) != 0 ||
-      spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
-    fpull_err_set(&err, FPULL_EFAIL, "no job id or uid");
-  if (err.code || fp_slurm_container_wait(&container, &settings, job_id, step_id, uid, &err) != 0)
-    fail(&err);
-  return 0;
-}
-
-int slurm_spank_task_init(spank_t sp, int ac, char **av)
-{
   fpull_err err = {0};
   if (!failure.code && in_container) {
-    uid_t uid = getuid();
-    gid_t gid = getgid();
-    int rc =
-        fp_slurm_container_join(&container, uid, gid, option(sp, FP_OPT_REMAP_ROOT) != NULL, &err);
-    /* Joined or not, this task is done with the container's init. */
+    uint32_t job_id = 0, step_id = 0;
+    spank_get_item(sp, S_JOB_STEPID, &step_id);
+    int rc = job_ids(sp, &job_id, NULL, NULL) != 0
+                 ? fpull_err_set(&err, FPULL_EFAIL, "no job id")
+                 : fp_slurm_container_wait(&container, &settings, job_id, step_id, &err);
+    if (rc == 0)
+      rc = fp_slurm_container_join(&container, option(sp, FP_OPT_REMAP_ROOT) != NULL, &err);
+    /* Joined or not, this task is done with the container's holder. */
     fp_slurm_container_joined(&container);
     if (rc != 0)
       fail(&err);
