@@ -27,16 +27,19 @@ int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, f
 
 /* As root: removes RUN_DIR/JOBID and everything in it as the directory's owner (in a child
  * that has dropped to that uid, so a tree the user could change under us can never make
- * root delete anything the user could not). With run_dir (RUN_DIR's path), what is
- * mounted under RUN_DIR/JOBID is first unmounted lazily; the removal never crosses a
- * mount point. A missing directory is fine. */
-int fp_slurm_job_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, fpull_err *err);
+ * root delete anything the user could not). With run_dir (RUN_DIR's path), what the user
+ * mounted under RUN_DIR/JOBID is first detached (safely: see job_dir.c); the removal never
+ * enters a mount point and stops after timeout seconds, leaving what is left and saying
+ * so in err. A missing directory is fine. */
+int fp_slurm_job_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, int timeout,
+                            fpull_err *err);
 
-/* Removes RUN_DIR/JOBID/STEPID as uid:gid (a child that drops every id to them), at the
- * end of the step: a long job's steps do not pile up their trees. A SquashFS image the
- * step mounted (sqsh_mount.h) is unmounted first, by the user with fusermount3. */
+/* Removes RUN_DIR/JOBID/STEPID as uid:gid (a child that drops every id to them, under
+ * the same deadline and never entering a mount point), at the end of the step: a long job's steps
+ * do not pile up their trees. A SquashFS image the step mounted (sqsh_mount.h) is unmounted first,
+ * by the user with fusermount3. */
 int fp_slurm_step_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, uint32_t step_id,
-                             uid_t uid, gid_t gid, fpull_err *err);
+                             uid_t uid, gid_t gid, int timeout, fpull_err *err);
 
 /* As root: RUN_DIR/store (root's, 0755) and RUN_DIR/store/UID (the user's, 0700), where
  * a user's unpacked images are kept between jobs (store_max=). */

@@ -415,7 +415,8 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
     fpull_err err = {0};
     cleanup_close int run_fd = -1;
     if (fp_slurm_run_dir_open(&run_fd, settings.run_dir, 0, &err) != 0 ||
-        fp_slurm_step_dir_remove(run_fd, settings.run_dir, job_id, step_id, uid, gid, &err) != 0)
+        fp_slurm_step_dir_remove(run_fd, settings.run_dir, job_id, step_id, uid, gid,
+                                 settings.cleanup_timeout, &err) != 0)
       slurm_info("fpull: step %" PRIu32 ".%" PRIu32 ": %s", job_id, step_id, err.msg);
   }
   fp_slurm_settings_free(&settings);
@@ -437,7 +438,7 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
   if (rc == 0)
     rc = fp_slurm_run_dir_open(&run_fd, settings.run_dir, 0, &err);
   if (rc == 0)
-    rc = fp_slurm_job_dir_remove(run_fd, settings.run_dir, job_id, &err);
+    rc = fp_slurm_job_dir_remove(run_fd, settings.run_dir, job_id, settings.cleanup_timeout, &err);
   if (rc != 0 && rc != FPULL_ENOTFOUND)
     slurm_error("fpull: job %" PRIu32 ": epilog: %s", job_id, err.msg);
   /* What is left is only disk space in run_dir; draining the node for it would cost more. */
