@@ -48,6 +48,8 @@ static const struct cli_opt all_opts[] = {
     {OPT_PRUNE_ALL, "all", 0, NULL, "prune: remove every image no running pull uses"},
     {OPT_PROGRESS, "progress", 0, "bar|lines|none",
      "progress on stderr: a bar on a terminal (default), a line every 5 s anywhere, or none"},
+    {OPT_MAX_UNPACKED, "max-unpacked", 0, "SIZE",
+     "fail (exit 8) rather than write more than SIZE of file content (50G, 500M; 0: no limit)"},
 };
 
 static const char *const format_names[] = {"dir", "bundle", "squashfs", NULL};
@@ -256,6 +258,15 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
     case OPT_PRUNE_ALL:
       s->prune_all = 1;
       break;
+    case OPT_MAX_UNPACKED: {
+      int64_t n = 0;
+      fpull_err err = {0};
+      if (fpull_cache_parse_size(&n, optarg, &err))
+        return usage_error(cmd, "--max-unpacked:", err.msg);
+      s->max_unpacked = (uint64_t)n;
+      s->max_unpacked_given = 1;
+      break;
+    }
     case OPT_SQFS_COMP:
     case OPT_SQFS_BLOCK_SIZE:
     case OPT_SQFS_LEVEL:
@@ -357,6 +368,9 @@ void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
   o->offline = s->offline;
   o->jobs = s->jobs;
   o->unpack.force = s->force;
+  /* Given, it wins over the config's max-unpacked:, 0 included. */
+  if (s->max_unpacked_given)
+    o->unpack.max_unpacked = s->max_unpacked ? s->max_unpacked : FPULL_UNPACK_UNLIMITED;
   cli_progress_attach(o, s);
   cli_sqfs_pull_opts(o, s);
 }

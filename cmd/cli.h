@@ -40,6 +40,7 @@ enum cli_opt_id {
   OPT_MAX_SIZE,
   OPT_PRUNE_ALL,
   OPT_PROGRESS,
+  OPT_MAX_UNPACKED, /* pull: the bound on what DEST receives */
 };
 
 /* pull --format: what DEST becomes. */
@@ -88,6 +89,9 @@ struct cli_settings {
   const char *max_size;
   int prune_all;
   int progress; /* --progress: 0 auto (a bar on a terminal), 1 lines, 2 none */
+  /* pull --max-unpacked, in bytes (0: none, even where the config sets one) */
+  uint64_t max_unpacked;
+  int max_unpacked_given;
 };
 
 struct cli_cmd {

@@ -5,6 +5,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "fpull/cache.h"
 #include "fpull/config.h"
 #include "fpull/features.h"
 #include "util.h"
@@ -65,6 +66,22 @@ static int parse_path(char **out, const struct fp_ynode *n, const char *name, co
     return r;
   free(*out);
   *out = expand_home(v);
+  return 0;
+}
+
+/* A size as the command line takes it ("50G", "500M", "0"): fpull_cache_parse_size's. */
+static int parse_size(uint64_t *out, const struct fp_ynode *n, const char *name, const char *key,
+                      fpull_err *err)
+{
+  cleanup_free char *v = NULL;
+  int r = fp_yaml_string(&v, n, name, key, err);
+  if (r)
+    return r;
+  int64_t bytes = 0;
+  fpull_err why = {0};
+  if (fpull_cache_parse_size(&bytes, v, &why))
+    return fp_yaml_err(err, name, n, "%s: %s", key, why.msg);
+  *out = (uint64_t)bytes;
   return 0;
 }
 
@@ -230,23 +247,18 @@ static int parse_key(struct fpull_config *c, const struct fp_ynode *key, const s
     return parse_path_list(&c->shared_caches, val, name, k, err);
   if (strcmp(k, "cpu-tags") == 0)
     return parse_cpu_tags(c, val, name, err);
+  if (strcmp(k, "max-unpacked") == 0)
+    return parse_size(&c->max_unpacked, val, name, k, err);
   if (strcmp(k, "retries") == 0) {
     long x = 0;
     int r = fp_yaml_int(&x, val, 0, 100, name, k, err);
     c->retries = (int)x;
     return r;
   }
-  static const char *const keys[] = {"site-features",
-                                     "platform-features",
-                                     "detect",
-                                     "insecure-registries",
-                                     "registry-mirrors",
-                                     "cache-dir",
-                                     "shared-caches",
-                                     "certs-dir",
-                                     "cpu-tags",
-                                     "retries",
-                                     NULL};
+  static const char *const keys[] = {
+      "site-features",    "platform-features", "detect",        "insecure-registries",
+      "registry-mirrors", "cache-dir",         "shared-caches", "certs-dir",
+      "cpu-tags",         "retries",           "max-unpacked",  NULL};
   const char *near = fpull_suggest(k, keys);
   fp_warn("%s:%u:%u: unknown key \"%s\" ignored%s%s%s", name, key->line, key->column, k,
           near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");

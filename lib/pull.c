@@ -10,6 +10,7 @@
 #include "unpack/dest.h"
 #include "resolve.h"
 #include "util.h"
+#include "fpull/config.h"
 #include "fpull/match.h"
 #include "fpull/unpack.h"
 
@@ -88,6 +89,10 @@ static int unpack(struct fp_session *s, const struct fp_resolved *r, struct fp_f
   }
   struct wait_ctx wctx = {fetch, layers, s->cache};
   struct fpull_unpack_opts uo = s->opts->unpack;
+  /* The config's max-unpacked: applies unless the caller gave a limit of its own (the CLI's
+   * --max-unpacked 0 is FPULL_UNPACK_UNLIMITED). */
+  if (!uo.max_unpacked && s->opts->config)
+    uo.max_unpacked = s->opts->config->max_unpacked;
   uo.wait_layer = wait_layer;
   uo.wait_ud = &wctx;
   struct fpull_unpack_stats st = {0};

@@ -30,6 +30,8 @@ struct fpull_config {
   int retries; /* "retries:", 0 when not set */
   /* Added in v3. */
   char **site_features; /* "site-features:": names this site uses beyond fpull's own */
+  /* Added in v5. */
+  uint64_t max_unpacked; /* "max-unpacked:" (a size, as --max-unpacked), 0 when not set */
 };
 
 /* Reads path, or when path is NULL: $FPULL_CONFIG, ~/.config/fpull/config.yaml

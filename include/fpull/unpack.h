@@ -57,7 +57,16 @@ struct fpull_unpack_opts {
   /* SquashFS output as root: keep setuid/setgid bits, file capabilities and device nodes
    * (dropped and counted by default: others mount the image). FPULL_EUSAGE as non-root. */
   int keep_privileged;
+  /* Added in v5: the most bytes of file content the pull may write (--max-unpacked): the
+   * sizes of the regular files of every layer as written, summed over the layers; a hard
+   * link, a whiteout, a directory, a symlink or a device adds nothing, and a file that a later
+   * layer replaces or removes still counts (it was written). Checked at each file's header,
+   * before its data is read: past it, FPULL_EUNSAFE naming the layer, and nothing is left.
+   * 0: no limit (fpull_pull: the config's max-unpacked:, if any); FPULL_UNPACK_UNLIMITED:
+   * no limit, whatever the config says. */
+  uint64_t max_unpacked;
 };
+#define FPULL_UNPACK_UNLIMITED UINT64_MAX
 #define FPULL_UNPACK_OPTS_INIT                                                                     \
   {                                                                                                \
     .version = FPULL_UNPACK_OPTS_VERSION                                                           \

@@ -134,7 +134,8 @@ static int write_file(struct sqfs_sink *q, struct archive *a, struct archive_ent
   int64_t pos = 0;
   int r;
   while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
-    if (off < pos || off > size)
+    /* Never past the size in the header: max-unpacked counted that (unpack.c). */
+    if (off < pos || off > size || len > (uint64_t)(size - off))
       return fpull_err_set(err, FPULL_EUNSAFE, "bad sparse map");
     /* A hole: zeros, which sqfs_blocks.c stores as a sparse block. */
     while (pos < off) {

@@ -341,6 +341,9 @@ static int write_file(struct fp_writer *w, struct archive *a, struct archive_ent
   int64_t pos = 0;
   int r;
   while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
+    /* Never past the size in the header: max-unpacked counted that (unpack.c). */
+    if (off < 0 || off > size || len > (uint64_t)(size - off))
+      return fpull_err_set(err, FPULL_EUNSAFE, "bad sparse map");
     if (off != pos) {
       /* A sparse entry: leave a hole. */
       if (off < pos || lseek(fd, off, SEEK_SET) < 0)

@@ -59,15 +59,60 @@ static int inner_whiteout(const char *clean, const char *last_slash)
   return FP_WH_NONE;
 }
 
-static int apply_layer(struct fp_sink *sink, const struct fpull_layer *layer, uint64_t max_entries,
-                       uint64_t max_bytes, struct fpull_unpack_stats *stats, fpull_err *err)
+/* The limits of one pull, and what it has written so far against max_unpacked. */
+struct feed_limits {
+  uint64_t max_entries, max_bytes;
+  uint64_t max_unpacked; /* UINT64_MAX: none */
+  uint64_t written;      /* bytes of regular files, summed over the layers */
+};
+
+/* "50 MiB" where the size is a whole number of a unit (as --max-unpacked 50M was given),
+ * else the exact count of bytes. */
+static const char *size_text(char *out, size_t cap, uint64_t n)
+{
+  static const char units[] = "PTGMK";
+  for (int i = 0; units[i]; i++) {
+    uint64_t unit = 1ull << (10 * (5 - i));
+    if (n >= unit && n % unit == 0) {
+      snprintf(out, cap, "%llu %ciB", (unsigned long long)(n / unit), units[i]);
+      return out;
+    }
+  }
+  snprintf(out, cap, "%llu bytes", (unsigned long long)n);
+  return out;
+}
+
+/* A regular file's content counts at its header, before a byte of its data is read or
+ * written: a layer of a few KiB that unpacks to GiB (zeros compress to nothing) stops at the
+ * entry that crosses the limit, whatever the output. Hard links add no content. */
+static int count_content(struct feed_limits *lim, struct archive_entry *e, const char *shown,
+                         fpull_err *err)
+{
+  int64_t size = archive_entry_size(e);
+  if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e) || size <= 0)
+    return 0;
+  if ((uint64_t)size > lim->max_unpacked - lim->written) {
+    char limit[40], total[40];
+    return fpull_err_set(err, FPULL_EUNSAFE,
+                         "unpacked content exceeds the max-unpacked limit of %s (entry %s would "
+                         "bring it to %s)",
+                         size_text(limit, sizeof limit, lim->max_unpacked), shown,
+                         size_text(total, sizeof total, lim->written + (uint64_t)size));
+  }
+  lim->written += (uint64_t)size;
+  return 0;
+}
+
+static int apply_layer(struct fp_sink *sink, const struct fpull_layer *layer,
+                       struct feed_limits *lim, struct fpull_unpack_stats *stats, fpull_err *err)
 {
   int comp = fpull_layer_compression(layer->media_type);
   if (comp < 0)
     return fpull_err_set(err, FPULL_EUNSAFE, "unsupported layer media type %s",
                          layer->media_type ? layer->media_type : "(none)");
   struct fp_layer_stream *s = NULL;
-  int rc = fp_layer_stream_open(&s, layer->path, layer->fd, comp, max_bytes, layer->diff_id, err);
+  int rc =
+      fp_layer_stream_open(&s, layer->path, layer->fd, comp, lim->max_bytes, layer->diff_id, err);
   if (rc)
     return rc;
   struct archive *a = fp_layer_stream_archive(s, err);
@@ -96,9 +141,9 @@ static int apply_layer(struct fp_sink *sink, const struct fpull_layer *layer, ui
                               archive_error_string(a) ? archive_error_string(a) : "bad header");
       goto out;
     }
-    if (++count > max_entries) {
+    if (++count > lim->max_entries) {
       rc = fpull_err_set(err, FPULL_EUNSAFE, "more than %llu entries in the layer",
-                         (unsigned long long)max_entries);
+                         (unsigned long long)lim->max_entries);
       goto out;
     }
     stats->entries++;
@@ -146,6 +191,8 @@ static int apply_layer(struct fp_sink *sink, const struct fpull_layer *layer, ui
       stats->whiteouts++;
       continue;
     }
+    if ((rc = count_content(lim, e, shown, err)) != 0)
+      goto out;
     rc = sink->ops->entry(sink, a, e, clean, err);
     if (rc) {
       const fpull_err *se = fp_layer_stream_error(s);
@@ -217,8 +264,11 @@ int fp_unpack_feed(struct fp_sink *sink, const struct fpull_layer *layers, size_
                    const struct fpull_unpack_opts *o, struct fpull_unpack_stats *stats,
                    fpull_err *err)
 {
-  uint64_t max_entries = o->max_entries ? o->max_entries : FPULL_UNPACK_MAX_ENTRIES;
-  uint64_t max_bytes = o->max_bytes ? o->max_bytes : FPULL_UNPACK_MAX_BYTES;
+  struct feed_limits lim = {
+      .max_entries = o->max_entries ? o->max_entries : FPULL_UNPACK_MAX_ENTRIES,
+      .max_bytes = o->max_bytes ? o->max_bytes : FPULL_UNPACK_MAX_BYTES,
+      .max_unpacked = o->max_unpacked ? o->max_unpacked : UINT64_MAX,
+  };
   /* libarchive converts names to the locale's charset; a UTF-8 locale of our own keeps the
    * bytes as they are whatever LANG the job runs with. */
   locale_t loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
@@ -227,7 +277,7 @@ int fp_unpack_feed(struct fp_sink *sink, const struct fpull_layer *layers, size_
   for (size_t i = 0; i < n && !rc; i++) {
     if (o->wait_layer && (rc = o->wait_layer(o->wait_ud, i, err)) != 0)
       break;
-    rc = apply_layer(sink, &layers[i], max_entries, max_bytes, stats, err);
+    rc = apply_layer(sink, &layers[i], &lim, stats, err);
     if (rc)
       fpull_err_prefix(err, "layer %s", layers[i].digest ? layers[i].digest : layers[i].path);
   }

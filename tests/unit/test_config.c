@@ -481,3 +481,26 @@ TEST(shared_caches_key)
                  "cfg.yaml:3:5: shared-caches: \"relative/cache\" is not an absolute directory");
   CHECK_CONTAINS(parse_fail("shared-caches: {a: b}\n"), "shared-caches must be a list");
 }
+
+TEST(max_unpacked_key)
+{
+  struct fpull_config *c = parse_ok("max-unpacked: 50M\n");
+  CHECK_INT_EQ(c->max_unpacked, 50ull << 20);
+  fpull_config_free(c);
+  c = parse_ok("max-unpacked: 1.5GiB\n");
+  CHECK_INT_EQ(c->max_unpacked, 3ull << 29);
+  fpull_config_free(c);
+  c = parse_ok("max-unpacked: 0\n");
+  CHECK_INT_EQ(c->max_unpacked, 0);
+  fpull_config_free(c);
+  c = parse_ok("");
+  CHECK_INT_EQ(c->max_unpacked, 0);
+  fpull_config_free(c);
+  /* A size is never guessed at: a bare number or an unknown unit names the key's place. */
+  CHECK_CONTAINS(parse_fail("max-unpacked: 500\n"),
+                 "cfg.yaml:1:15: max-unpacked: '500' has no unit (did you mean '500M' or '500G'?)");
+  CHECK_CONTAINS(parse_fail("detect: true\nmax-unpacked: 5X\n"),
+                 "cfg.yaml:2:15: max-unpacked: '5X' is not a size such as 10G");
+  CHECK_CONTAINS(parse_fail("max-unpacked: [1G]\n"), "cfg.yaml:1:15: max-unpacked must be a "
+                                                     "string, not a list");
+}

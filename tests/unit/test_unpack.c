@@ -738,6 +738,66 @@ TEST(t31_limits_stop_bombs)
   run_both(c_limits);
 }
 
+/* max_unpacked (--max-unpacked): the sizes of regular files as the layers write them,
+ * summed over the layers; hard links, whiteouts (even with data), symlinks and directories
+ * add nothing; a file written again counts again. Exactly the limit is allowed. */
+static void c_max_unpacked(void)
+{
+  struct built b[3];
+  fpull_err err;
+  struct fpull_unpack_stats st;
+  build(&b[0], "gzip",
+        "dir d\nfile d/a zeros=600000\nhardlink d/a2 d/a\nhardlink d/a3 d/a\n"
+        "symlink d/s a\nfifo d/p\n");
+  build(&b[1], "zstd", "file d/.wh.a data=whiteouts-add-nothing\nfile d/b zeros=400000\n");
+  struct fpull_unpack_opts o = FPULL_UNPACK_OPTS_INIT;
+  o.max_unpacked = 1000000;
+  expect_ok(unpack(b, 2, &o, &err, &st), &err);
+  struct stat sb;
+  CHECK(stat(fmt("%s/d/b", dest), &sb) == 0);
+  CHECK_INT_EQ(sb.st_size, 400000);
+  CHECK(stat(fmt("%s/d/a2", dest), &sb) == 0);
+  CHECK_INT_EQ(sb.st_size, 600000);
+  check_base_clean(1);
+  check_victim();
+
+  /* One byte less: the second layer's file crosses it, and nothing stays. */
+  fresh();
+  o.max_unpacked = 999999;
+  expect_unsafe(unpack(b, 2, &o, &err, NULL), &err,
+                "unpacked content exceeds the max-unpacked limit of 999999 bytes (entry d/b "
+                "would bring it to 1000000 bytes)");
+  CHECK_CONTAINS(err.msg, fmt("layer %s: ", b[1].digest));
+  check_victim();
+
+  /* A file that a later layer writes again was written twice. */
+  fresh();
+  build(&b[2], "none", "file d/a zeros=600000\n");
+  o.max_unpacked = 1100000;
+  expect_unsafe(unpack((struct built[]){b[0], b[2]}, 2, &o, &err, NULL), &err,
+                "limit of 1100000 bytes (entry d/a would bring it to 1200000 bytes)");
+  check_victim();
+
+  /* A bomb stops at the header of the entry that crosses the limit: 64 MiB of zeros in a
+   * few KiB of zstd, over a limit in whole MiB (shown as given). */
+  fresh();
+  build(&b[2], "zstd", "file small data=x\nfile bomb zeros=67108864\n");
+  o.max_unpacked = 1 << 20;
+  expect_unsafe(unpack(&b[2], 1, &o, &err, NULL), &err,
+                "limit of 1 MiB (entry bomb would bring it to 67108865 bytes)");
+  check_victim();
+
+  /* 0 and FPULL_UNPACK_UNLIMITED: no limit. */
+  fresh();
+  o.max_unpacked = FPULL_UNPACK_UNLIMITED;
+  expect_ok(unpack(b, 2, &o, &err, NULL), &err);
+  check_base_clean(1);
+}
+TEST(max_unpacked_counts_file_content_once_per_write)
+{
+  run_both(c_max_unpacked);
+}
+
 static void c_corrupt(void)
 {
   struct built b;
