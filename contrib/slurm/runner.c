@@ -140,7 +140,7 @@ static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *o
   }
   char max[48];
   if (r->s->max_unpacked && !rn->inspect) {
-    snprintf(max, sizeof max, "--max-unpacked=%llu", r->s->max_unpacked);
+    snprintf(max, sizeof max, "--max-unpacked=%lluB", r->s->max_unpacked);
     argv[n++] = max;
   }
   argv[n++] = "--";
@@ -594,7 +594,7 @@ static void save(struct runner *rn, const char *digest)
   argv[n++] = "--quiet";
   char max[48];
   if (r->s->max_unpacked) {
-    snprintf(max, sizeof max, "--max-unpacked=%llu", r->s->max_unpacked);
+    snprintf(max, sizeof max, "--max-unpacked=%lluB", r->s->max_unpacked);
     argv[n++] = max;
   }
   n = common_args(rn, argv, n);
@@ -969,6 +969,10 @@ int main(void)
     return FPULL_EFAIL;
   }
   close(3);
+  /* What the runner starts (fpull, the runtime, squashfuse) must not hold the tasks'
+   * pipes: the tasks wait for the info pipe's end to close. */
+  fcntl(4, F_SETFD, FD_CLOEXEC);
+  fcntl(5, F_SETFD, FD_CLOEXEC);
   struct fp_slurm_settings s;
   struct fp_slurm_request r;
   fpull_err err = {0};
