@@ -57,6 +57,13 @@ static int ancestors_safe(const char *run_dir, fpull_err *err)
   return 0;
 }
 
+int fp_slurm_run_dir_check(const char *run_dir, fpull_err *err)
+{
+  if (run_dir[0] != '/')
+    return fpull_err_set(err, FPULL_EUSAGE, "run_dir %s: not an absolute path", run_dir);
+  return ancestors_safe(run_dir, err);
+}
+
 int fp_slurm_run_dir_open(int *out, const char *run_dir, int create, fpull_err *err)
 {
   if (run_dir[0] != '/')

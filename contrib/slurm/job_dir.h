@@ -20,6 +20,10 @@
  * can write is refused: users must not be able to plant entries there. */
 int fp_slurm_run_dir_open(int *out, const char *run_dir, int create, fpull_err *err);
 
+/* RUN_DIR's parents: root's, none writable by others (but a sticky one above the parent,
+ * such as /tmp). slurmd says so in its log at start; every step is refused meanwhile. */
+int fp_slurm_run_dir_check(const char *run_dir, fpull_err *err);
+
 /* As root: creates RUN_DIR/JOBID owned by uid:gid, mode 0700, or keeps it when it is
  * that already (an earlier step's); anything else an earlier job of the same id left
  * (slurmctld state can be reset) is removed first. */

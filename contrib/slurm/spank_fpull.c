@@ -155,6 +155,10 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
   /* Said where an admin looks (slurmd's log); users see it when they use an option. */
   if (settings_load(ac, av) != 0 && spank_context() == S_CTX_SLURMD)
     slurm_error("fpull: %s", settings_err.msg);
+  fpull_err rd = {0};
+  if (settings_ok && spank_context() == S_CTX_SLURMD &&
+      fp_slurm_run_dir_check(settings.run_dir, &rd) != 0)
+    slurm_error("fpull: plugstack.conf: %s", rd.msg);
   /* The epilog reads the options with spank_option_getopt; registering is for the contexts
    * that parse a command line, and may be refused elsewhere. */
   spank_context_t ctx = spank_context();
