@@ -24,6 +24,9 @@
 #ifndef FPULL_SLURM_LIBEXECDIR
 #define FPULL_SLURM_LIBEXECDIR "/usr/local/libexec/fpull"
 #endif
+#ifndef FPULL_SLURM_LIBEXEC_REL
+#define FPULL_SLURM_LIBEXEC_REL "../../libexec/fpull"
+#endif
 
 #define INFO_MAX (1u << 20)
 
@@ -56,15 +59,17 @@ void fp_slurm_container_free(struct fp_slurm_container *c)
 
 const char *fp_slurm_program(const char *name, char *buf, size_t len)
 {
-  /* Beside this plugin first (a build tree, or a site that keeps them together), then
-   * where they were installed. Both are root's directories. */
+  /* Beside this plugin (a build tree), then where they are installed as seen from the
+   * plugin (an install under another prefix), then where they were to be installed. All
+   * are root's directories. */
   Dl_info info;
   if (dladdr((void *)fp_slurm_program, &info) && info.dli_fname && info.dli_fname[0] == '/') {
-    const char *slash = strrchr(info.dli_fname, '/');
-    if ((size_t)snprintf(buf, len, "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname, name) <
-            len &&
-        access(buf, X_OK) == 0)
-      return buf;
+    int dir = (int)(strrchr(info.dli_fname, '/') - info.dli_fname);
+    const char *rel[] = {"", FPULL_SLURM_LIBEXEC_REL "/"};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++)
+      if ((size_t)snprintf(buf, len, "%.*s/%s%s", dir, info.dli_fname, rel[i], name) < len &&
+          access(buf, X_OK) == 0)
+        return buf;
   }
   snprintf(buf, len, "%s/%s", FPULL_SLURM_LIBEXECDIR, name);
   return buf;

@@ -69,7 +69,10 @@ class SlurmPluginCrun(test_slurm.SlurmPlugin):
         # task has joined it, and a task as short as this one can end the step first, whose
         # end kills the runner's process group (the container's init with it) and removes
         # the runtime's state with the step's directory.
-        self.assertEqual(verbs[:2], ["create", "state"], calls)
+        # The container's process is the holder (fpull-slurm-hold, the runner's descriptor
+        # 3), started: the tasks join its namespaces as the user.
+        self.assertEqual(verbs[:2], ["create", "start"], calls)
+        self.assertIn("--preserve-fds=2", calls[0].split())
         self.assertIn(verbs[2:], ([], ["delete"]), calls)
         # Told to make no cgroup (the tasks stay in the job's), with the step's own state.
         self.assertTrue(all(c.startswith("--cgroup-manager=disabled --root ") for c in calls),
