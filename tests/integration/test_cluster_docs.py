@@ -17,7 +17,8 @@ SCENARIO groups the blocks run against one cluster (one test method each). The g
 names for the site's choices, listed in its first table, are the only text replaced:
 /usr/local by the temporary prefix, registry.example.org by the test registry. Everything
 else is literal: the test runs in a private mount namespace with empty tmpfs over
-/etc/slurm, /run and /var/cache, so the guide's paths are its own and never the machine's.
+/etc/slurm, /run, /var/cache and /var/lib (the plugin's default run_dir is
+/var/lib/fpull-slurm), so the guide's paths are its own and never the machine's.
 """
 import ctypes
 import glob
@@ -108,7 +109,7 @@ class ClusterDocs(cases.RegistryCase):
         if not os.path.isdir("/etc/slurm"):
             self.fail("/etc/slurm is missing (Debian's slurm-wlm-basic-plugins makes it)")
         # Before any thread is started: unshare(CLONE_NEWNS) needs a single-threaded process.
-        _private_mounts(["/etc/slurm", "/run", "/var/cache"])
+        _private_mounts(["/etc/slurm", "/run", "/var/cache", "/var/lib"])
         os.mkdir("/etc/slurm/plugstack.conf.d")
         super().setUp()
         os.chmod(self.tmp, 0o755)
@@ -273,3 +274,29 @@ class ClusterDocsMarks(unittest.TestCase):
             self.assertIn(words[1], roles, b)
         # The names the test replaces are the ones the guide lists, and no more.
         self.assertEqual(names(), ["/usr/local", "registry.example.org"])
+
+    def test_security_model_names_a_test_for_every_never(self):
+        """Section 11: each sentence that says what the plugin never does (or that nothing
+        happens) names tests, and each named test exists."""
+        with open(DOC) as f:
+            text = f.read()
+        section = text[text.index("## 11. Security model"):]
+        known = set()
+        for path in glob.glob(os.path.join(fpull.SRC_DIR, "tests", "**", "*.py"),
+                              recursive=True):
+            with open(path) as f:
+                known.update(re.findall(r"^    def (test_\w+)\(", f.read(), re.M))
+        for path in glob.glob(os.path.join(fpull.SRC_DIR, "tests", "**", "*.c"),
+                              recursive=True):
+            with open(path) as f:
+                known.update(re.findall(r"^TEST\((\w+)\)", f.read(), re.M))
+        flat = re.sub(r"\s+", " ", section)
+        claims = [c for c in re.split(r"(?<=[.:])\s+(?=[A-Z*`0-9])", flat)
+                  if re.search(r"\b(never|nothing)\b", c)]
+        self.assertGreaterEqual(len(claims), 6, claims)
+        for claim in claims:
+            names = re.findall(r"\(test: ([^)]*)\)", claim)
+            self.assertTrue(names, "names no test: " + claim)
+            for name in ",".join(names).split(","):
+                self.assertIn(name.strip(), known, claim)
+
