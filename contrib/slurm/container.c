@@ -51,6 +51,7 @@ void fp_slurm_container_free(struct fp_slurm_container *c)
     if (*fds[i] >= 0)
       close(*fds[i]);
   free(c->workdir);
+  free(c->home);
   fpull_strv_free(c->env);
   fpull_strv_free(c->entrypoint);
   memset(c, 0, sizeof *c);
@@ -242,6 +243,8 @@ int fp_slurm_container_wait(struct fp_slurm_container *c, const struct fp_slurm_
       snprintf(c->digest, sizeof c->digest, "%s", rec + 1);
     else if (rec[0] == 'W')
       c->workdir = fp_xstrdup(rec + 1);
+    else if (rec[0] == 'H' && !c->home)
+      c->home = fp_xstrdup(rec + 1);
     else if (rec[0] == 'E')
       c->env = fp_strv_push(c->env, rec + 1);
     else if (rec[0] == 'N')

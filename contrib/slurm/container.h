@@ -42,6 +42,8 @@ struct fp_slurm_request {
   int entrypoint;     /* --fpull-entrypoint: the tasks need the image's Entrypoint */
   int squashfs;       /* --fpull-format=squashfs: pulled as one SquashFS file and mounted */
   uint32_t ntasks;    /* the step's tasks on this node: each joins, then the holder goes */
+  int quiet;          /* --fpull-quiet: no line but errors */
+  const char *term;   /* the job's TERM */
   const char *holder; /* the holder program's path (hold.c) */
   int info_fd;        /* (the runner's own) */
 };
@@ -52,6 +54,7 @@ struct fp_slurm_container {
   int holder_fd, nested_fd; /* pidfds of the holder and its child; -1 when none */
   char digest[80];          /* the chosen entry's manifest digest */
   char *workdir;            /* the image's WorkingDir, or NULL */
+  char *home;               /* the user's home, when it is mounted inside, or NULL */
   char **env;               /* the image's Env (NULL-terminated) */
   char **entrypoint;        /* with --fpull-entrypoint, the image's Entrypoint, or NULL */
 };

@@ -57,14 +57,14 @@ void fp_slurm_say(const char *fmt, ...)
 
 /* Writes the complete lines of buf (len bytes) that do not contain drop to our stderr; the
  * rest stays in buf. Returns the bytes kept. */
-static size_t forward_lines(char *buf, size_t len, const char *drop)
+static size_t forward_lines(char *buf, size_t len, int (*keep)(const char *line))
 {
   size_t start = 0;
   for (size_t i = 0; i < len; i++) {
     if (buf[i] != '\n')
       continue;
     buf[i] = '\0';
-    if (!strstr(buf + start, drop)) {
+    if (keep(buf + start)) {
       buf[i] = '\n';
       ssize_t w = write(STDERR_FILENO, buf + start, i + 1 - start);
       (void)w;
@@ -101,12 +101,12 @@ static void place_preserved(void)
  * stderr into log, or to /dev/null (quiet), or ours, without the lines that contain drop
  * (when given, with out). Its exit code, or FPULL_EFAIL when it did not exit. */
 int fp_slurm_run_to(char *const argv[], char *const envp[], struct fp_buf *out, int quiet,
-                    const char *log, const char *drop)
+                    const char *log, int (*keep)(const char *line))
 {
   int p[2] = {-1, -1}, e[2] = {-1, -1};
   if (out && pipe2(p, O_CLOEXEC) < 0)
     return FPULL_EFAIL;
-  if (out && drop && !quiet && !log && pipe2(e, O_CLOEXEC) < 0)
+  if (out && keep && !quiet && !log && pipe2(e, O_CLOEXEC) < 0)
     return FPULL_EFAIL;
   pid_t pid = fork();
   if (pid < 0)
@@ -158,7 +158,7 @@ int fp_slurm_run_to(char *const argv[], char *const envp[], struct fp_buf *out, 
       if (fds[1].revents) {
         ssize_t n = read(fds[1].fd, line + kept, sizeof line - 1 - kept);
         if (n > 0) {
-          kept = forward_lines(line, kept + (size_t)n, drop);
+          kept = forward_lines(line, kept + (size_t)n, keep);
           if (kept == sizeof line - 1) { /* a line longer than the buffer: as it is */
             ssize_t w = write(STDERR_FILENO, line, kept);
             (void)w;

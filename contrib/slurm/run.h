@@ -13,10 +13,10 @@
 void fp_slurm_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Runs argv: stdout into out (when out is not NULL, bounded); stderr into log, or to
- * /dev/null (quiet), or ours, without the lines that contain drop (when given, with out).
+ * /dev/null (quiet), or ours, only the lines keep accepts (when given, with out).
  * Its exit code, or FPULL_EFAIL when it did not exit (FPULL_ENET after the deadline). */
 int fp_slurm_run_to(char *const argv[], char *const envp[], struct fp_buf *out, int quiet,
-                    const char *log, const char *drop);
+                    const char *log, int (*keep)(const char *line));
 
 /* The next fp_slurm_run_to's program gets these descriptors as 3, 4, ... (n at most 4),
  * as a runtime's --preserve-fds passes them on. */

@@ -18,6 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <grp.h>
+#include <linux/openat2.h>
+#include <pwd.h>
+#include <sys/syscall.h>
+
 #include <fpull/cache.h>
 #include <fpull/config.h>
 #include <fpull/ref.h>
@@ -66,6 +71,7 @@ struct runner {
   int offline_only;         /* an earlier resolution found the registry down */
   int went_offline;         /* the last pull() used the cache only */
   int mounted;              /* the image is a SquashFS file mounted in the bundle */
+  int home_mounted;         /* the user's home is bind mounted at its own path */
   const char *format;       /* what pull() asks fpull for: "bundle" or "squashfs" */
   char dest[PATH_MAX + 16]; /* where: the tree, or the SquashFS file in the bundle */
 };
@@ -107,6 +113,21 @@ static char *pinned_ref(const char *image, const char *digest)
   }
   fpull_ref_free(ref);
   return pinned;
+}
+
+/* What of the pull's stderr reaches the step's. With --fpull-quiet, fpull's errors only;
+ * by default also the progress lines of a pull slow enough to print them (one every few
+ * seconds), but not the first and last lines of every pull: the line that says what this
+ * node chose is enough. The container runs no command of the image's: a warning that the
+ * image names none would only mislead. */
+static int keep_quiet(const char *line)
+{
+  return strncmp(line, "fpull: ", 7) == 0 && !strstr(line, "neither Entrypoint nor Cmd");
+}
+
+static int keep_default(const char *line)
+{
+  return keep_quiet(line) || (strstr(line, " downloaded, ") && !strstr(line, ": done: "));
 }
 
 /* fpull pull --format bundle (or rn->format) as the user; the --json result into out. */
@@ -151,10 +172,8 @@ static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *o
   out->len = 0;
   if (fp_slurm_run_timed_out())
     return FPULL_ENET;
-  /* The container runs no command of the image's: a warning that the image names none
-   * would only mislead. */
   return fp_slurm_run_to((char *const *)argv, rn->envp, out, quiet, NULL,
-                         "neither Entrypoint nor Cmd");
+                         r->quiet ? keep_quiet : keep_default);
 }
 
 /* How old the cached manifest is, for the outage warning. */
@@ -250,6 +269,8 @@ static int pull(struct runner *rn, cJSON **result)
 /* The line saying what this node chose, on the step's stderr. */
 static void say_chosen(const struct runner *rn, const cJSON *res)
 {
+  if (rn->r->quiet)
+    return;
   const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(res, "manifest_digest"));
   const cJSON *pl = cJSON_GetObjectItem(res, "platform");
   char feats[1024] = "";
@@ -299,10 +320,127 @@ static int add_mounts(cJSON *arr, const char *what, const char *spec)
     fp_slurm_say("fpull: %s", err.msg);
     return FPULL_EUSAGE;
   }
-  for (size_t i = 0; i < n; i++)
-    cJSON_AddItemToArray(arr, bind_mount(m[i].src, m[i].dst, m[i].ro));
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    /* Said here, as the user and in fpull's words, rather than by the runtime. */
+    if (access(m[i].src, F_OK) != 0) {
+      fp_slurm_say("fpull: %s: %s: %s", what, m[i].src, strerror(errno));
+      rc = FPULL_EUSAGE;
+      break;
+    }
+    cJSON *b = bind_mount(m[i].src, m[i].dst, m[i].ro);
+    cJSON *o = cJSON_GetObjectItem(b, "options");
+    for (size_t j = 0; m[i].options && m[i].options[j]; j++)
+      if (strcmp(m[i].options[j], "nosuid") != 0)
+        cJSON_AddItemToArray(o, cJSON_CreateString(m[i].options[j]));
+    cJSON_AddItemToArray(arr, b);
+  }
   fp_slurm_mounts_free(m, n);
-  return 0;
+  return rc;
+}
+
+/* path (below rootfs, resolved inside it as the kernel would for a process there) into
+ * *out; "" when it is missing. */
+static void read_in_root(const char *rootfs, const char *path, struct fp_buf *out)
+{
+  cleanup_close int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
+                         .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+  cleanup_close int fd = root < 0 ? -1 : (int)syscall(SYS_openat2, root, path, &how, sizeof how);
+  char *data = NULL;
+  size_t len = 0;
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      fp_read_fd(fd, SPEC_MAX, &data, &len) == 0 && len)
+    fp_buf_append(out, data, len);
+  free(data);
+}
+
+static int exists_in_root(const char *rootfs, const char *path)
+{
+  cleanup_close int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+                         .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+  cleanup_close int fd = root < 0 ? -1 : (int)syscall(SYS_openat2, root, path, &how, sizeof how);
+  return fd >= 0;
+}
+
+/* The image's lines of a passwd or group file (text), without those of the same name or
+ * id as the one added in front of them. */
+static void merge_id_file(struct fp_buf *out, const char *first, const char *name, unsigned id,
+                          const struct fp_buf *image)
+{
+  fp_buf_append(out, first, strlen(first));
+  for (size_t off = 0; off < image->len;) {
+    const char *line = image->data + off;
+    const char *nl = memchr(line, '\n', image->len - off);
+    size_t n = nl ? (size_t)(nl - line) : image->len - off;
+    off += n + (nl != NULL);
+    const char *c1 = memchr(line, ':', n);
+    const char *c2 = c1 ? memchr(c1 + 1, ':', n - (size_t)(c1 + 1 - line)) : NULL;
+    if (!c1 || !c2)
+      continue;
+    char idbuf[16];
+    snprintf(idbuf, sizeof idbuf, "%u", id);
+    size_t idlen = strlen(idbuf);
+    int same_name = (size_t)(c1 - line) == strlen(name) && strncmp(line, name, strlen(name)) == 0;
+    int same_id = strncmp(c2 + 1, idbuf, idlen) == 0 && c2[1 + idlen] == ':';
+    if (same_name || same_id)
+      continue;
+    fp_buf_append(out, line, n);
+    fp_buf_append(out, "\n", 1);
+  }
+}
+
+static int write_small(const char *path, const struct fp_buf *b)
+{
+  cleanup_close int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  return fd >= 0 && fchmod(fd, 0644) == 0 &&
+                 write(fd, b->data ? b->data : "", b->len) == (ssize_t)b->len
+             ? 0
+             : -1;
+}
+
+/* The user as enroot shows them: their name, uid, gid, home and shell in front of the
+ * image's /etc/passwd, their groups in front of its /etc/group, in files of the step's
+ * bound read-only over the image's (a kept tree, which the user's other steps share, is not
+ * changed). The names are the host's (its NSS, as the user sees it). */
+static void add_identity(struct runner *rn, cJSON *mounts, const char *rootfs)
+{
+  const struct fp_slurm_request *r = rn->r;
+  struct passwd *pw = getpwuid(r->uid);
+  char fallback[32];
+  snprintf(fallback, sizeof fallback, "user%u", (unsigned)r->uid);
+  const char *name = pw ? pw->pw_name : fallback;
+  const char *home = rn->home_mounted ? r->home : pw ? pw->pw_dir : "/";
+  const char *shell =
+      pw && pw->pw_shell && exists_in_root(rootfs, pw->pw_shell) ? pw->pw_shell : "/bin/sh";
+  struct fp_buf image = {0}, out = {0};
+  cleanup_free char *line =
+      fp_xasprintf("%s:x:%u:%u:%s:%s:%s\n", name, (unsigned)r->uid, (unsigned)r->gid,
+                   pw && pw->pw_gecos ? pw->pw_gecos : "", home, shell);
+  read_in_root(rootfs, "etc/passwd", &image);
+  merge_id_file(&out, line, name, (unsigned)r->uid, &image);
+  cleanup_free char *passwd = fp_xasprintf("%s/passwd", rn->bundle);
+  int ok = write_small(passwd, &out) == 0;
+  image.len = out.len = 0;
+  struct group *gr = getgrgid(r->gid);
+  char gfallback[32];
+  snprintf(gfallback, sizeof gfallback, "group%u", (unsigned)r->gid);
+  const char *gname = gr ? gr->gr_name : gfallback;
+  cleanup_free char *gline = fp_xasprintf("%s:x:%u:%s\n", gname, (unsigned)r->gid, name);
+  read_in_root(rootfs, "etc/group", &image);
+  merge_id_file(&out, gline, gname, (unsigned)r->gid, &image);
+  cleanup_free char *group = fp_xasprintf("%s/group", rn->bundle);
+  ok = ok && write_small(group, &out) == 0;
+  fp_buf_free(&image);
+  fp_buf_free(&out);
+  if (!ok) {
+    fp_slurm_say("fpull: warning: the user's passwd and group entries: %s", strerror(errno));
+    return;
+  }
+  cJSON_AddItemToArray(mounts, bind_mount(passwd, "/etc/passwd", 1));
+  cJSON_AddItemToArray(mounts, bind_mount(group, "/etc/group", 1));
 }
 
 static cJSON *id_map(unsigned host)
@@ -390,10 +528,13 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
    * device cgroup's call (ConstrainDevices=yes in cgroup.conf), as outside. */
   cJSON_AddItemToArray(mounts, bind_mount("/dev", "/dev", 0));
   int rc = add_mounts(mounts, "plugin argument mounts", r->s->mounts);
-  if (rc == 0 && r->mount_home && dir_writable(r->home))
+  rn->home_mounted = rc == 0 && r->mount_home && dir_writable(r->home);
+  if (rn->home_mounted)
     cJSON_AddItemToArray(mounts, bind_mount(r->home, r->home, 0));
   if (rc == 0)
     rc = add_mounts(mounts, "--fpull-mounts", r->mounts);
+  if (rc == 0 && (mkdir(rn->bundle, 0700) == 0 || errno == EEXIST))
+    add_identity(rn, mounts, own ? rootfs : rootfs);
   cJSON *linux_ = cJSON_AddObjectToObject(spec, "linux");
   cJSON_AddItemToObject(linux_, "uidMappings", id_map((unsigned)r->uid));
   cJSON_AddItemToObject(linux_, "gidMappings", id_map((unsigned)r->gid));
@@ -605,7 +746,7 @@ static void save(struct runner *rn, const char *digest)
   int rc = run((char *const *)argv, rn->envp, NULL, 0);
   if (rc)
     fp_slurm_say("fpull: warning: --fpull-save=%s: not saved (exit %d)", r->save, rc);
-  else
+  else if (!r->quiet)
     fp_slurm_say("fpull: saved %s to %s", pinned, r->save);
 }
 
@@ -664,8 +805,9 @@ static int from_squashfs(struct runner *rn)
     return FPULL_EFAIL;
   char host[256] = "";
   gethostname(host, sizeof host - 1);
-  fp_slurm_say("fpull: %s: %s (a SquashFS file, %s)", host, r->image,
-               rn->mounted ? "mounted with squashfuse" : "unpacked with unsquashfs");
+  if (!r->quiet)
+    fp_slurm_say("fpull: %s: %s (a SquashFS file, %s)", host, r->image,
+                 rn->mounted ? "mounted with squashfuse" : "unpacked with unsquashfs");
   return 0;
 }
 
@@ -811,7 +953,8 @@ static int from_store(struct runner *rn, cJSON **res, int *lock)
   if (kept) {
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    fp_slurm_say("fpull: %s: %s: %s is kept on this node: not unpacked again", host, r->image, d);
+    if (!r->quiet)
+      fp_slurm_say("fpull: %s: %s: %s is kept on this node: not unpacked again", host, r->image, d);
   } else {
     cleanup_free char *pinned = pinned_ref(r->image, d);
     rn->pull_image = pinned ? pinned : r->image;
@@ -913,6 +1056,8 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
     return rc;
   if (workdir)
     send_rec(info, 'W', workdir);
+  if (rn.home_mounted)
+    send_rec(info, 'H', r->home);
   for (size_t i = 0; env && env[i]; i++)
     send_rec(info, 'E', env[i]);
   long pid = 0, nested = 0;

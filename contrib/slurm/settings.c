@@ -1,6 +1,8 @@
 /* fpull Slurm plugin: plugstack.conf arguments and the job's options (see settings.h). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <fpull/config.h>
 #include <fpull/features.h>
@@ -13,11 +15,25 @@
 #define FPULL_BINDIR "/usr/local/bin"
 #endif
 
-static const char *const arg_names[] = {
-    "fpull",           "runtime", "run_dir",         "cache_dir",   "config",
-    "data_dir",        "mounts",  "env_passthrough", "nvidia_hook", "jobs",
-    "mount_home",      "pull",    "pull_timeout",    "store_max",   "max_unpacked",
-    "cleanup_timeout", NULL};
+static const char *const arg_names[] = {"fpull",
+                                        "runtime",
+                                        "run_dir",
+                                        "cache_dir",
+                                        "config",
+                                        "data_dir",
+                                        "mounts",
+                                        "env_passthrough",
+                                        "nvidia_hook",
+                                        "jobs",
+                                        "mount_home",
+                                        "pull",
+                                        "pull_timeout",
+                                        "store_max",
+                                        "max_unpacked",
+                                        "cleanup_timeout",
+                                        "remap_root",
+                                        "execute_entrypoint",
+                                        NULL};
 
 static const char *const pull_names[] = {"always", "missing", "newer", "never", NULL};
 
@@ -57,6 +73,17 @@ static int set_word(char **dst, const char *val)
 {
   free(*dst);
   *dst = fp_xstrdup(val);
+  return 0;
+}
+
+static int parse_yes_no(int *out, const char *key, const char *val, fpull_err *err)
+{
+  static const char *const yn[] = {"yes", "no", NULL};
+  if (strcmp(val, "yes") != 0 && strcmp(val, "no") != 0) {
+    cleanup_free char *what = fp_xasprintf("plugin argument %s", key);
+    return bad_word(err, what, val, yn, "yes or no");
+  }
+  *out = strcmp(val, "yes") == 0;
   return 0;
 }
 
@@ -141,13 +168,12 @@ static int parse_one(struct fp_slurm_settings *s, const char *key, const char *v
     s->cleanup_timeout = (int)n;
     return 0;
   }
-  if (strcmp(key, "mount_home") == 0) {
-    static const char *const yn[] = {"yes", "no", NULL};
-    if (strcmp(val, "yes") != 0 && strcmp(val, "no") != 0)
-      return bad_word(err, "plugin argument mount_home", val, yn, "yes or no");
-    s->mount_home = strcmp(val, "yes") == 0;
-    return 0;
-  }
+  if (strcmp(key, "mount_home") == 0)
+    return parse_yes_no(&s->mount_home, key, val, err);
+  if (strcmp(key, "remap_root") == 0)
+    return parse_yes_no(&s->remap_root, key, val, err);
+  if (strcmp(key, "execute_entrypoint") == 0)
+    return parse_yes_no(&s->execute_entrypoint, key, val, err);
   if (strcmp(key, "pull") == 0) {
     int p = fp_slurm_pull_parse(val);
     if (p < 0)
@@ -206,6 +232,7 @@ void fp_slurm_mounts_free(struct fp_slurm_mount *m, size_t n)
   for (size_t i = 0; m && i < n; i++) {
     free(m[i].src);
     free(m[i].dst);
+    fpull_strv_free(m[i].options);
   }
   free(m);
 }
@@ -231,22 +258,43 @@ static int mount_one(struct fp_slurm_mount *m, const char *what, const char *ite
       *flags++ = '\0';
   }
   if (!dst || !*src || !*dst)
-    return fpull_err_set(err, FPULL_EUSAGE, "%s: '%s': not SRC:DST[:ro|rw]", what, item);
+    return fpull_err_set(err, FPULL_EUSAGE, "%s: '%s': not SRC:DST[:FLAGS]", what, item);
   if (src[0] != '/' || dst[0] != '/')
     return fpull_err_set(err, FPULL_EUSAGE, "%s: '%s': SRC and DST must be absolute paths", what,
                          item);
   if (has_dotdot(dst))
     return fpull_err_set(err, FPULL_EUSAGE, "%s: '%s': DST must not contain '..'", what, item);
-  if (flags && strcmp(flags, "ro") != 0 && strcmp(flags, "rw") != 0) {
-    static const char *const known[] = {"ro", "rw", NULL};
-    const char *near = fpull_suggest(flags, known);
-    return fpull_err_set(err, FPULL_EUSAGE, "%s: '%s': unknown flag '%s' (%s%s%s)", what, item,
-                         flags, near ? "did you mean '" : "ro or rw", near ? near : "",
-                         near ? "'?" : "");
+  /* pyxis writes FLAG+FLAG: ro or rw, and the propagation and restriction flags of a bind
+   * mount. */
+  static const char *const known[] = {"ro",     "rw",     "private", "rprivate",
+                                      "slave",  "rslave", "shared",  "rshared",
+                                      "nosuid", "nodev",  "noexec",  NULL};
+  m->options = NULL;
+  for (char *f = flags; f;) {
+    char *next = strchr(f, '+');
+    if (next)
+      *next++ = '\0';
+    size_t i = 0;
+    while (known[i] && strcmp(known[i], f) != 0)
+      i++;
+    if (!known[i]) {
+      const char *near = fpull_suggest(f, known);
+      fpull_strv_free(m->options);
+      m->options = NULL;
+      return fpull_err_set(err, FPULL_EUSAGE, "%s: '%s': unknown flag '%s' (%s%s%s)", what, item, f,
+                           near ? "did you mean '" : "ro, rw, rprivate, rslave, nosuid, ...",
+                           near ? near : "", near ? "'?" : "");
+    }
+    if (strcmp(f, "ro") == 0)
+      m->ro = 1;
+    else if (strcmp(f, "rw") == 0)
+      m->ro = 0;
+    else
+      m->options = fp_strv_push(m->options, f);
+    f = next;
   }
   m->src = fp_xstrdup(src);
   m->dst = fp_xstrdup(dst);
-  m->ro = flags && strcmp(flags, "ro") == 0;
   return 0;
 }
 
@@ -318,11 +366,50 @@ static int check_path(const char *what, const char *value, fpull_err *err)
   return 0;
 }
 
+int fp_slurm_image_is_none(const char *value)
+{
+  return value && strcmp(value, "none") == 0;
+}
+
+/* --fpull-env's names: variables' names, each. */
+static int check_env_names(const char *value, fpull_err *err)
+{
+  if (!value || !*value)
+    return fpull_err_set(err, FPULL_EUSAGE, "--fpull-env: empty list");
+  for (const char *p = value;;) {
+    size_t n = strcspn(p, ",");
+    int ok = n > 0 && !(p[0] >= '0' && p[0] <= '9');
+    for (size_t i = 0; ok && i < n; i++)
+      ok = p[i] == '_' || (p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= 'a' && p[i] <= 'z') ||
+           (p[i] >= '0' && p[i] <= '9');
+    if (!ok)
+      return fpull_err_set(err, FPULL_EUSAGE, "--fpull-env=%s: '%.*s' is not a variable's name",
+                           value, (int)n, p);
+    if (!p[n])
+      return 0;
+    p += n + 1;
+  }
+}
+
+/* Each SRC of --fpull-mounts exists where the job is submitted (a typo fails there, not in
+ * the runtime on every node). */
+static int check_mount_sources(const struct fp_slurm_mount *m, size_t n, fpull_err *err)
+{
+  for (size_t i = 0; i < n; i++)
+    if (access(m[i].src, F_OK) != 0)
+      return fpull_err_set(err, FPULL_EUSAGE, "--fpull-mounts: %s: %s", m[i].src, strerror(errno));
+  return 0;
+}
+
 int fp_slurm_option_check(int opt, const char *value, const struct fp_slurm_settings *s,
                           fpull_err *err)
 {
   switch (opt) {
+  case FP_OPT_ENV:
+    return check_env_names(value, err);
   case FP_OPT_IMAGE: {
+    if (fp_slurm_image_is_none(value))
+      return 0;
     /* A path: a SquashFS file (no reference starts with '/'). */
     if (value && value[0] == '/')
       return check_path("--fpull-image", value, err);
@@ -344,9 +431,11 @@ int fp_slurm_option_check(int opt, const char *value, const struct fp_slurm_sett
     struct fp_slurm_mount *m = NULL;
     size_t n = 0;
     int rc = fp_slurm_mounts_parse(&m, &n, "--fpull-mounts", value, err);
-    fp_slurm_mounts_free(m, n);
     if (rc == 0 && n == 0)
       rc = fpull_err_set(err, FPULL_EUSAGE, "--fpull-mounts: empty list");
+    if (rc == 0)
+      rc = check_mount_sources(m, n, err);
+    fp_slurm_mounts_free(m, n);
     return rc;
   }
   case FP_OPT_WORKDIR:

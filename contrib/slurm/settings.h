@@ -36,8 +36,10 @@ struct fp_slurm_settings {
                                       step's directory may take before what is left is
                                       logged and left (default 10) */
   int mount_home;                  /* mount_home=yes|no: the default of --[no-]fpull-mount-home */
-  enum fp_slurm_pull pull;         /* pull=: the default of --fpull-pull */
-  char **args;                     /* the arguments as given (NULL-terminated), for the runner */
+  int remap_root;                  /* remap_root=yes|no: the default of --[no-]fpull-remap-root */
+  int execute_entrypoint;  /* execute_entrypoint=yes|no: the default of --[no-]fpull-entrypoint */
+  enum fp_slurm_pull pull; /* pull=: the default of --fpull-pull */
+  char **args;             /* the arguments as given (NULL-terminated), for the runner */
 };
 
 /* run_dir='s default: on the node's disk. */
@@ -61,15 +63,21 @@ enum fp_slurm_opt {
   FP_OPT_ENTRYPOINT,
   FP_OPT_PULL,
   FP_OPT_SAVE,
+  FP_OPT_NO_REMAP_ROOT,
+  FP_OPT_NO_ENTRYPOINT,
+  FP_OPT_ENV,
+  FP_OPT_QUIET,
 };
 
 /* One bind mount of --fpull-mounts or mounts=. */
 struct fp_slurm_mount {
   char *src, *dst;
   int ro;
+  char **options; /* the OCI mount options besides rbind and ro (nosuid, rprivate, ...) */
 };
 
-/* Parses SRC:DST[:ro|rw][,...] into *out (n entries; free with fp_slurm_mounts_free).
+/* Parses SRC:DST[:FLAG[+FLAG...]][,...] (FLAG: ro, rw, and pyxis's propagation and
+ * nosuid/nodev/noexec flags) into *out (n entries; free with fp_slurm_mounts_free).
  * what names the option for messages ("--fpull-mounts"). SRC and DST are absolute; a DST
  * with a ".." component is refused (runc keeps a symlink in DST inside the rootfs). */
 int fp_slurm_mounts_parse(struct fp_slurm_mount **out, size_t *n, const char *what,
@@ -81,6 +89,9 @@ void fp_slurm_mounts_free(struct fp_slurm_mount *m, size_t n);
  * settings: features are checked against fpull's own names only). */
 int fp_slurm_option_check(int opt, const char *value, const struct fp_slurm_settings *s,
                           fpull_err *err);
+
+/* --fpull-image=none: the step runs on the host (a batch job's step that names no other). */
+int fp_slurm_image_is_none(const char *value);
 
 /* The pull policy named by value, or -1. */
 int fp_slurm_pull_parse(const char *value);

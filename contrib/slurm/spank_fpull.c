@@ -46,9 +46,10 @@ static int check_option(int val, const char *optarg, int remote);
 /* Registered from slurm_spank_init: sbatch and salloc (the allocator context) only know
  * options registered that way, not an exported spank_options table. */
 static struct spank_option fpull_options[] = {
-    {"fpull-image", "IMAGE|/PATH.sqsh",
-     "run the step's tasks in IMAGE (its entry for each node, by fpull) or a SquashFS file", 1,
-     FP_OPT_IMAGE, check_option},
+    {"fpull-image", "IMAGE|/PATH.sqsh|none",
+     "run the step's tasks in IMAGE (its entry for each node, by fpull) or a SquashFS file; "
+     "none: on the node itself",
+     1, FP_OPT_IMAGE, check_option},
     {"fpull-features", "LIST",
      "choose IMAGE's entry for these features instead of each node's own (as fpull --features)", 1,
      FP_OPT_FEATURES, check_option},
@@ -56,8 +57,9 @@ static struct spank_option fpull_options[] = {
      "how the image is kept on the node: an unpacked tree (dir, the default), or one SquashFS "
      "file mounted for the step (squashfs)",
      1, FP_OPT_FORMAT, check_option},
-    {"fpull-mounts", "SRC:DST[:ro|rw][,...]", "bind mounts into the container", 1, FP_OPT_MOUNTS,
-     check_option},
+    {"fpull-mounts", "SRC:DST[:FLAG[+FLAG]][,...]",
+     "bind mounts into the container (FLAG: ro, rw, rprivate, rslave, nosuid, nodev, noexec, ...)",
+     1, FP_OPT_MOUNTS, check_option},
     {"fpull-workdir", "DIR",
      "working directory inside the container (default: the image's WorkingDir, else /)", 1,
      FP_OPT_WORKDIR, check_option},
@@ -67,10 +69,19 @@ static struct spank_option fpull_options[] = {
      FP_OPT_NO_MOUNT_HOME, check_option},
     {"fpull-remap-root", NULL, "be root inside the container (the user's uid outside)", 0,
      FP_OPT_REMAP_ROOT, check_option},
+    {"no-fpull-remap-root", NULL, "be yourself inside the container (the site's default)", 0,
+     FP_OPT_NO_REMAP_ROOT, check_option},
     {"fpull-entrypoint", NULL,
      "run the image's Entrypoint with the task's command as its arguments (default: the "
      "command alone)",
      0, FP_OPT_ENTRYPOINT, check_option},
+    {"no-fpull-entrypoint", NULL, "run the command alone (the site's default)", 0,
+     FP_OPT_NO_ENTRYPOINT, check_option},
+    {"fpull-env", "NAME[,NAME...]",
+     "these variables keep the job's values over the image's (as pyxis --container-env)", 1,
+     FP_OPT_ENV, check_option},
+    {"fpull-quiet", NULL, "no line from fpull on the step's stderr but errors", 0, FP_OPT_QUIET,
+     check_option},
     {"fpull-pull", "always|missing|newer|never",
      "when to ask the registry (default: the site's, else newer: the cached image when the "
      "registry cannot be reached)",
@@ -199,7 +210,8 @@ static int job_ids(spank_t sp, uint32_t *job_id, uid_t *uid, gid_t *gid)
  * step (their processes are Slurm's own or the user's shell on the node). */
 static int container_step(spank_t sp, uint32_t *step_id)
 {
-  if (spank_context() != S_CTX_REMOTE || !option(sp, FP_OPT_IMAGE))
+  const char *image = option(sp, FP_OPT_IMAGE);
+  if (spank_context() != S_CTX_REMOTE || !image || fp_slurm_image_is_none(image))
     return 0;
   if (spank_get_item(sp, S_JOB_STEPID, step_id) != ESPANK_SUCCESS)
     return 0;
@@ -236,7 +248,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     fpull_err_set(&err, FPULL_EFAIL, "no job id or user");
     return fail(&err);
   }
-  char home[PATH_MAX], dc[PATH_MAX], xc[PATH_MAX], xh[PATH_MAX], gpus[1024];
+  char home[PATH_MAX], dc[PATH_MAX], xc[PATH_MAX], xh[PATH_MAX], gpus[1024], term[256];
   r.image = option(sp, FP_OPT_IMAGE);
   r.features = option(sp, FP_OPT_FEATURES);
   r.mounts = option(sp, FP_OPT_MOUNTS);
@@ -256,7 +268,11 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     r.gpus = job_env(sp, "SLURM_STEP_GPUS", gpus, sizeof gpus);
   if (!r.gpus)
     r.gpus = job_env(sp, "SLURM_JOB_GPUS", gpus, sizeof gpus);
-  r.entrypoint = option(sp, FP_OPT_ENTRYPOINT) != NULL;
+  r.entrypoint = option(sp, FP_OPT_NO_ENTRYPOINT) ? 0
+                 : option(sp, FP_OPT_ENTRYPOINT)  ? 1
+                                                  : settings.execute_entrypoint;
+  r.quiet = option(sp, FP_OPT_QUIET) != NULL;
+  r.term = job_env(sp, "TERM", term, sizeof term);
   const char *format = option(sp, FP_OPT_FORMAT);
   r.squashfs = format && strcmp(format, "squashfs") == 0;
   if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &r.ntasks) != ESPANK_SUCCESS)
@@ -272,8 +288,23 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 
 /* The job's value of these wins over the image's: Slurm's, the MPI launchers', the GPUs
  * the job was given, fpull's, and the site's env_passthrough= names. */
+static const char *env_option; /* --fpull-env's names */
+
+static int listed(const char *list, const char *name, size_t len)
+{
+  for (const char *p = list; p && *p;) {
+    size_t n = strcspn(p, ",");
+    if (n == len && strncmp(p, name, len) == 0)
+      return 1;
+    p += n + (p[n] == ',');
+  }
+  return 0;
+}
+
 static int passes_through(const char *name, size_t len)
 {
+  if (listed(env_option, name, len) || listed("TERM", name, len))
+    return 1;
   static const char *const prefixes[] = {"SLURM_", "PMI", "FPULL_", NULL};
   for (size_t i = 0; prefixes[i]; i++)
     if (len >= strlen(prefixes[i]) && strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
@@ -284,17 +315,12 @@ static int passes_through(const char *name, size_t len)
   for (size_t i = 0; gpus[i]; i++)
     if (len == strlen(gpus[i]) && strncmp(name, gpus[i], len) == 0)
       return 1;
-  for (const char *p = settings.env_passthrough; p && *p;) {
-    size_t n = strcspn(p, ",");
-    if (n == len && strncmp(p, name, len) == 0)
-      return 1;
-    p += n + (p[n] == ',');
-  }
-  return 0;
+  return listed(settings.env_passthrough, name, len);
 }
 
 static void merge_env(spank_t sp)
 {
+  env_option = option(sp, FP_OPT_ENV);
   for (size_t i = 0; container.env && container.env[i]; i++) {
     const char *kv = container.env[i];
     const char *eq = strchr(kv, '=');
@@ -305,6 +331,9 @@ static void merge_env(spank_t sp)
     spank_setenv(sp, name, eq + 1, !(have && passes_through(name, klen)));
   }
   spank_setenv(sp, "FPULL_IMAGE_DIGEST", container.digest, 1);
+  /* The user's home, where it is mounted, is HOME (the image's would be a throw-away). */
+  if (container.home)
+    spank_setenv(sp, "HOME", container.home, 1);
 }
 
 /* --fpull-workdir, else the image's WorkingDir, else /. */
@@ -361,6 +390,13 @@ static int entrypoint_wrap(spank_t sp, char **entry, fpull_err *err)
   return 0;
 }
 
+static int remap_root(spank_t sp)
+{
+  return option(sp, FP_OPT_NO_REMAP_ROOT) ? 0
+         : option(sp, FP_OPT_REMAP_ROOT)  ? 1
+                                          : settings.remap_root;
+}
+
 /* As the job's user: waits for the runner, joins the container (container.h). Root's
  * task_init_privileged has nothing to do for it: nothing the user wrote is read as root. */
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
@@ -375,7 +411,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
                  ? fpull_err_set(&err, FPULL_EFAIL, "no job id")
                  : fp_slurm_container_wait(&container, &settings, job_id, step_id, &err);
     if (rc == 0)
-      rc = fp_slurm_container_join(&container, option(sp, FP_OPT_REMAP_ROOT) != NULL, &err);
+      rc = fp_slurm_container_join(&container, remap_root(sp), &err);
     /* Joined or not, this task is done with the container's holder. */
     fp_slurm_container_joined(&container);
     if (rc != 0)
@@ -386,8 +422,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
       fail(&err);
     } else {
       merge_env(sp);
-      if (option(sp, FP_OPT_ENTRYPOINT) && container.entrypoint &&
-          entrypoint_wrap(sp, container.entrypoint, &err) != 0)
+      if (container.entrypoint && entrypoint_wrap(sp, container.entrypoint, &err) != 0)
         fail(&err);
     }
     fp_slurm_container_free(&container);
