@@ -43,6 +43,7 @@ struct fp_slurm_request {
   int squashfs;       /* --fpull-format=squashfs: pulled as one SquashFS file and mounted */
   uint32_t ntasks;    /* the step's tasks on this node: each joins, then the holder goes */
   int quiet;          /* --fpull-quiet: no line but errors */
+  int readonly;       /* --fpull-readonly: the image is the container's read-only root */
   const char *term;   /* the job's TERM */
   const char *holder; /* the holder program's path (hold.c) */
   int info_fd;        /* (the runner's own) */

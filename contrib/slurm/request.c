@@ -36,6 +36,7 @@ int fp_slurm_request_pack(struct fp_buf *out, const struct fp_slurm_request *r)
   put_num(out, "squashfs", (unsigned)r->squashfs);
   put_num(out, "ntasks", r->ntasks);
   put_num(out, "quiet", (unsigned)r->quiet);
+  put_num(out, "readonly", (unsigned)r->readonly);
   put(out, "term", r->term);
   put(out, "image", r->image);
   put(out, "features", r->features);
@@ -103,6 +104,7 @@ int fp_slurm_request_unpack(struct fp_slurm_request *r, struct fp_slurm_settings
     NUM("squashfs", r->squashfs, 1)
     NUM("ntasks", r->ntasks, UINT32_MAX)
     NUM("quiet", r->quiet, 1)
+    NUM("readonly", r->readonly, 1)
     STR("term", r->term)
     STR("image", r->image)
     STR("features", r->features)

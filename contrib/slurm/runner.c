@@ -72,6 +72,8 @@ struct runner {
   int went_offline;         /* the last pull() used the cache only */
   int mounted;              /* the image is a SquashFS file mounted in the bundle */
   int home_mounted;         /* the user's home is bind mounted at its own path */
+  const char *rootfs;       /* the container's root when it is not the tree's rootfs/ (a
+                               writable layer over a kept tree), or NULL */
   const char *format;       /* what pull() asks fpull for: "bundle" or "squashfs" */
   char dest[PATH_MAX + 16]; /* where: the tree, or the SquashFS file in the bundle */
 };
@@ -494,7 +496,9 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
   cJSON_AddStringToObject(spec, "ociVersion", "1.0.2");
   cJSON *root = cJSON_AddObjectToObject(spec, "root");
   /* A kept tree is shared by the user's steps: named by its absolute path. */
-  cJSON_AddStringToObject(root, "path", own ? "rootfs" : rootfs);
+  cJSON_AddStringToObject(root, "path", rn->rootfs ? rn->rootfs : own ? "rootfs" : rootfs);
+  if (r->readonly)
+    cJSON_AddTrueToObject(root, "readonly");
   cJSON *p = cJSON_AddObjectToObject(spec, "process");
   cJSON_AddFalseToObject(p, "terminal");
   cJSON *u = cJSON_AddObjectToObject(p, "user");
@@ -905,6 +909,28 @@ static int pull_squashfs(struct runner *rn, cJSON **res)
   return 0;
 }
 
+/* A kept tree is shared by the user's steps and jobs: each step writes into a layer of its
+ * own over it (fuse-overlayfs, in the step's bundle, gone with the step), or, with
+ * --fpull-readonly, nowhere. The tree stays as fpull unpacked it, and FPULL_IMAGE_DIGEST
+ * names what the step runs. */
+static int keep_pristine(struct runner *rn, const char *image)
+{
+  if (rn->r->readonly)
+    return 0;
+  static char merged[PATH_MAX + 16];
+  cleanup_free char *lower = fp_xasprintf("%s/rootfs", rn->tree);
+  if (mkdir(rn->bundle, 0700) < 0 && errno != EEXIST) {
+    fp_slurm_say("fpull: %s: %s", rn->bundle, strerror(errno));
+    return FPULL_EFAIL;
+  }
+  if (fp_slurm_overlay_mount(lower, rn->bundle, rn->envp, image) < 0)
+    return FPULL_EFAIL;
+  snprintf(merged, sizeof merged, "%s/rootfs", rn->bundle);
+  rn->rootfs = merged;
+  rn->mounted = 1;
+  return 0;
+}
+
 /* With store_max=: resolves the entry (fpull inspect, under the pull policy), and unpacks
  * it into the user's store only when it is not there yet. *lock stays held (shared) for
  * the step: no other job evicts the tree meanwhile. *res: what say_chosen needs. */
@@ -975,7 +1001,7 @@ static int from_store(struct runner *rn, cJSON **res, int *lock)
     return rc;
   }
   *lock = fp_slurm_store_hold(&st, r->s->store_max);
-  return 0;
+  return keep_pristine(rn, r->image);
 }
 
 static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, int ack)
@@ -1033,9 +1059,15 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
                    "for users (it needs squashfuse, fuse-overlayfs and a /dev/fuse users may "
                    "open): unpacked instead",
                    r->image);
-    rc = squashfs          ? pull_squashfs(&rn, &res)
-         : r->s->store_max ? from_store(&rn, &res, &store_lock)
-                           : pull(&rn, &res);
+    int store = r->s->store_max && (r->readonly || fp_slurm_overlay_mountable());
+    if (r->s->store_max && !store && !squashfs && !r->quiet)
+      fp_slurm_say("fpull: %s: store_max=: this node cannot put a writable layer over a kept "
+                   "image for users (it needs fuse-overlayfs and a /dev/fuse users may open): "
+                   "unpacked for this step instead",
+                   r->image);
+    rc = squashfs ? pull_squashfs(&rn, &res)
+         : store  ? from_store(&rn, &res, &store_lock)
+                  : pull(&rn, &res);
     if (rc)
       return rc; /* fpull said why on the step's stderr */
     say_chosen(&rn, res);

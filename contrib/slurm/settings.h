@@ -67,6 +67,7 @@ enum fp_slurm_opt {
   FP_OPT_NO_ENTRYPOINT,
   FP_OPT_ENV,
   FP_OPT_QUIET,
+  FP_OPT_READONLY,
 };
 
 /* One bind mount of --fpull-mounts or mounts=. */

@@ -80,6 +80,9 @@ static struct spank_option fpull_options[] = {
     {"fpull-env", "NAME[,NAME...]",
      "these variables keep the job's values over the image's (as pyxis --container-env)", 1,
      FP_OPT_ENV, check_option},
+    {"fpull-readonly", NULL,
+     "the image is the container's read-only root (pyxis --container-readonly)", 0, FP_OPT_READONLY,
+     check_option},
     {"fpull-quiet", NULL, "no line from fpull on the step's stderr but errors", 0, FP_OPT_QUIET,
      check_option},
     {"fpull-pull", "always|missing|newer|never",
@@ -272,6 +275,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
                  : option(sp, FP_OPT_ENTRYPOINT)  ? 1
                                                   : settings.execute_entrypoint;
   r.quiet = option(sp, FP_OPT_QUIET) != NULL;
+  r.readonly = option(sp, FP_OPT_READONLY) != NULL;
   r.term = job_env(sp, "TERM", term, sizeof term);
   const char *format = option(sp, FP_OPT_FORMAT);
   r.squashfs = format && strcmp(format, "squashfs") == 0;

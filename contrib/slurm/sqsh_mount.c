@@ -94,6 +94,49 @@ void fp_slurm_sqsh_unmount(const char *dir)
   }
 }
 
+int fp_slurm_overlay_mountable(void)
+{
+  char b[PATH_MAX], c[PATH_MAX];
+  return fp_slurm_find_program("fuse-overlayfs", b, sizeof b) &&
+         fp_slurm_find_program("fusermount3", c, sizeof c) && access("/dev/fuse", R_OK | W_OK) == 0;
+}
+
+static int make_dirs(const char *dir, const char *const *subdirs, size_t n)
+{
+  for (size_t i = 0; i < n; i++) {
+    cleanup_free char *p = fp_xasprintf("%s/%s", dir, subdirs[i]);
+    if (mkdir(p, 0700) < 0 && errno != EEXIST) {
+      fp_slurm_say("fpull: %s: %s", p, strerror(errno));
+      return -1;
+    }
+  }
+  return 0;
+}
+
+pid_t fp_slurm_overlay_mount(const char *lower, const char *dir, char *const envp[],
+                             const char *what)
+{
+  char ov[PATH_MAX];
+  if (!fp_slurm_find_program("fuse-overlayfs", ov, sizeof ov)) {
+    fp_slurm_say("fpull: %s: fuse-overlayfs is not installed", what);
+    return -1;
+  }
+  static const char *const subdirs[] = {"upper", "work", "rootfs"};
+  if (make_dirs(dir, subdirs, sizeof subdirs / sizeof subdirs[0]) < 0)
+    return -1;
+  cleanup_free char *rootfs = fp_xasprintf("%s/rootfs", dir);
+  cleanup_free char *log = fp_xasprintf("%s/mount.log", dir);
+  cleanup_free char *opts =
+      fp_xasprintf("lowerdir=%s,upperdir=%s/upper,workdir=%s/work", lower, dir, dir);
+  const char *ova[] = {ov, "-f", "-o", opts, rootfs, NULL};
+  char why[256];
+  pid_t pid = mount_with((char *const *)ova, envp, log, rootfs, dir, why, sizeof why);
+  if (pid < 0)
+    fp_slurm_say("fpull: %s: cannot put a writable layer over the image (fuse-overlayfs%s%s)", what,
+                 why[0] ? ": " : "", why);
+  return pid;
+}
+
 int fp_slurm_sqsh_mount(const char *image, const char *dir, char *const envp[])
 {
   char sq[PATH_MAX], ov[PATH_MAX];
@@ -102,16 +145,10 @@ int fp_slurm_sqsh_mount(const char *image, const char *dir, char *const envp[])
     fp_slurm_say("fpull: %s: squashfuse or fuse-overlayfs is not installed", image);
     return -1;
   }
-  static const char *const subdirs[] = {"lower", "upper", "work", "rootfs"};
-  for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
-    cleanup_free char *p = fp_xasprintf("%s/%s", dir, subdirs[i]);
-    if (mkdir(p, 0700) < 0 && errno != EEXIST) {
-      fp_slurm_say("fpull: %s: %s", p, strerror(errno));
-      return -1;
-    }
-  }
+  static const char *const subdirs[] = {"lower"};
+  if (make_dirs(dir, subdirs, 1) < 0)
+    return -1;
   cleanup_free char *lower = fp_xasprintf("%s/lower", dir);
-  cleanup_free char *rootfs = fp_xasprintf("%s/rootfs", dir);
   cleanup_free char *log = fp_xasprintf("%s/mount.log", dir);
   /* Owned by the user, whom the container maps to its root: as unsquashfs run by the user
    * would have left them, and writable through the overlay. */
@@ -125,12 +162,7 @@ int fp_slurm_sqsh_mount(const char *image, const char *dir, char *const envp[])
     fp_slurm_sqsh_unmount(dir);
     return -1;
   }
-  cleanup_free char *opts =
-      fp_xasprintf("lowerdir=%s,upperdir=%s/upper,workdir=%s/work", lower, dir, dir);
-  const char *ova[] = {ov, "-f", "-o", opts, rootfs, NULL};
-  if (mount_with((char *const *)ova, envp, log, rootfs, dir, why, sizeof why) < 0) {
-    fp_slurm_say("fpull: %s: cannot put a writable layer over the image (fuse-overlayfs%s%s)",
-                 image, why[0] ? ": " : "", why);
+  if (fp_slurm_overlay_mount(lower, dir, envp, image) < 0) {
     kill(sp, SIGKILL);
     fp_slurm_sqsh_unmount(dir);
     return -1;

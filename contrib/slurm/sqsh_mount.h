@@ -19,6 +19,16 @@ int fp_slurm_sqsh_mountable(void);
  * the step's stderr and nothing left mounted. */
 int fp_slurm_sqsh_mount(const char *image, const char *dir, char *const envp[]);
 
+/* Whether this node can put a writable fuse-overlayfs layer over a tree for the user. */
+int fp_slurm_overlay_mountable(void);
+
+/* Mounts lower (read-only to the step: never written) under dir/upper as dir/rootfs
+ * (dir/work beside it), with fuse-overlayfs as the job's user, a child of this process
+ * (the runner) until it dies; what names the image for messages. Its pid, or -1 after one
+ * line on the step's stderr. */
+pid_t fp_slurm_overlay_mount(const char *lower, const char *dir, char *const envp[],
+                             const char *what);
+
 /* As the job's user: lazily unmounts dir/rootfs and dir/lower when mounted (their daemons
  * may be gone: the mounts are never entered). */
 void fp_slurm_sqsh_unmount(const char *dir);

@@ -1062,7 +1062,10 @@ class SlurmStore(SlurmCase):
             plugin=PLUGIN,
             plugin_args=["run_dir=" + self.run_dir, "config=" + self.config,
                          "data_dir=" + DATA_DIR, "fpull=" + fpull.binary(),
-                         "store_max=" + store_max])
+                         "store_max=" + store_max],
+            # Each step writes into a fuse-overlayfs layer of its own over the kept tree:
+            # a /dev/fuse users may open, as Debian's (this VM's is root's only).
+            slurmd_prefix=dev_overlay_prefix(self.tmp, "chmod 666 /dev/fuse"))
 
     def srun(self, image, *cmd):
         return self.cluster._cmd(["env", "HOME=" + self.home, "srun",
@@ -1112,6 +1115,31 @@ class SlurmStore(SlurmCase):
         self.assertEqual(sorted(os.listdir(self.run_dir)), ["store"])
         st = os.stat(os.path.join(self.run_dir, "store", str(slurm.NOBODY)))
         self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (slurm.NOBODY, 0o700))
+        self.assertEqual(holders(self.run_dir), [])
+
+    def test_no_change_leaks_from_one_job_to_the_next(self):
+        # A kept tree is never written: each step writes into a layer of its own over it.
+        self.start("1G")
+        cp = self.srun("hpc/a:1.0", "sh", "-c",
+                       "echo changed >/etc/kind; touch /etc/leak; cat /etc/kind")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "changed\n"), cp.stderr)
+        hexa = self.a["digest"].split(":")[1]
+        etc = os.path.join(self.run_dir, "store", str(slurm.NOBODY), hexa, "rootfs", "etc")
+        with open(os.path.join(etc, "kind")) as f:
+            self.assertEqual(f.read(), "a\n")
+        self.assertFalse(os.path.exists(os.path.join(etc, "leak")))
+        cp = self.srun("hpc/a:1.0", "sh", "-c",
+                       'cat /etc/kind; ls /etc/leak 2>/dev/null || echo no-leak; '
+                       'echo "$FPULL_IMAGE_DIGEST"')
+        self.assertEqual((cp.returncode, cp.stdout),
+                         (0, "a\nno-leak\n%s\n" % self.a["digest"]), cp.stderr)
+        self.assertIn("is kept on this node: not unpacked again", cp.stderr)
+        # --fpull-readonly: the image itself is the root, and nothing can write it.
+        cp = self.srun("hpc/a:1.0", "--fpull-readonly", "sh", "-c",
+                       "touch /etc/x 2>/dev/null && echo wrote || echo read-only")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "read-only\n"), cp.stderr)
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
+        self.assertEqual(sorted(os.listdir(self.run_dir)), ["store"])
         self.assertEqual(holders(self.run_dir), [])
 
     def test_least_recently_used_is_evicted_never_one_in_use(self):
