@@ -44,6 +44,7 @@ struct fp_slurm_request {
   uint32_t ntasks;    /* the step's tasks on this node: each joins, then the holder goes */
   int quiet;          /* --fpull-quiet: no line but errors */
   int readonly;       /* --fpull-readonly: the image is the container's read-only root */
+  const char *name;   /* --fpull-name: a container kept for later steps, or NULL */
   const char *term;   /* the job's TERM */
   const char *holder; /* the holder program's path (hold.c) */
   int info_fd;        /* (the runner's own) */

@@ -38,6 +38,7 @@ int fp_slurm_request_pack(struct fp_buf *out, const struct fp_slurm_request *r)
   put_num(out, "quiet", (unsigned)r->quiet);
   put_num(out, "readonly", (unsigned)r->readonly);
   put(out, "term", r->term);
+  put(out, "name", r->name);
   put(out, "image", r->image);
   put(out, "features", r->features);
   put(out, "mounts", r->mounts);
@@ -106,6 +107,7 @@ int fp_slurm_request_unpack(struct fp_slurm_request *r, struct fp_slurm_settings
     NUM("quiet", r->quiet, 1)
     NUM("readonly", r->readonly, 1)
     STR("term", r->term)
+    STR("name", r->name)
     STR("image", r->image)
     STR("features", r->features)
     STR("mounts", r->mounts)

@@ -909,6 +909,72 @@ static int pull_squashfs(struct runner *rn, cJSON **res)
   return 0;
 }
 
+/* --fpull-name=NAME: the container's tree (fpull's bundle layout: rootfs/, config.json) is
+ * kept as it is left, for later steps of the job (container_scope=job: in the job's
+ * directory, gone with the job) or of the user's later jobs on this node (global: in the
+ * user's store directory). An existing name is run as it is, without a pull; its "digest"
+ * file says what it was made from. NAME.lock: exclusive while the tree is made, shared
+ * while a step runs in it. */
+static int from_name(struct runner *rn, cJSON **res, int *lock, int *reused)
+{
+  const struct fp_slurm_request *r = rn->r;
+  cleanup_free char *base = r->s->container_scope_global
+                                ? fp_xasprintf("%s/store/%u/names", r->s->run_dir, (unsigned)r->uid)
+                                : fp_xasprintf("%s/%" PRIu32 "/names", r->s->run_dir, r->job_id);
+  cleanup_free char *lockp = fp_xasprintf("%s/%s.lock", base, r->name);
+  cleanup_free char *digestp = fp_xasprintf("%s/%s/digest", base, r->name);
+  if ((mkdir(base, 0700) < 0 && errno != EEXIST) ||
+      (size_t)snprintf(rn->tree, sizeof rn->tree, "%s/%s", base, r->name) >= sizeof rn->tree) {
+    fp_slurm_say("fpull: %s: %s", base, strerror(errno));
+    return FPULL_EFAIL;
+  }
+  int fd = open(lockp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+    fp_slurm_say("fpull: %s: %s", lockp, strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    return FPULL_EFAIL;
+  }
+  char *digest = NULL;
+  size_t len = 0;
+  cleanup_free char *config = fp_xasprintf("%s/config.json", rn->tree);
+  int rc = 0;
+  if (fp_read_file(digestp, 128, &digest, &len) == 0 && access(config, F_OK) == 0) {
+    *reused = 1;
+    digest[strcspn(digest, "\n")] = '\0';
+    *res = cJSON_CreateObject();
+    cJSON_AddStringToObject(*res, "manifest_digest", digest);
+    if (!r->quiet) {
+      char host[256] = "";
+      gethostname(host, sizeof host - 1);
+      fp_slurm_say("fpull: %s: container %s (%s) as the job's earlier steps left it", host, r->name,
+                   digest);
+    }
+    free(digest);
+  } else {
+    free(digest);
+    snprintf(rn->dest, sizeof rn->dest, "%s", rn->tree);
+    rc = pull(rn, res);
+    const char *d =
+        rc == 0 ? cJSON_GetStringValue(cJSON_GetObjectItem(*res, "manifest_digest")) : NULL;
+    struct fp_buf b = {0};
+    if (d)
+      fp_buf_append(&b, d, strlen(d));
+    if (rc == 0 && (!d || write_small(digestp, &b) != 0)) {
+      fp_slurm_say("fpull: %s: %s", digestp, strerror(errno));
+      rc = FPULL_EFAIL;
+    }
+    fp_buf_free(&b);
+  }
+  if (rc) {
+    close(fd);
+    return rc;
+  }
+  flock(fd, LOCK_SH);
+  *lock = fd;
+  return 0;
+}
+
 /* A kept tree is shared by the user's steps and jobs: each step writes into a layer of its
  * own over it (fuse-overlayfs, in the step's bundle, gone with the step), or, with
  * --fpull-readonly, nowhere. The tree stays as fpull unpacked it, and FPULL_IMAGE_DIGEST
@@ -1065,12 +1131,15 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
                    "image for users (it needs fuse-overlayfs and a /dev/fuse users may open): "
                    "unpacked for this step instead",
                    r->image);
-    rc = squashfs ? pull_squashfs(&rn, &res)
-         : store  ? from_store(&rn, &res, &store_lock)
-                  : pull(&rn, &res);
+    int reused = 0;
+    rc = r->name    ? from_name(&rn, &res, &store_lock, &reused)
+         : squashfs ? pull_squashfs(&rn, &res)
+         : store    ? from_store(&rn, &res, &store_lock)
+                    : pull(&rn, &res);
     if (rc)
       return rc; /* fpull said why on the step's stderr */
-    say_chosen(&rn, res);
+    if (!reused)
+      say_chosen(&rn, res);
     const char *digest = cJSON_GetStringValue(cJSON_GetObjectItem(res, "manifest_digest"));
     if (r->save && digest)
       save(&rn, digest);

@@ -170,6 +170,13 @@ static int parse_one(struct fp_slurm_settings *s, const char *key, const char *v
   }
   if (strcmp(key, "mount_home") == 0)
     return parse_yes_no(&s->mount_home, key, val, err);
+  if (strcmp(key, "container_scope") == 0) {
+    static const char *const scopes[] = {"job", "global", NULL};
+    if (strcmp(val, "job") != 0 && strcmp(val, "global") != 0)
+      return bad_word(err, "plugin argument container_scope", val, scopes, "job or global");
+    s->container_scope_global = strcmp(val, "global") == 0;
+    return 0;
+  }
   if (strcmp(key, "remap_root") == 0)
     return parse_yes_no(&s->remap_root, key, val, err);
   if (strcmp(key, "execute_entrypoint") == 0)
@@ -407,6 +414,20 @@ int fp_slurm_option_check(int opt, const char *value, const struct fp_slurm_sett
   switch (opt) {
   case FP_OPT_ENV:
     return check_env_names(value, err);
+  case FP_OPT_NAME: {
+    size_t n = value ? strlen(value) : 0;
+    int ok = n > 0 && n <= 64 && value[0] != '.' && value[0] != '-';
+    for (size_t i = 0; ok && i < n; i++)
+      ok = value[i] == '_' || value[i] == '-' || value[i] == '.' ||
+           (value[i] >= 'A' && value[i] <= 'Z') || (value[i] >= 'a' && value[i] <= 'z') ||
+           (value[i] >= '0' && value[i] <= '9');
+    if (!ok)
+      return fpull_err_set(err, FPULL_EUSAGE,
+                           "--fpull-name=%s: not a name (letters, digits, '_', '-', '.'; at most "
+                           "64; not starting with '.' or '-')",
+                           value ? value : "");
+    return 0;
+  }
   case FP_OPT_IMAGE: {
     if (fp_slurm_image_is_none(value))
       return 0;

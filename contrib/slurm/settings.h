@@ -32,6 +32,8 @@ struct fp_slurm_settings {
                                      node for later jobs (run_dir/store/UID); 0: none kept */
   unsigned long long max_unpacked; /* max_unpacked=: bytes a step's pull may write (fpull
                                      --max-unpacked); 0: no bound */
+  int container_scope_global;      /* container_scope=job|global: where --fpull-name keeps a
+                                      container (the job's directory, or the user's store) */
   int cleanup_timeout;             /* cleanup_timeout=: seconds the removal of a job's or
                                       step's directory may take before what is left is
                                       logged and left (default 10) */
@@ -68,6 +70,7 @@ enum fp_slurm_opt {
   FP_OPT_ENV,
   FP_OPT_QUIET,
   FP_OPT_READONLY,
+  FP_OPT_NAME,
 };
 
 /* One bind mount of --fpull-mounts or mounts=. */

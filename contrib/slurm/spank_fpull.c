@@ -83,6 +83,10 @@ static struct spank_option fpull_options[] = {
     {"fpull-readonly", NULL,
      "the image is the container's read-only root (pyxis --container-readonly)", 0, FP_OPT_READONLY,
      check_option},
+    {"fpull-name", "NAME",
+     "keep the container's writable state for the job's later steps that name it (the site's "
+     "container_scope=global: for the user's later jobs on the node)",
+     1, FP_OPT_NAME, check_option},
     {"fpull-quiet", NULL, "no line from fpull on the step's stderr but errors", 0, FP_OPT_QUIET,
      check_option},
     {"fpull-pull", "always|missing|newer|never",
@@ -276,6 +280,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
                                                   : settings.execute_entrypoint;
   r.quiet = option(sp, FP_OPT_QUIET) != NULL;
   r.readonly = option(sp, FP_OPT_READONLY) != NULL;
+  r.name = option(sp, FP_OPT_NAME);
   r.term = job_env(sp, "TERM", term, sizeof term);
   const char *format = option(sp, FP_OPT_FORMAT);
   r.squashfs = format && strcmp(format, "squashfs") == 0;

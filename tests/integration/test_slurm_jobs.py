@@ -44,6 +44,8 @@ class SlurmJobs(SlurmCase):
                 "fpull=" + fpull.binary()]
         if self._testMethodName == "test_site_defaults_for_remap_root_and_the_entrypoint":
             args += ["remap_root=yes", "execute_entrypoint=yes"]
+        if self._testMethodName == "test_named_container_of_global_scope_outlives_the_job":
+            args += ["container_scope=global"]
         self.cluster = self.start_cluster(plugin=PLUGIN, plugin_args=args)
         self.home = os.path.join(self.tmp, "home")
         os.mkdir(self.home, 0o700)
@@ -144,3 +146,40 @@ class SlurmJobs(SlurmCase):
         cp = self.srun(["--fpull-image=" + self.ref, "--no-fpull-remap-root",
                         "--no-fpull-entrypoint", "id", "-u"])
         self.assertEqual((cp.returncode, cp.stdout), (0, "%d\n" % slurm.NOBODY), cp.stderr)
+
+    def test_named_container_keeps_its_state_for_the_jobs_later_steps(self):
+        script = ("#!/bin/sh\n"
+                  "srun --fpull-name=dev sh -c 'echo installed >/state'\n"
+                  "srun --fpull-name=dev cat /state\n"
+                  "srun sh -c 'cat /state 2>/dev/null || echo unnamed-is-fresh'\n")
+        job, rec, out = self.submit_script(["--fpull-image=" + self.ref], script)
+        self.assertEqual(rec["JobState"], "COMPLETED", out)
+        self.assertIn("installed\n", out)
+        self.assertIn("unnamed-is-fresh\n", out)
+        self.assertRegex(out, r"fpull: [^ ]+: container dev \(%s\) as the job's earlier steps "
+                              r"left it" % self.digest)
+        # Each blob was fetched once (the second step pulled nothing, the third read the cache).
+        self.assertEqual(set(self.blob_gets().values()), {1})
+        # The next job's "dev" is a new container (container_scope=job, the default).
+        job, rec, out = self.submit_script(
+            ["--fpull-image=" + self.ref],
+            "#!/bin/sh\nsrun --fpull-name=dev sh -c 'cat /state 2>/dev/null || echo fresh'\n")
+        self.assertEqual(rec["JobState"], "COMPLETED", out)
+        self.assertIn("fresh\n", out)
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
+        self.assertEqual(os.listdir(self.run_dir), [])
+        cp = self.srun(["--fpull-image=" + self.ref, "--fpull-name=../x", "true"])
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertIn("--fpull-name=../x: not a name", cp.stderr)
+
+    def test_named_container_of_global_scope_outlives_the_job(self):
+        cp = self.srun(["--fpull-image=" + self.ref, "--fpull-name=keep", "sh", "-c",
+                        "echo kept >/state"])
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        cp = self.srun(["--fpull-image=" + self.ref, "--fpull-name=keep", "cat", "/state"])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "kept\n"), cp.stderr)
+        names = os.path.join(self.run_dir, "store", str(slurm.NOBODY), "names")
+        self.assertEqual(sorted(os.listdir(names)), ["keep", "keep.lock"])
+        st = os.stat(os.path.join(names, "keep"))
+        self.assertEqual(st.st_uid, slurm.NOBODY)
+
