@@ -373,6 +373,13 @@ static int check_path(const char *what, const char *value, fpull_err *err)
   return 0;
 }
 
+int fp_slurm_is_sqsh_name(const char *value)
+{
+  size_t n = value ? strlen(value) : 0;
+  return (n > 5 && strcmp(value + n - 5, ".sqsh") == 0) ||
+         (n > 9 && strcmp(value + n - 9, ".squashfs") == 0);
+}
+
 int fp_slurm_image_is_none(const char *value)
 {
   return value && strcmp(value, "none") == 0;
@@ -431,6 +438,16 @@ int fp_slurm_option_check(int opt, const char *value, const struct fp_slurm_sett
   case FP_OPT_IMAGE: {
     if (fp_slurm_image_is_none(value))
       return 0;
+    /* A relative path to a SquashFS file (pyxis's habit), never an image called
+     * docker.io/library/app.sqsh: it must be there where the job is submitted. */
+    if (value && value[0] != '/' && fp_slurm_is_sqsh_name(value)) {
+      if (access(value, R_OK) != 0)
+        return fpull_err_set(err, FPULL_EUSAGE,
+                             "--fpull-image=%s: %s (a relative path names a "
+                             "SquashFS file in the directory the job is submitted from)",
+                             value, strerror(errno));
+      return check_path("--fpull-image", "/", err);
+    }
     /* A path: a SquashFS file (no reference starts with '/'). */
     if (value && value[0] == '/')
       return check_path("--fpull-image", value, err);

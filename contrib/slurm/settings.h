@@ -94,6 +94,9 @@ void fp_slurm_mounts_free(struct fp_slurm_mount *m, size_t n);
 int fp_slurm_option_check(int opt, const char *value, const struct fp_slurm_settings *s,
                           fpull_err *err);
 
+/* Whether an --fpull-image value names a SquashFS file (NAME.sqsh or NAME.squashfs). */
+int fp_slurm_is_sqsh_name(const char *value);
+
 /* --fpull-image=none: the step runs on the host (a batch job's step that names no other). */
 int fp_slurm_image_is_none(const char *value);
 

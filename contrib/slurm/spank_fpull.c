@@ -257,6 +257,12 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   }
   char home[PATH_MAX], dc[PATH_MAX], xc[PATH_MAX], xh[PATH_MAX], gpus[1024], term[256];
   r.image = option(sp, FP_OPT_IMAGE);
+  /* A relative NAME.sqsh is in the directory the step was started from. */
+  char cwd[PATH_MAX], image[PATH_MAX * 2 + 2];
+  if (r.image && r.image[0] != '/' && fp_slurm_is_sqsh_name(r.image) &&
+      (job_env(sp, "PWD", cwd, sizeof cwd) || job_env(sp, "SLURM_SUBMIT_DIR", cwd, sizeof cwd)) &&
+      (size_t)snprintf(image, sizeof image, "%s/%s", cwd, r.image) < sizeof image)
+    r.image = image;
   r.features = option(sp, FP_OPT_FEATURES);
   r.mounts = option(sp, FP_OPT_MOUNTS);
   r.mount_home = option(sp, FP_OPT_NO_MOUNT_HOME) ? 0

@@ -968,6 +968,22 @@ class SlurmSqshMount(SlurmCase):
         self.assertEqual(self.node_mounts(), [])
         self.assertEqual(holders(self.run_dir), [])
 
+    def test_a_relative_sqsh_path_is_a_file_in_the_working_directory(self):
+        # pyxis's habit: --fpull-image=app.sqsh is that file, never docker.io/library/app.sqsh.
+        work = os.path.join(self.tmp, "work")
+        os.mkdir(work, 0o755)
+        shutil.copy(self.sqsh, os.path.join(work, "app.sqsh"))
+        os.chmod(os.path.join(work, "app.sqsh"), 0o644)
+        cp = self.cluster._cmd(["sh", "-c", "cd %s && srun --fpull-image=app.sqsh cat /etc/kind"
+                                % work], check=False, user="nobody")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "sq\n"), cp.stderr)
+        self.assertIn("%s/app.sqsh (a SquashFS file" % work, cp.stderr)
+        cp = self.cluster._cmd(["sh", "-c", "cd %s && srun --fpull-image=nope.sqsh true" % work],
+                               check=False, user="nobody")
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertIn("--fpull-image=nope.sqsh: No such file or directory", cp.stderr)
+        self.assertNotIn("docker.io", cp.stderr)
+
     def test_a_file_that_is_no_squashfs_fails_the_step(self):
         bad = os.path.join(self.tmp, "bad.sqsh")
         with open(bad, "w") as f:
