@@ -48,6 +48,14 @@ static const struct cli_opt all_opts[] = {
     {OPT_PRUNE_ALL, "all", 0, NULL, "prune: remove every image no running pull uses"},
     {OPT_PROGRESS, "progress", 0, "bar|lines|none",
      "progress on stderr: a bar on a terminal (default), a line every 5 s anywhere, or none"},
+    {OPT_POLICY, "policy", 0, "FILE",
+     "signature policy (containers-policy.json; default: the config's policy:, else "
+     "~/.config/containers/policy.json, else /etc/containers/policy.json)"},
+    {OPT_REQUIRE_SIGS, "require-signatures", 0, NULL,
+     "fail (exit 9) when no signature policy is found"},
+    {OPT_SIG_INDEX, "signature-index", 0, "instance|either|both",
+     "an entry of an index needs its own signature (default), or also accepts, or also "
+     "needs, one on the index"},
 };
 
 static const char *const format_names[] = {"dir", "bundle", "squashfs", NULL};
@@ -256,6 +264,12 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
     case OPT_PRUNE_ALL:
       s->prune_all = 1;
       break;
+    case OPT_POLICY:
+    case OPT_REQUIRE_SIGS:
+    case OPT_SIG_INDEX:
+      if (cli_sig_parse(cmd, o->id, optarg, s))
+        return FPULL_EUSAGE;
+      break;
     case OPT_SQFS_COMP:
     case OPT_SQFS_BLOCK_SIZE:
     case OPT_SQFS_LEVEL:
@@ -359,6 +373,7 @@ void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
   o->unpack.force = s->force;
   cli_progress_attach(o, s);
   cli_sqfs_pull_opts(o, s);
+  cli_sig_pull_opts(o, s);
 }
 
 void cli_print_json(void *v)

@@ -40,6 +40,10 @@ enum cli_opt_id {
   OPT_MAX_SIZE,
   OPT_PRUNE_ALL,
   OPT_PROGRESS,
+  /* signatures (cli_sig.c) */
+  OPT_POLICY,
+  OPT_REQUIRE_SIGS,
+  OPT_SIG_INDEX,
 };
 
 /* pull --format: what DEST becomes. */
@@ -88,6 +92,10 @@ struct cli_settings {
   const char *max_size;
   int prune_all;
   int progress; /* --progress: 0 auto (a bar on a terminal), 1 lines, 2 none */
+  /* signatures (cli_sig.c) */
+  const char *policy;
+  int require_signatures;
+  int signature_index; /* enum fpull_sigindex */
 };
 
 struct cli_cmd {
@@ -138,6 +146,14 @@ int cli_sqfs_parse(const struct cli_cmd *cmd, enum cli_opt_id id, const char *ar
                    struct cli_settings *s);
 int cli_sqfs_check(const struct cli_cmd *cmd, const struct cli_settings *s);
 void cli_sqfs_pull_opts(struct fpull_pull_opts *o, const struct cli_settings *s);
+/* --policy, --require-signatures, --signature-index (cli_sig.c): parses one (0, or
+ * FPULL_EUSAGE after printing the error); puts them into o. */
+int cli_sig_parse(const struct cli_cmd *cmd, enum cli_opt_id id, const char *arg,
+                  struct cli_settings *s);
+void cli_sig_pull_opts(struct fpull_pull_opts *o, const struct cli_settings *s);
+/* A signature check as JSON (null when there is none), and as one line on stderr. */
+void *cli_sig_json(const struct fpull_sig_check *c);
+void cli_sig_say(const struct cli_settings *s, const char *what, const struct fpull_sig_check *c);
 
 /* Writes the JSON document v (a cJSON *) on stdout and frees it. */
 void cli_print_json(void *v);

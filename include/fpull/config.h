@@ -30,6 +30,9 @@ struct fpull_config {
   int retries; /* "retries:", 0 when not set */
   /* Added in v3. */
   char **site_features; /* "site-features:": names this site uses beyond fpull's own */
+  /* Added in v5. */
+  char *policy;           /* "policy:": containers-policy.json, before the ones found */
+  int require_signatures; /* "require-signatures:": no policy found is exit 9 */
 };
 
 /* Reads path, or when path is NULL: $FPULL_CONFIG, ~/.config/fpull/config.yaml
