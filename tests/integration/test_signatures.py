@@ -1,0 +1,365 @@
+"""Signature policy (issue 32): containers-policy.json and sigstore attachments made by
+the project's own openssl fixture (tests/fixtures/sigstore.py), against the real registry.
+Each attack is refused with exit 9 and its own message, and a refused pull leaves no blob,
+no tag record and no rootfs behind."""
+import base64
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import cases
+import fpull
+import images
+import sigstore
+
+REPO = "test/tiny"
+LAYER = [{"path": "hello", "data": "hi\n"}]
+
+
+class SignatureCase(cases.RegistryCase):
+    tools = ("openssl",)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.keydir = tempfile.mkdtemp(prefix="fpull-sigkeys-")
+        cls.keys = {}
+        for name, kind in (("k1", "p256"), ("k2", "p256")):
+            cls.keys[name] = sigstore.make_key(cls.keydir, name, kind)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.keydir, True)
+
+    def setUp(self):
+        super().setUp()
+        self.R = self.reg.hostport
+        self.cache = os.path.join(self.tmp, "cache")
+        self.env = {"FPULL_CACHE": self.cache}
+        self.img = images.push_image(self.client, REPO, "v1", [LAYER])
+        self.digest = self.img["digest"]
+
+    def key(self, name, kind="p256"):
+        if name not in self.keys:
+            self.keys[name] = sigstore.make_key(self.keydir, name, kind)
+        return self.keys[name]
+
+    def policy(self, scopes, default=None, name="policy.json"):
+        return sigstore.policy(os.path.join(self.tmp, name), scopes, default)
+
+    def repo_policy(self, pub, identity=None, repo=REPO):
+        return self.policy({"%s/%s" % (self.R, repo): [sigstore.key_req(pub, identity)]})
+
+    def pull(self, ref, policy, *extra, check=None, dest="out"):
+        args = ["pull", "--policy", policy] + list(extra) + [
+            ref if ref.startswith(self.R) else "%s/%s" % (self.R, ref), os.path.join(self.tmp, dest)]
+        return fpull.run(args, env=self.env, check=check)
+
+    def assert_nothing_left(self, dest="out"):
+        self.assertFalse(os.path.lexists(os.path.join(self.tmp, dest)), "a rootfs was left")
+        for sub in ("blobs", "tags"):
+            left = [os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(self.cache, sub))
+                    for f in fs]
+            self.assertEqual(left, [], "%s left in the cache" % sub)
+
+    def assert_rejected(self, cp, *words):
+        self.assertEqual(cp.returncode, 9, cp.stderr)
+        line = fpull.error_line(cp.stderr)
+        self.assertIn("signature policy", line)
+        for w in words:
+            self.assertIn(w, line)
+        self.assert_nothing_left()
+        return line
+
+
+class TestAccept(SignatureCase):
+    def test_signed_image_is_verified_and_reported(self):
+        priv, pub = self.key("k1")
+        sigstore.sign(self.client, REPO, self.digest, priv, "%s/%s:v1" % (self.R, REPO))
+        cp, doc = fpull.run_json(["pull", "--policy", self.repo_policy(pub),
+                                  "%s/%s:v1" % (self.R, REPO), os.path.join(self.tmp, "out")],
+                                 env=self.env)
+        sig = doc["signature"]
+        self.assertEqual(sig["state"], "verified")
+        self.assertEqual(sig["requirement"], "sigstoreSigned")
+        self.assertIn('"%s/%s"' % (self.R, REPO), sig["scope"])
+        self.assertEqual(sig["identity"], "%s/%s:v1" % (self.R, REPO))
+        self.assertEqual(sig["digest"], self.digest)
+        self.assertTrue(sig["key_fingerprint"].startswith("sha256:"))
+        self.assertEqual(open(os.path.join(self.tmp, "out", "hello")).read(), "hi\n")
+
+    def test_every_key_type(self):
+        for kind in ("p384", "p521", "rsa", "ed25519"):
+            with self.subTest(kind=kind):
+                priv, pub = self.key("t-" + kind, kind)
+                sigstore.sign(self.client, REPO, self.digest, priv, "%s/%s:v1" % (self.R, REPO))
+                cp = self.pull(REPO + ":v1", self.repo_policy(pub), "--force", check=0)
+                self.assertIn("signature verified", cp.stderr)
+
+    def test_key_data_and_key_paths(self):
+        priv, pub = self.key("k1")
+        _, other = self.key("k2")
+        sigstore.sign(self.client, REPO, self.digest, priv, "%s/%s:v1" % (self.R, REPO))
+        data = base64.b64encode(open(pub, "rb").read()).decode()
+        scope = "%s/%s" % (self.R, REPO)
+        pol = self.policy({scope: [{"type": "sigstoreSigned", "keyDatas": [
+            base64.b64encode(open(other, "rb").read()).decode(), data]}]})
+        self.pull(REPO + ":v1", pol, check=0)
+        pol = self.policy({scope: [{"type": "sigstoreSigned", "keyPaths": [other, pub]}]})
+        self.pull(REPO + ":v1", pol, "--force", check=0)
+
+    def test_digest_pull_needs_the_repository_only(self):
+        priv, pub = self.key("k1")
+        sigstore.sign(self.client, REPO, self.digest, priv, "%s/%s:v1" % (self.R, REPO))
+        self.pull("%s/%s@%s" % (self.R, REPO, self.digest), self.repo_policy(pub), check=0)
+
+    def test_match_repository_accepts_another_tag(self):
+        priv, pub = self.key("k1")
+        self.client.put_manifest(REPO, "v2", self.img["manifest"], images.OCI_MANIFEST)
+        sigstore.sign(self.client, REPO, self.digest, priv, "%s/%s:v1" % (self.R, REPO))
+        pol = self.repo_policy(pub, {"type": "matchRepository"})
+        self.pull(REPO + ":v2", pol, check=0)
+
+    def test_exact_reference_and_remap_identity(self):
+        priv, pub = self.key("k1")
+        self.client.put_manifest(REPO, "v2", self.img["manifest"], images.OCI_MANIFEST)
+        sigstore.sign(self.client, REPO, self.digest, priv, "signed.example/test/tiny:v2")
+        pol = self.repo_policy(pub, {"type": "exactReference",
+                                     "dockerReference": "signed.example/test/tiny:v2"})
+        self.pull(REPO + ":v1", pol, check=0)
+        pol = self.repo_policy(pub, {"type": "remapIdentity", "prefix": self.R,
+                                     "signedPrefix": "signed.example"})
+        self.pull(REPO + ":v2", pol, "--force", check=0)
+        cp = self.pull(REPO + ":v1", pol, "--force")
+        self.assertEqual(cp.returncode, 9, cp.stderr)
+        pol = self.repo_policy(pub, {"type": "exactRepository",
+                                     "dockerRepository": "signed.example/test/tiny"})
+        self.pull(REPO + ":v1", pol, "--force", check=0)
+
+    def test_most_specific_scope_wins(self):
+        _, pub2 = self.key("k2")
+        self.client.put_manifest(REPO, "v2", self.img["manifest"], images.OCI_MANIFEST)
+        scope = "%s/%s" % (self.R, REPO)
+        pol = self.policy({scope + ":v1": [sigstore.key_req(pub2)],
+                           scope: [{"type": "insecureAcceptAnything"}]})
+        self.assert_rejected(self.pull(REPO + ":v1", pol), scope + ':v1"')
+        cp = self.pull(REPO + ":v2", pol, check=0)
+        self.assertIn("signature accepted", cp.stderr)
+
+    def test_namespace_and_wildcard_scopes(self):
+        priv, pub = self.key("k1")
+        sigstore.sign(self.client, REPO, self.digest, priv, "%s/%s:v1" % (self.R, REPO))
+        pol = self.policy({self.R + "/test": [sigstore.key_req(pub)]})
+        self.pull(REPO + ":v1", pol, check=0)
+        _, pub2 = self.key("k2")
+        pol = self.policy({"*.0.1": [sigstore.key_req(pub2)]})
+        self.assertEqual(self.pull(REPO + ":v1", pol, "--force").returncode, 9)
+
+    def test_no_policy_behaves_as_before_unless_required(self):
+        env = dict(self.env, XDG_CONFIG_HOME=os.path.join(self.tmp, "xdg"))
+        ref = "%s/%s:v1" % (self.R, REPO)
+        # The system's /etc/containers/policy.json (Debian ships one) is hidden by an empty
+        # tmpfs in a mount namespace of the test's own.
+        hide = ["unshare", "-m", "sh", "-c",
+                'mount -t tmpfs none /etc/containers 2>/dev/null || '
+                '{ [ ! -e /etc/containers/policy.json ] || exit 77; }; exec "$@"', "sh"]
+        if os.geteuid() != 0 or not shutil.which("unshare"):
+            self.skipTest("hiding /etc/containers/policy.json needs root and unshare")
+
+        def run(*args):
+            return subprocess.run(hide + [fpull.binary()] + list(args), env=fpull.base_env(env),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cp = run("pull", ref, os.path.join(self.tmp, "a"))
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertNotIn("signature", cp.stderr)
+        cp = run("pull", "--require-signatures", ref, os.path.join(self.tmp, "b"))
+        self.assertEqual(cp.returncode, 9, cp.stderr)
+        self.assertIn("no policy was found", fpull.error_line(cp.stderr))
+        # A user policy in ~/.config/containers is found as containers/image finds it.
+        os.makedirs(os.path.join(self.tmp, "xdg", "containers"))
+        sigstore.policy(os.path.join(self.tmp, "xdg", "containers", "policy.json"), {})
+        cp = fpull.run(["pull", ref, os.path.join(self.tmp, "c")], env=env)
+        self.assertEqual(cp.returncode, 9, cp.stderr)
+        self.assertIn('requirement "reject"', fpull.error_line(cp.stderr))
+
+    def test_config_keys(self):
+        cfg = os.path.join(self.tmp, "config.yaml")
+        pol = self.policy({}, name="site.json")
+        with open(cfg, "w") as f:
+            f.write("policy: %s\nrequire-signatures: true\n" % pol)
+        cp = fpull.run(["pull", "--config", cfg, "%s/%s:v1" % (self.R, REPO),
+                        os.path.join(self.tmp, "out")], env=self.env)
+        self.assertEqual(cp.returncode, 9, cp.stderr)
+        self.assertIn("site.json", fpull.error_line(cp.stderr))
+
+
+class TestAttacks(SignatureCase):
+    def test_wrong_key(self):
+        priv, _ = self.key("k1")
+        _, pub2 = self.key("k2")
+        sigstore.sign(self.client, REPO, self.digest, priv, "%s/%s:v1" % (self.R, REPO))
+        self.assert_rejected(self.pull(REPO + ":v1", self.repo_policy(pub2)),
+                             "does not verify with the policy's key")
+
+    def test_unsigned(self):
+        _, pub = self.key("k1")
+        self.assert_rejected(self.pull(REPO + ":v1", self.repo_policy(pub)),
+                             "no signature exists for " + self.digest)
+
+    def test_signature_replayed_onto_another_digest(self):
+        priv, pub = self.key("k1")
+        other = images.push_image(self.client, REPO, "v9", [[{"path": "x", "data": "evil"}]])
+        p = sigstore.payload("%s/%s:v9" % (self.R, REPO), self.digest)
+        sigstore.attach(self.client, REPO, other["digest"], [sigstore.signature_layer(priv, p)])
+        self.assert_rejected(self.pull(REPO + ":v9", self.repo_policy(pub)),
+                             "replayed", self.digest)
+
+    def test_payload_edited(self):
+        priv, pub = self.key("k1")
+        good = sigstore.payload("%s/%s:v1" % (self.R, REPO), self.digest)
+        _, ann = sigstore.signature_layer(priv, good)
+        bad = good.replace(b":v1", b":v9")
+        sigstore.attach(self.client, REPO, self.digest, [(bad, ann)])
+        self.assert_rejected(self.pull(REPO + ":v1", self.repo_policy(pub)),
+                             "does not verify")
+
+    def test_identity_of_another_tag(self):
+        priv, pub = self.key("k1")
+        self.client.put_manifest(REPO, "v2", self.img["manifest"], images.OCI_MANIFEST)
+        sigstore.sign(self.client, REPO, self.digest, priv, "%s/%s:v1" % (self.R, REPO))
+        self.assert_rejected(self.pull(REPO + ":v2", self.repo_policy(pub)),
+                             "signed identity %s/%s:v1 is not accepted" % (self.R, REPO))
+
+    def test_identity_of_another_repository(self):
+        priv, pub = self.key("k1")
+        sigstore.sign(self.client, REPO, self.digest, priv, "%s/test/other:v1" % self.R)
+        self.assert_rejected(self.pull(REPO + ":v1", self.repo_policy(pub)),
+                             "test/other:v1 is not accepted")
+
+    def test_cosign_repository_only_identity_needs_match_repository(self):
+        priv, pub = self.key("k1")
+        sigstore.sign(self.client, REPO, self.digest, priv, "%s/%s" % (self.R, REPO))
+        self.assert_rejected(self.pull(REPO + ":v1", self.repo_policy(pub)), "not accepted")
+        self.pull(REPO + ":v1", self.repo_policy(pub, {"type": "matchRepository"}), check=0)
+
+    def test_duplicate_payload_key(self):
+        priv, pub = self.key("k1")
+        fmt = sigstore.PAYLOAD_FMT.replace('"type":', '"type":"x","type":')
+        sigstore.sign(self.client, REPO, self.digest, priv, "%s/%s:v1" % (self.R, REPO), fmt)
+        self.assert_rejected(self.pull(REPO + ":v1", self.repo_policy(pub)),
+                             'duplicate JSON key "type"')
+
+    def test_unknown_payload_key(self):
+        priv, pub = self.key("k1")
+        fmt = sigstore.PAYLOAD_FMT.replace('"critical":{', '"critical":{"extra":1,')
+        sigstore.sign(self.client, REPO, self.digest, priv, "%s/%s:v1" % (self.R, REPO), fmt)
+        self.assert_rejected(self.pull(REPO + ":v1", self.repo_policy(pub)),
+                             'unknown key "extra" in critical')
+
+    def test_wrong_payload_type_and_timestamp(self):
+        priv, pub = self.key("k1")
+        fmt = sigstore.PAYLOAD_FMT.replace("cosign container image", "atomic container")
+        sigstore.sign(self.client, REPO, self.digest, priv, "%s/%s:v1" % (self.R, REPO), fmt)
+        self.assert_rejected(self.pull(REPO + ":v1", self.repo_policy(pub)), "critical.type")
+        fmt = sigstore.PAYLOAD_FMT.replace('"creator"', '"timestamp":1.5,"creator"')
+        sigstore.sign(self.client, REPO, self.digest, priv, "%s/%s:v1" % (self.R, REPO), fmt)
+        self.assert_rejected(self.pull(REPO + ":v1", self.repo_policy(pub)), "timestamp")
+
+    def test_missing_or_bad_signature_annotation(self):
+        priv, pub = self.key("k1")
+        p = sigstore.payload("%s/%s:v1" % (self.R, REPO), self.digest)
+        sigstore.attach(self.client, REPO, self.digest, [(p, None)])
+        self.assert_rejected(self.pull(REPO + ":v1", self.repo_policy(pub)),
+                             "no dev.cosignproject.cosign/signature annotation")
+        sigstore.attach(self.client, REPO, self.digest,
+                        [(p, {sigstore.SIG_ANNOTATION: "not base64!"})])
+        self.assert_rejected(self.pull(REPO + ":v1", self.repo_policy(pub)), "not base64")
+
+    def test_oversized_payload(self):
+        priv, pub = self.key("k1")
+        p = sigstore.payload("%s/%s:v1" % (self.R, REPO), self.digest)
+        # The descriptor claims 5 MiB: refused before a byte of it is fetched.
+        layer = sigstore.signature_layer(priv, p) + (sigstore.SIG_LAYER, 5 << 20)
+        sigstore.attach(self.client, REPO, self.digest, [layer])
+        self.assert_rejected(self.pull(REPO + ":v1", self.repo_policy(pub)),
+                             "more than 4194304 (4 MiB)")
+
+    def test_too_many_attachments(self):
+        priv, pub = self.key("k1")
+        p = sigstore.payload("%s/%s:v1" % (self.R, REPO), self.digest)
+        sigstore.attach(self.client, REPO, self.digest, [sigstore.signature_layer(priv, p)] * 65)
+        self.assert_rejected(self.pull(REPO + ":v1", self.repo_policy(pub)),
+                             "65 attachments, more than 64")
+
+    def test_signature_tag_not_a_manifest(self):
+        _, pub = self.key("k1")
+        images.push_index(self.client, REPO, sigstore.sig_tag(self.digest),
+                          [(self.img, {"os": "linux", "architecture": "amd64"})])
+        self.assert_rejected(self.pull(REPO + ":v1", self.repo_policy(pub)),
+                             "not an OCI image manifest")
+
+    def test_unsupported_requirement_in_scope(self):
+        priv, pub = self.key("k1")
+        sigstore.sign(self.client, REPO, self.digest, priv, "%s/%s:v1" % (self.R, REPO))
+        scope = "%s/%s" % (self.R, REPO)
+        for req, name in (({"type": "signedBy", "keyType": "GPGKeys", "keyPath": pub}, "signedBy"),
+                          ({"type": "sigstoreSigned", "fulcio": {"caPath": pub,
+                                                                  "oidcIssuer": "x",
+                                                                  "subjectEmail": "y"},
+                            "rekorPublicKeyPath": pub}, "sigstoreSigned with fulcio"),
+                          (dict(sigstore.key_req(pub), rekorPublicKeyPath=pub),
+                           "sigstoreSigned with rekorPublicKeyPath")):
+            with self.subTest(name=name):
+                pol = self.policy({scope: [sigstore.key_req(pub), req]})
+                self.assert_rejected(self.pull(REPO + ":v1", pol),
+                                     "requirement %s cannot be evaluated" % name)
+        # Out of scope it does not matter.
+        pol = self.policy({scope: [sigstore.key_req(pub)], "other.example/x": [
+            {"type": "signedBy", "keyType": "GPGKeys", "keyPath": pub}]})
+        self.pull(REPO + ":v1", pol, check=0)
+
+    def test_reject_default(self):
+        pol = self.policy({"other.example/x": [{"type": "insecureAcceptAnything"}]})
+        self.assert_rejected(self.pull(REPO + ":v1", pol), "default", 'requirement "reject"')
+
+
+class TestPolicyFile(SignatureCase):
+    def test_invalid_policies_are_usage_errors(self):
+        _, pub = self.key("k1")
+        scope = "%s/%s" % (self.R, REPO)
+        bad = {
+            "no default": '{"transports":{}}',
+            "unknown key": '{"default":[{"type":"reject"}],"extra":1}',
+            "duplicate": '{"default":[{"type":"reject"}],"default":[{"type":"reject"}]}',
+            "unknown type": '{"default":[{"type":"acceptIfFriday"}]}',
+            "empty list": '{"default":[]}',
+            "two key sources": json.dumps({"default": [{"type": "sigstoreSigned",
+                                                         "keyPath": pub, "keyData": "eA=="}]}),
+            "relative key": '{"default":[{"type":"sigstoreSigned","keyPath":"k.pub"}]}',
+            "bad identity": json.dumps({"default": [dict(sigstore.key_req(pub),
+                                        signedIdentity={"type": "matchAnything"})]}),
+            "bad scope": json.dumps({"default": [{"type": "reject"}],
+                                     "transports": {"docker": {scope + "/": [
+                                         {"type": "reject"}]}}}),
+        }
+        for what, text in bad.items():
+            with self.subTest(what=what):
+                path = os.path.join(self.tmp, "bad.json")
+                with open(path, "w") as f:
+                    f.write(text)
+                cp = self.pull(REPO + ":v1", path)
+                self.assertEqual(cp.returncode, 2, cp.stderr)
+                self.assertIn("policy %s" % path, fpull.error_line(cp.stderr))
+        cp = self.pull(REPO + ":v1", os.path.join(self.tmp, "missing.json"))
+        self.assertEqual(cp.returncode, 2, cp.stderr)
+
+    def test_bad_signature_index_value(self):
+        cp = fpull.run(["pull", "--signature-index", "eihter", "x/y"], env=self.env)
+        self.assertEqual(cp.returncode, 2, cp.stderr)
+        self.assertIn("did you mean 'either'", cp.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
