@@ -1,6 +1,7 @@
 /* The signature policy over a session (sigcheck.h): containers/image's evaluation of
  * sigstoreSigned (signature/policy_eval_sigstore.go) on the manifest fpull fetched, before
  * any config or layer of it is fetched. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -318,8 +319,12 @@ int fp_sig_check_manifest(struct fp_session *s, const char *digest, const char *
     struct fpull_sig_check *ic = fp_xcalloc(1, sizeof *ic);
     rc = evaluate(s, index_digest, NULL, 0, ic, err);
     fpull_sig_check_free(ic);
+    if (rc == FPULL_EPOLICY) {
+      char msg[FPULL_ERR_MSG_MAX];
+      snprintf(msg, sizeof msg, "%s", err->msg);
+      fpull_err_set(err, rc, "the index's own signature (--signature-index=both): %s", msg);
+    }
     if (rc) {
-      fpull_err_prefix(err, "index %s", index_digest);
       c->state = fp_xstrdup("rejected");
       c->digest = fp_xstrdup(index_digest);
       c->reason = fp_xstrdup(err->msg);

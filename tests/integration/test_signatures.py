@@ -325,6 +325,101 @@ class TestAttacks(SignatureCase):
         self.assert_rejected(self.pull(REPO + ":v1", pol), "default", 'requirement "reject"')
 
 
+def marker(text):
+    return [{"path": "which", "data": text + "\n"}]
+
+
+class TestIndex(SignatureCase):
+    """An entry chosen from an index needs its own signature (containers/image's rule);
+    --signature-index=either|both also accepts, or also requires, the index's."""
+
+    def setUp(self):
+        super().setUp()
+        self.gpu = images.push_image(self.client, REPO, None, [marker("gpu")])
+        self.plain = images.push_image(self.client, REPO, None, [marker("plain")])
+        self.idx = images.push_index(self.client, REPO, "multi", [
+            (self.gpu, {"os": "linux", "architecture": "amd64", "features": ["nvidia-396-44"]}),
+            (self.plain, {"os": "linux", "architecture": "amd64"})])
+        self.ident = "%s/%s:multi" % (self.R, REPO)
+        self.priv, self.pub = self.key("k1")
+
+    def pull_multi(self, *extra, platform="linux/amd64"):
+        return self.pull(REPO + ":multi", self.repo_policy(self.pub), "--platform", platform,
+                         *extra)
+
+    def test_index_signed_but_not_the_entry(self):
+        sigstore.sign(self.client, REPO, self.idx["digest"], self.priv, self.ident)
+        self.assert_rejected(self.pull_multi(),
+                             "no signature exists for " + self.plain["digest"])
+        cp = self.pull_multi("--signature-index", "either")
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertEqual(open(os.path.join(self.tmp, "out", "which")).read(), "plain\n")
+        self.assertIn(self.idx["digest"], cp.stderr)
+
+    def test_entry_signed(self):
+        sigstore.sign(self.client, REPO, self.plain["digest"], self.priv, self.ident)
+        cp = self.pull_multi()
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        shutil.rmtree(os.path.join(self.tmp, "out"))
+        shutil.rmtree(self.cache)
+        self.assert_rejected(self.pull_multi("--signature-index", "both"),
+                             "the index's own signature", "no signature exists for " +
+                             self.idx["digest"])
+        sigstore.sign(self.client, REPO, self.idx["digest"], self.priv, self.ident)
+        self.assertEqual(self.pull_multi("--signature-index", "both").returncode, 0)
+
+    def test_unsigned_preferred_entry_is_an_error_not_a_fallback(self):
+        # plain is signed, the GPU entry this target prefers is not: no silent fallback.
+        sigstore.sign(self.client, REPO, self.plain["digest"], self.priv, self.ident)
+        self.assert_rejected(self.pull_multi(platform="linux/amd64:nvidia-396-44"),
+                             "no signature exists for " + self.gpu["digest"])
+
+    def test_inspect_shows_each_entry_state(self):
+        sigstore.sign(self.client, REPO, self.plain["digest"], self.priv, self.ident)
+        cp, doc = fpull.run_json(["inspect", "--policy", self.repo_policy(self.pub),
+                                  "--platform", "linux/amd64", "%s/%s:multi" % (self.R, REPO)],
+                                 env=self.env)
+        states = {e["digest"]: e["signature"] for e in doc["entries"]}
+        self.assertEqual(states[self.plain["digest"]]["state"], "verified")
+        self.assertEqual(states[self.plain["digest"]]["identity"], self.ident)
+        self.assertEqual(states[self.gpu["digest"]]["state"], "rejected")
+        self.assertIn("no signature exists", states[self.gpu["digest"]]["reason"])
+        self.assertEqual(doc["index_signature"]["state"], "rejected")
+        cp = fpull.run(["inspect", "--policy", self.repo_policy(self.pub), "--platform",
+                        "linux/amd64", "%s/%s:multi" % (self.R, REPO)], env=self.env, check=0)
+        self.assertIn("signature verified", cp.stdout)
+        self.assertIn("signature rejected", cp.stdout)
+
+
+class TestOffline(SignatureCase):
+    """Signatures are cached with the manifest and checked again, against the policy in
+    force, on every offline pull."""
+
+    def test_prefetch_then_pull_offline_reverifies(self):
+        priv, pub = self.key("k1")
+        _, pub2 = self.key("k2")
+        sigstore.sign(self.client, REPO, self.digest, priv, "%s/%s:v1" % (self.R, REPO))
+        ref = "%s/%s:v1" % (self.R, REPO)
+        fpull.run(["prefetch", "--policy", self.repo_policy(pub), ref], env=self.env, check=0)
+        self.reg.stop()
+        cp = self.pull(ref, self.repo_policy(pub), "--offline", check=0)
+        self.assertIn("signature verified", cp.stderr)
+        shutil.rmtree(os.path.join(self.tmp, "out"))
+        other = self.policy({"%s/%s" % (self.R, REPO): [sigstore.key_req(pub2)]}, name="p2.json")
+        cp = self.pull(ref, other, "--offline")
+        self.assertEqual(cp.returncode, 9, cp.stderr)
+        self.assertIn("does not verify", fpull.error_line(cp.stderr))
+        self.assertFalse(os.path.lexists(os.path.join(self.tmp, "out")))
+
+    def test_unsigned_cached_image_is_refused_offline(self):
+        _, pub = self.key("k1")
+        ref = "%s/%s:v1" % (self.R, REPO)
+        fpull.run(["prefetch", ref], env=self.env, check=0)
+        cp = self.pull(ref, self.repo_policy(pub), "--offline")
+        self.assertEqual(cp.returncode, 9, cp.stderr)
+        self.assertIn("no signature exists", fpull.error_line(cp.stderr))
+
+
 class TestPolicyFile(SignatureCase):
     def test_invalid_policies_are_usage_errors(self):
         _, pub = self.key("k1")
