@@ -56,6 +56,8 @@ static const struct cli_opt all_opts[] = {
     {OPT_SIG_INDEX, "signature-index", 0, "instance|either|both",
      "an entry of an index needs its own signature (default), or also accepts, or also "
      "needs, one on the index"},
+    {OPT_SIGN_KEY, "sign-key", 0, "KEY.pem",
+     "manifest push: sign the index and each entry with this private key (sigstore)"},
 };
 
 static const char *const format_names[] = {"dir", "bundle", "squashfs", NULL};
@@ -267,6 +269,7 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
     case OPT_POLICY:
     case OPT_REQUIRE_SIGS:
     case OPT_SIG_INDEX:
+    case OPT_SIGN_KEY:
       if (cli_sig_parse(cmd, o->id, optarg, s))
         return FPULL_EUSAGE;
       break;

@@ -44,6 +44,7 @@ enum cli_opt_id {
   OPT_POLICY,
   OPT_REQUIRE_SIGS,
   OPT_SIG_INDEX,
+  OPT_SIGN_KEY,
 };
 
 /* pull --format: what DEST becomes. */
@@ -95,7 +96,8 @@ struct cli_settings {
   /* signatures (cli_sig.c) */
   const char *policy;
   int require_signatures;
-  int signature_index; /* enum fpull_sigindex */
+  int signature_index;  /* enum fpull_sigindex */
+  const char *sign_key; /* manifest push --sign-key */
 };
 
 struct cli_cmd {

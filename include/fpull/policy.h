@@ -40,4 +40,18 @@ struct fpull_sig_check {
 };
 FPULL_API void fpull_sig_check_free(struct fpull_sig_check *c);
 
+/* ---- signing (fpull manifest push --sign-key) ---- */
+
+typedef struct fpull_signer fpull_signer;
+struct fpull_registry;
+/* Loads an unencrypted PEM private key (ECDSA P-256/384/521, RSA, Ed25519). Errors:
+ * FPULL_EUSAGE naming the file. */
+FPULL_API int fpull_signer_load(fpull_signer **out, const char *key_path, fpull_err *err);
+FPULL_API void fpull_signer_free(fpull_signer *s);
+/* Signs the manifest digest in repo for identity (a docker reference, REGISTRY/REPO:TAG) and
+ * pushes the signature as containers/image and cosign store it: the sha256-HEX.sig tag,
+ * replacing what it held. Errors as the registry's. */
+FPULL_API int fpull_signer_push(const fpull_signer *s, struct fpull_registry *reg, const char *repo,
+                                const char *digest, const char *identity, fpull_err *err);
+
 #endif

@@ -420,6 +420,53 @@ class TestOffline(SignatureCase):
         self.assertIn("no signature exists", fpull.error_line(cp.stderr))
 
 
+class TestSignKey(SignatureCase):
+    """fpull manifest push --sign-key signs the index and each entry (the form of skopeo and
+    cosign sign --recursive), so that the default policy accepts every entry."""
+
+    def test_push_signs_index_and_entries(self):
+        gpu = images.push_image(self.client, "src/gpu", "v1", [marker("gpu")])
+        plain = images.push_image(self.client, "src/plain", "v1", [marker("plain")])
+        spec = os.path.join(self.tmp, "spec.yaml")
+        with open(spec, "w") as f:
+            f.write("image: %s/test/multi:v1\nmanifests:\n"
+                    "  - image: %s/src/gpu:v1\n    platform: {os: linux, architecture: amd64,"
+                    " features: [nvidia-396-44]}\n"
+                    "  - image: %s/src/plain:v1\n    platform: {os: linux, architecture: amd64}\n"
+                    % (self.R, self.R, self.R))
+        for kind in ("p256", "ed25519", "rsa"):
+            with self.subTest(kind=kind):
+                priv, pub = self.key("push-" + kind, kind)
+                cp, doc = fpull.run_json(["manifest", "push", "--json", "--sign-key", priv, spec],
+                                         env=self.env)
+                pol = self.repo_policy(pub, repo="test/multi")
+                ref = "%s/test/multi:v1" % self.R
+                for plat, want in (("linux/amd64:nvidia-396-44", gpu), ("linux/amd64", plain)):
+                    shutil.rmtree(os.path.join(self.tmp, "out"), True)
+                    cp, got = fpull.run_json(["pull", "--policy", pol, "--platform", plat, ref,
+                                              os.path.join(self.tmp, "out")], env=self.env)
+                    self.assertEqual(got["signature"]["state"], "verified")
+                    self.assertEqual(got["signature"]["identity"], ref)
+                    self.assertEqual(got["manifest_digest"], doc["manifests"][
+                        0 if want is gpu else 1]["digest"])
+                shutil.rmtree(os.path.join(self.tmp, "out"), True)
+                fpull.run(["pull", "--policy", pol, "--platform", "linux/amd64",
+                           "--signature-index", "both", ref, os.path.join(self.tmp, "out")],
+                          env=self.env, check=0)
+
+    def test_bad_key_is_a_usage_error_before_anything_is_pushed(self):
+        _, pub = self.key("k1")
+        spec = os.path.join(self.tmp, "spec.yaml")
+        with open(spec, "w") as f:
+            f.write("image: %s/test/multi:v1\nmanifests:\n  - image: %s/%s:v1\n"
+                    "    platform: {os: linux, architecture: amd64}\n" % (self.R, self.R, REPO))
+        cp = fpull.run(["manifest", "push", "--sign-key", pub, spec], env=self.env)
+        self.assertEqual(cp.returncode, 2, cp.stderr)
+        self.assertIn("not an unencrypted PEM private key", fpull.error_line(cp.stderr))
+        status, _, _ = self.client.get("/v2/test/multi/manifests/v1")
+        self.assertEqual(status, 404)
+
+
 class TestPolicyFile(SignatureCase):
     def test_invalid_policies_are_usage_errors(self):
         _, pub = self.key("k1")
