@@ -65,7 +65,8 @@ void *cli_sig_json(const struct fpull_sig_check *c)
 
 void cli_sig_say(const struct cli_settings *s, const char *what, const struct fpull_sig_check *c)
 {
-  if (!c || s->json || s->quiet)
+  /* A policy that accepts anything here says nothing worth a line. */
+  if (!c || s->json || s->quiet || (!c->reason && strcmp(c->state, "accepted") == 0))
     return;
   if (c->key_fingerprint)
     fprintf(stderr, "%s: signature %s: %s, %s, key %s, identity %s, digest %s\n", what, c->state,

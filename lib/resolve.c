@@ -92,7 +92,7 @@ static int fetch_document(struct fp_session *s, const char *tag_or_digest,
     if (rc || !s->cache)
       return rc;
     fp_cache_pin(s->cache, (*out)->digest);
-    if (s->policy) {
+    if (fp_sig_enforced(s)) {
       /* Into the cache only once the policy accepted the image (fp_sig_commit). */
       cleanup_free char *tagref =
           by_digest ? NULL

@@ -60,6 +60,21 @@ void fp_sig_session_close(struct fp_session *s)
   s->policy = NULL;
 }
 
+int fp_sig_enforced(const struct fp_session *s)
+{
+  if (!s->policy)
+    return 0;
+  struct fp_dref image = {.name = fp_xasprintf("%s/%s", s->ref->registry, s->ref->repository),
+                          .tag = s->ref->digest ? NULL : fp_xstrdup(s->ref->tag),
+                          .digest = fp_xstrdup(s->ref->digest)};
+  const struct fp_reqlist *l = fp_policy_for(s->policy, &image);
+  fp_dref_clear(&image);
+  for (size_t i = 0; i < l->n; i++)
+    if (l->r[i].type != FP_REQ_ACCEPT)
+      return 1;
+  return 0;
+}
+
 void fp_sig_defer(struct fp_session *s, const char *digest, const char *data, size_t len,
                   const char *tagref)
 {

@@ -25,6 +25,10 @@ struct fp_deferred {
 int fp_sig_session_open(struct fp_session *s, fpull_err *err);
 void fp_sig_session_close(struct fp_session *s);
 
+/* 1 when the policy in force can refuse s's image (its list holds more than
+ * insecureAcceptAnything): only then is what is fetched kept back from the cache. */
+int fp_sig_enforced(const struct fp_session *s);
+
 /* Keeps bytes back for fp_sig_commit (takes a copy). */
 void fp_sig_defer(struct fp_session *s, const char *digest, const char *data, size_t len,
                   const char *tagref);

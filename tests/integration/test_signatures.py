@@ -145,8 +145,11 @@ class TestAccept(SignatureCase):
         pol = self.policy({scope + ":v1": [sigstore.key_req(pub2)],
                            scope: [{"type": "insecureAcceptAnything"}]})
         self.assert_rejected(self.pull(REPO + ":v1", pol), scope + ':v1"')
-        cp = self.pull(REPO + ":v2", pol, check=0)
-        self.assertIn("signature accepted", cp.stderr)
+        cp, doc = fpull.run_json(["pull", "--policy", pol, "%s:v2" % scope,
+                                  os.path.join(self.tmp, "out")], env=self.env)
+        self.assertEqual(doc["signature"]["state"], "accepted")
+        self.assertEqual(doc["signature"]["requirement"], "insecureAcceptAnything")
+        self.assertIn('"%s"' % scope, doc["signature"]["scope"])
 
     def test_namespace_and_wildcard_scopes(self):
         priv, pub = self.key("k1")
