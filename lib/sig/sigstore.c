@@ -1,6 +1,5 @@
 /* Sigstore attachments, keys and payloads (sigstore.h). The signature is checked over the
  * payload's raw bytes before any JSON of it is read: a parser never sees unsigned input. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +14,12 @@
 #include "fpull/ref.h"
 
 #define OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
+
+/* A JSON number that is a whole one (without libm, which -O0 would need). */
+static int whole(double v)
+{
+  return v > -9.2e18 && v < 9.2e18 && (double)(long long)v == v;
+}
 
 void fp_sig_attachments_free(struct fp_sig_attachments *s)
 {
@@ -60,8 +65,7 @@ int fp_sig_attachments_parse(struct fp_sig_attachments *out, const char *data, s
     const cJSON *an = cJSON_GetObjectItemCaseSensitive(l, "annotations");
     const cJSON *sig = an ? cJSON_GetObjectItemCaseSensitive(an, FP_SIG_ANNOTATION) : NULL;
     if (!cJSON_IsString(d) || !fpull_digest_valid(d->valuestring) || !cJSON_IsNumber(sz) ||
-        sz->valuedouble < 0 || sz->valuedouble != floor(sz->valuedouble) ||
-        (an && !cJSON_IsObject(an))) {
+        sz->valuedouble < 0 || !whole(sz->valuedouble) || (an && !cJSON_IsObject(an))) {
       fp_sig_attachments_free(out);
       return fpull_err_set(err, FPULL_EPOLICY,
                            "signature manifest: an attachment without a valid digest and size");
@@ -345,7 +349,7 @@ int fp_sig_payload_parse(char **identity, char **digest, const char *payload, si
     if (cr && !cJSON_IsString(cr))
       return fpull_err_set(err, FPULL_EPOLICY,
                            "signature payload: optional.creator is not a string");
-    if (ts && (!cJSON_IsNumber(ts) || ts->valuedouble != floor(ts->valuedouble)))
+    if (ts && (!cJSON_IsNumber(ts) || !whole(ts->valuedouble)))
       return fpull_err_set(err, FPULL_EPOLICY,
                            "signature payload: optional.timestamp is not an integer");
   }
