@@ -348,6 +348,17 @@ int fp_sig_check_manifest(struct fp_session *s, const char *digest, const char *
     }
   }
   rc = evaluate(s, digest, data, len, c, err);
+  if (rc == FPULL_EPOLICY && index_digest && mode == FPULL_SIGINDEX_INSTANCE &&
+      strstr(err->msg, "no signature exists")) {
+    /* The usual cause: an index signed without its entries (cosign sign without
+     * --recursive). */
+    char msg[FPULL_ERR_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    fpull_err_set(err, rc,
+                  "%s (an entry of index %s needs its own signature: sign with cosign sign "
+                  "--recursive, or accept the index's with --signature-index=either)",
+                  msg, index_digest);
+  }
   if (rc == FPULL_EPOLICY && mode == FPULL_SIGINDEX_EITHER) {
     /* The index's signature stands for the entry it lists. */
     struct fpull_sig_check *ic = fp_xcalloc(1, sizeof *ic);

@@ -353,7 +353,8 @@ class TestIndex(SignatureCase):
     def test_index_signed_but_not_the_entry(self):
         sigstore.sign(self.client, REPO, self.idx["digest"], self.priv, self.ident)
         self.assert_rejected(self.pull_multi(),
-                             "no signature exists for " + self.plain["digest"])
+                             "no signature exists for " + self.plain["digest"],
+                             "an entry of index %s needs its own signature" % self.idx["digest"])
         cp = self.pull_multi("--signature-index", "either")
         self.assertEqual(cp.returncode, 0, cp.stderr)
         self.assertEqual(open(os.path.join(self.tmp, "out", "which")).read(), "plain\n")
