@@ -349,6 +349,7 @@ static int parse_sigstore(struct rd *rd, const cJSON *o, struct fp_req *r)
       why = rekor[i];
   if (why) {
     r->type = FP_REQ_UNSUPPORTED;
+    free(r->name);
     r->name = fp_xasprintf("sigstoreSigned with %s", why);
   }
   const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "signedIdentity");
