@@ -209,10 +209,12 @@ static int run_inspect(struct cli_settings *s, int argc, char **argv)
   return rc ? cli_fail(&err) : 0;
 }
 
+/* clang-format off */
 static const enum cli_opt_id inspect_opts[] = {
-    OPT_HELP,    OPT_FEATURES, OPT_PLATFORM,     OPT_CACHE_DIR, OPT_CERTS_DIR,
-    OPT_CONFIG,  OPT_INSECURE, OPT_OFFLINE,      OPT_JSON,      OPT_QUIET,
-    OPT_VERBOSE, OPT_POLICY,   OPT_REQUIRE_SIGS, OPT_SIG_INDEX, 0};
+    OPT_HELP,     OPT_FEATURES, OPT_PLATFORM, OPT_CACHE_DIR, OPT_CERTS_DIR, OPT_CONFIG,
+    OPT_POLICY, OPT_REQUIRE_SIGS, OPT_SIG_INDEX, /* signatures (cli_sig.c) */
+    OPT_INSECURE, OPT_OFFLINE,  OPT_JSON,     OPT_QUIET,     OPT_VERBOSE,   0};
+/* clang-format on */
 
 const struct cli_cmd cmd_inspect = {
     .name = "inspect",

@@ -186,10 +186,13 @@ static int run_manifest(struct cli_settings *s, int argc, char **argv)
   return run_inspect(s, config, argv[1]);
 }
 
+/* clang-format off */
 static const enum cli_opt_id manifest_opts[] = {
-    OPT_HELP,   OPT_TYPE,  OPT_JSON,    OPT_INSECURE, OPT_CERTS_DIR,
-    OPT_CONFIG, OPT_QUIET, OPT_VERBOSE, OPT_SIGN_KEY, 0,
+    OPT_HELP,  OPT_TYPE,    OPT_JSON, OPT_INSECURE, OPT_CERTS_DIR, OPT_CONFIG,
+    OPT_SIGN_KEY, /* signatures (cli_sig.c) */
+    OPT_QUIET, OPT_VERBOSE, 0,
 };
+/* clang-format on */
 
 const struct cli_cmd cmd_manifest = {
     .name = "manifest",
