@@ -206,6 +206,17 @@ class TestAttacks(SignatureCase):
         self.assert_rejected(self.pull(REPO + ":v1", self.repo_policy(pub2)),
                              "does not verify with the policy's key")
 
+    def test_json_error_object(self):
+        _, pub = self.key("k1")
+        cp = fpull.run(["pull", "--json", "--policy", self.repo_policy(pub),
+                        "%s/%s:v1" % (self.R, REPO), os.path.join(self.tmp, "out")],
+                       env=self.env)
+        self.assertEqual(cp.returncode, 9, cp.stderr)
+        doc = json.loads(cp.stdout)
+        self.assertEqual(doc["error"]["code"], 9)
+        self.assertIn("no signature exists", doc["error"]["message"])
+        self.assert_nothing_left()
+
     def test_unsigned(self):
         _, pub = self.key("k1")
         self.assert_rejected(self.pull(REPO + ":v1", self.repo_policy(pub)),
@@ -378,6 +389,19 @@ class TestIndex(SignatureCase):
         self.assert_rejected(self.pull_multi(platform="linux/amd64:nvidia-396-44"),
                              "no signature exists for " + self.gpu["digest"])
 
+    def test_index_prefetched_then_pulled_offline(self):
+        sigstore.sign(self.client, REPO, self.plain["digest"], self.priv, self.ident)
+        ref = "%s/%s:multi" % (self.R, REPO)
+        pol = self.repo_policy(self.pub)
+        fpull.run(["prefetch", "--policy", pol, "--platform", "linux/amd64", ref],
+                  env=self.env, check=0)
+        self.reg.stop()
+        cp, doc = fpull.run_json(["pull", "--offline", "--policy", pol, "--platform",
+                                  "linux/amd64", ref, os.path.join(self.tmp, "out")],
+                                 env=self.env)
+        self.assertEqual(doc["signature"]["state"], "verified")
+        self.assertEqual(doc["manifest_digest"], self.plain["digest"])
+
     def test_inspect_shows_each_entry_state(self):
         sigstore.sign(self.client, REPO, self.plain["digest"], self.priv, self.ident)
         cp, doc = fpull.run_json(["inspect", "--policy", self.repo_policy(self.pub),
@@ -457,6 +481,8 @@ class TestSignKey(SignatureCase):
                 fpull.run(["pull", "--policy", pol, "--platform", "linux/amd64",
                            "--signature-index", "both", ref, os.path.join(self.tmp, "out")],
                           env=self.env, check=0)
+                # prefetch --all: every entry is checked, and every one is signed.
+                fpull.run(["prefetch", "--all", "--policy", pol, ref], env=self.env, check=0)
 
     def test_bad_key_is_a_usage_error_before_anything_is_pushed(self):
         _, pub = self.key("k1")
