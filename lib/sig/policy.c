@@ -336,11 +336,6 @@ static int parse_sigstore(struct rd *rd, const cJSON *o, struct fp_req *r)
   r->key_paths = paths ? paths : path ? fp_strv_push(fp_xcalloc(1, sizeof(char *)), path) : NULL;
   r->key_datas = datas ? datas : data ? fp_strv_push(fp_xcalloc(1, sizeof(char *)), data) : NULL;
   paths = datas = NULL;
-  for (size_t i = 0; r->key_paths && r->key_paths[i]; i++)
-    if (r->key_paths[i][0] != '/') {
-      rc = bad(rd, "key path \"%.200s\" is not absolute", r->key_paths[i]);
-      goto out;
-    }
   static const char *const rekor[] = {"rekorPublicKeyPath", "rekorPublicKeyPaths",
                                       "rekorPublicKeyData", "rekorPublicKeyDatas", NULL};
   const char *why = fulcio ? "fulcio" : pki ? "pki" : NULL;
@@ -402,33 +397,6 @@ static int parse_list(struct rd *rd, const cJSON *a, const char *scope, struct f
   return 0;
 }
 
-/* A docker scope (docker/policyconfiguration): host[:port], a namespace or repository, a
- * repository with :tag or @digest, or *.domain. */
-static int valid_docker_scope(const char *s)
-{
-  if (strncmp(s, "*.", 2) == 0) {
-    const char *d = s + 2;
-    if (!*d || d[0] == '.' || d[strlen(d) - 1] == '.' || strstr(d, ".."))
-      return 0;
-    for (; *d; d++)
-      if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789.-", *d))
-        return 0;
-    return 1;
-  }
-  const char *at = strchr(s, '@');
-  cleanup_free char *name = fp_xstrndup(s, at ? (size_t)(at - s) : strlen(s));
-  if (at && !fpull_digest_valid(at + 1))
-    return 0;
-  const char *slash = strchr(name, '/');
-  char *colon = slash ? strrchr(name, ':') : NULL;
-  if (colon && colon > strrchr(name, '/')) {
-    if (at || !colon[1])
-      return 0;
-    *colon = '\0';
-  }
-  return valid_prefix(name);
-}
-
 int fpull_policy_parse(fpull_policy **out, const char *text, size_t len, const char *name,
                        fpull_err *err)
 {
@@ -461,10 +429,8 @@ int fpull_policy_parse(fpull_policy **out, const char *text, size_t len, const c
       cleanup_free char *where = fp_xasprintf("transport %s, scope \"%s\"", t->string, sc->string);
       rd.where = where;
       struct fp_reqlist l;
-      if (docker && sc->string[0] && !valid_docker_scope(sc->string)) {
-        rc = bad(&rd, "not a valid docker scope");
-        break;
-      }
+      /* containers/image takes any docker scope as written (a scope that names no image
+       * never applies), so a file skopeo loads, fpull loads too. */
       rc = parse_list(&rd, sc, where, &l);
       if (rc == 0 && docker) {
         p->docker = fp_xrealloc(p->docker, (p->n_docker + 1) * sizeof *p->docker);

@@ -181,7 +181,10 @@ int fp_sig_keys_load(struct fp_sig_keys **out, char *const *paths, char *const *
     cleanup_free char *pem = NULL;
     size_t len = 0;
     cleanup_free char *what = fp_xasprintf("key file %s", paths[i]);
-    if (fp_read_file(paths[i], 1u << 20, &pem, &len) != 0)
+    /* A relative path would depend on the directory each job starts in. */
+    if (paths[i][0] != '/')
+      rc = fpull_err_set(err, FPULL_EPOLICY, "key file %s is not an absolute path", paths[i]);
+    else if (fp_read_file(paths[i], 1u << 20, &pem, &len) != 0)
       rc = fpull_err_set(err, FPULL_EPOLICY, "key file %s cannot be read", paths[i]);
     else
       rc = add_pem(k, pem, len, what, err);

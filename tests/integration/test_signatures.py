@@ -509,12 +509,11 @@ class TestPolicyFile(SignatureCase):
             "empty list": '{"default":[]}',
             "two key sources": json.dumps({"default": [{"type": "sigstoreSigned",
                                                          "keyPath": pub, "keyData": "eA=="}]}),
-            "relative key": '{"default":[{"type":"sigstoreSigned","keyPath":"k.pub"}]}',
             "bad identity": json.dumps({"default": [dict(sigstore.key_req(pub),
                                         signedIdentity={"type": "matchAnything"})]}),
-            "bad scope": json.dumps({"default": [{"type": "reject"}],
-                                     "transports": {"docker": {scope + "/": [
-                                         {"type": "reject"}]}}}),
+            "scope not a list": json.dumps({"default": [{"type": "reject"}],
+                                            "transports": {"docker": {scope: {
+                                                "type": "reject"}}}}),
         }
         for what, text in bad.items():
             with self.subTest(what=what):
@@ -526,6 +525,17 @@ class TestPolicyFile(SignatureCase):
                 self.assertIn("policy %s" % path, fpull.error_line(cp.stderr))
         cp = self.pull(REPO + ":v1", os.path.join(self.tmp, "missing.json"))
         self.assertEqual(cp.returncode, 2, cp.stderr)
+
+    def test_what_skopeo_loads_fpull_loads(self):
+        # skopeo 1.18 loads odd docker scopes and relative key paths; so does fpull, and a
+        # relative key in the list that applies refuses the image (exit 9), never exit 2.
+        scope = "%s/%s" % (self.R, REPO)
+        pol = self.policy({"Odd Scope/": [{"type": "reject"}],
+                           scope: [{"type": "sigstoreSigned", "keyPath": "k.pub"}]})
+        self.assert_rejected(self.pull(REPO + ":v1", pol), "key file k.pub is not an absolute")
+        pol = self.policy({"Odd Scope/": [{"type": "sigstoreSigned", "keyPath": "k.pub"}],
+                           scope: [{"type": "insecureAcceptAnything"}]})
+        self.pull(REPO + ":v1", pol, check=0)
 
     def test_bad_signature_index_value(self):
         cp = fpull.run(["pull", "--signature-index", "eihter", "x/y"], env=self.env)

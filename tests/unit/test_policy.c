@@ -121,10 +121,8 @@ TEST(policy_refusals)
       "{\"default\":[{\"type\":\"sigstoreSigned\",\"keyPaths\":[]}]}",
       "{\"default\":[{\"type\":\"sigstoreSigned\",\"keyPath\":\"/k\",\"signedIdentity\":"
       "{\"type\":\"exactReference\",\"dockerReference\":\"r.io/x\"}}]}",
-      "{\"default\":[{\"type\":\"reject\"}],\"transports\":{\"docker\":{\"R.io/x\":"
-      "[{\"type\":\"reject\"}]}}}",
-      "{\"default\":[{\"type\":\"reject\"}],\"transports\":{\"docker\":{\"*.\":"
-      "[{\"type\":\"reject\"}]}}}",
+      "{\"default\":[{\"type\":\"reject\"}],\"transports\":{\"docker\":{\"r.io/x\":"
+      "{\"type\":\"reject\"}}}}",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     fpull_policy *p = NULL;
