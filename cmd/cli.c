@@ -50,6 +50,16 @@ static const struct cli_opt all_opts[] = {
      "progress on stderr: a bar on a terminal (default), a line every 5 s anywhere, or none"},
     {OPT_MAX_UNPACKED, "max-unpacked", 0, "SIZE",
      "fail (exit 8) rather than write more than SIZE of file content (50G, 500M; 0: no limit)"},
+    {OPT_POLICY, "policy", 0, "FILE",
+     "signature policy (containers-policy.json; default: the config's policy:, else "
+     "~/.config/containers/policy.json, else /etc/containers/policy.json)"},
+    {OPT_REQUIRE_SIGS, "require-signatures", 0, NULL,
+     "fail (exit 9) when no signature policy is found"},
+    {OPT_SIG_INDEX, "signature-index", 0, "instance|either|both",
+     "an entry of an index needs its own signature (default), or also accepts, or also "
+     "needs, one on the index"},
+    {OPT_SIGN_KEY, "sign-key", 0, "KEY.pem",
+     "manifest push: sign the index and each entry with this private key (sigstore)"},
 };
 
 static const char *const format_names[] = {"dir", "bundle", "squashfs", NULL};
@@ -267,6 +277,13 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
       s->max_unpacked_given = 1;
       break;
     }
+    case OPT_POLICY:
+    case OPT_REQUIRE_SIGS:
+    case OPT_SIG_INDEX:
+    case OPT_SIGN_KEY:
+      if (cli_sig_parse(cmd, o->id, optarg, s))
+        return FPULL_EUSAGE;
+      break;
     case OPT_SQFS_COMP:
     case OPT_SQFS_BLOCK_SIZE:
     case OPT_SQFS_LEVEL:
@@ -373,6 +390,7 @@ void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
     o->unpack.max_unpacked = s->max_unpacked ? s->max_unpacked : FPULL_UNPACK_UNLIMITED;
   cli_progress_attach(o, s);
   cli_sqfs_pull_opts(o, s);
+  cli_sig_pull_opts(o, s);
 }
 
 void cli_print_json(void *v)

@@ -41,6 +41,11 @@ enum cli_opt_id {
   OPT_PRUNE_ALL,
   OPT_PROGRESS,
   OPT_MAX_UNPACKED, /* pull: the bound on what DEST receives */
+  /* signatures (cli_sig.c) */
+  OPT_POLICY,
+  OPT_REQUIRE_SIGS,
+  OPT_SIG_INDEX,
+  OPT_SIGN_KEY,
 };
 
 /* pull --format: what DEST becomes. */
@@ -92,6 +97,11 @@ struct cli_settings {
   /* pull --max-unpacked, in bytes (0: none, even where the config sets one) */
   uint64_t max_unpacked;
   int max_unpacked_given;
+  /* signatures (cli_sig.c) */
+  const char *policy;
+  int require_signatures;
+  int signature_index;  /* enum fpull_sigindex */
+  const char *sign_key; /* manifest push --sign-key */
 };
 
 struct cli_cmd {
@@ -142,6 +152,14 @@ int cli_sqfs_parse(const struct cli_cmd *cmd, enum cli_opt_id id, const char *ar
                    struct cli_settings *s);
 int cli_sqfs_check(const struct cli_cmd *cmd, const struct cli_settings *s);
 void cli_sqfs_pull_opts(struct fpull_pull_opts *o, const struct cli_settings *s);
+/* --policy, --require-signatures, --signature-index (cli_sig.c): parses one (0, or
+ * FPULL_EUSAGE after printing the error); puts them into o. */
+int cli_sig_parse(const struct cli_cmd *cmd, enum cli_opt_id id, const char *arg,
+                  struct cli_settings *s);
+void cli_sig_pull_opts(struct fpull_pull_opts *o, const struct cli_settings *s);
+/* A signature check as JSON (null when there is none), and as one line on stderr. */
+void *cli_sig_json(const struct fpull_sig_check *c);
+void cli_sig_say(const struct cli_settings *s, const char *what, const struct fpull_sig_check *c);
 
 /* Writes the JSON document v (a cJSON *) on stdout and frees it. */
 void cli_print_json(void *v);

@@ -77,9 +77,19 @@ static void print_table(const struct fpull_inspect_result *r, const struct fpull
       snprintf(status, sizeof status, "%s", m->why ? m->why : "not eligible");
     free(why);
     origin_note(status, sizeof status, r, i);
+    const struct fpull_sig_check *sc = r->signatures ? r->signatures[i] : NULL;
+    if (sc) {
+      size_t l = strlen(status);
+      snprintf(status + l, sizeof status - l, "; signature %s%s%s", sc->state,
+               sc->reason ? ": " : "", sc->reason ? sc->reason : "");
+    }
     printf("%-5s %-12s  %-22s %-40s %s\n", rank, short_digest(d->digest), plat,
            feats[0] ? feats : "-", status);
   }
+  if (r->index_signature)
+    printf("index signature: %s%s%s\n", r->index_signature->state,
+           r->index_signature->reason ? ": " : "",
+           r->index_signature->reason ? r->index_signature->reason : "");
   if (r->match->chosen >= 0)
     printf("chosen: %s\n", r->entries[r->match->chosen].digest);
   else
@@ -159,12 +169,16 @@ static cJSON *inspect_json(const struct fpull_inspect_result *r, const struct fp
       cJSON_AddNullToObject(e, "why");
     free(why);
     add_origin(e, r, i);
+    if (r->signatures)
+      cJSON_AddItemToObject(e, "signature", cli_sig_json(r->signatures[i]));
     cJSON_AddItemToArray(entries, e);
   }
   if (r->match->chosen >= 0)
     cJSON_AddStringToObject(o, "chosen", r->entries[r->match->chosen].digest);
   else
     cJSON_AddNullToObject(o, "chosen");
+  if (r->signatures)
+    cJSON_AddItemToObject(o, "index_signature", cli_sig_json(r->index_signature));
   return o;
 }
 
@@ -195,9 +209,12 @@ static int run_inspect(struct cli_settings *s, int argc, char **argv)
   return rc ? cli_fail(&err) : 0;
 }
 
+/* clang-format off */
 static const enum cli_opt_id inspect_opts[] = {
     OPT_HELP,     OPT_FEATURES, OPT_PLATFORM, OPT_CACHE_DIR, OPT_CERTS_DIR, OPT_CONFIG,
+    OPT_POLICY, OPT_REQUIRE_SIGS, OPT_SIG_INDEX, /* signatures (cli_sig.c) */
     OPT_INSECURE, OPT_OFFLINE,  OPT_JSON,     OPT_QUIET,     OPT_VERBOSE,   0};
+/* clang-format on */
 
 const struct cli_cmd cmd_inspect = {
     .name = "inspect",

@@ -49,9 +49,42 @@ static void print_push_json(const struct fpull_push_result *r, const struct fpul
   cli_print_json(o);
 }
 
+static void signer_freep(fpull_signer **s)
+{
+  fpull_signer_free(*s);
+}
+
+/* --sign-key: the index and each entry, for the target reference, as skopeo and
+ * cosign sign --recursive do; the signatures go to the target repository. */
+static int sign_pushed(const struct cli_settings *s, const struct fpull_config *config,
+                       const fpull_signer *signer, const struct fpull_push_result *r,
+                       fpull_err *err)
+{
+  struct fpull_ref *ref = NULL;
+  fpull_registry *reg = NULL;
+  int rc = fpull_ref_parse(&ref, r->reference, err);
+  if (rc == 0) {
+    struct fpull_registry_opts ro;
+    fpull_registry_opts_init(&ro, ref->registry, config, s->insecure, s->certs_dir);
+    rc = fpull_registry_open(&reg, ref->registry, &ro, err);
+  }
+  if (rc == 0)
+    rc = fpull_signer_push(signer, reg, ref->repository, r->digest, r->reference, err);
+  for (size_t i = 0; rc == 0 && i < r->n_manifests; i++)
+    rc = fpull_signer_push(signer, reg, ref->repository, r->manifests[i].digest, r->reference, err);
+  if (rc == 0 && !s->quiet && !s->json)
+    fprintf(stderr, "signed %s and its %zu entries\n", r->reference, r->n_manifests);
+  fpull_registry_free(reg);
+  fpull_ref_free(ref);
+  return rc;
+}
+
 static int run_push(struct cli_settings *s, const struct fpull_config *config, const char *path)
 {
   fpull_err err = {0};
+  __attribute__((cleanup(signer_freep))) fpull_signer *signer = NULL;
+  if (s->sign_key && fpull_signer_load(&signer, s->sign_key, &err))
+    return cli_fail(&err);
   __attribute__((cleanup(spec_freep))) struct fpull_spec *spec = NULL;
   if (fpull_spec_load(&spec, path, &err))
     return cli_fail(&err);
@@ -70,7 +103,7 @@ static int run_push(struct cli_settings *s, const struct fpull_config *config, c
       .config = config,
   };
   __attribute__((cleanup(result_freep))) struct fpull_push_result *r = NULL;
-  if (fpull_spec_push(&r, spec, &opts, &err))
+  if (fpull_spec_push(&r, spec, &opts, &err) || (signer && sign_pushed(s, config, signer, r, &err)))
     return cli_fail(&err);
   if (s->json) {
     print_push_json(r, spec);
@@ -139,8 +172,9 @@ static int run_manifest(struct cli_settings *s, int argc, char **argv)
     return FPULL_EUSAGE;
   }
   /* --type is what push writes; on inspect it would be silently ignored. */
-  if (strcmp(sub, "inspect") == 0 && s->type) {
-    fprintf(stderr, "fpull: manifest inspect: --type is for manifest push only\n");
+  if (strcmp(sub, "inspect") == 0 && (s->type || s->sign_key)) {
+    fprintf(stderr, "fpull: manifest inspect: --%s is for manifest push only\n",
+            s->type ? "type" : "sign-key");
     return FPULL_EUSAGE;
   }
   fpull_err err = {0};
@@ -152,10 +186,13 @@ static int run_manifest(struct cli_settings *s, int argc, char **argv)
   return run_inspect(s, config, argv[1]);
 }
 
+/* clang-format off */
 static const enum cli_opt_id manifest_opts[] = {
     OPT_HELP,  OPT_TYPE,    OPT_JSON, OPT_INSECURE, OPT_CERTS_DIR, OPT_CONFIG,
+    OPT_SIGN_KEY, /* signatures (cli_sig.c) */
     OPT_QUIET, OPT_VERBOSE, 0,
 };
+/* clang-format on */
 
 const struct cli_cmd cmd_manifest = {
     .name = "manifest",

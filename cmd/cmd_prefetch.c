@@ -94,10 +94,13 @@ static int run_prefetch(struct cli_settings *s, int argc, char **argv)
   return first_rc ? cli_fail(&err) : 0;
 }
 
+/* clang-format off */
 static const enum cli_opt_id prefetch_opts[] = {
     OPT_HELP,      OPT_ALL,     OPT_FEATURES, OPT_PLATFORM, OPT_CACHE_DIR,
     OPT_CERTS_DIR, OPT_CONFIG,  OPT_INSECURE, OPT_OFFLINE,  OPT_JSON,
+    OPT_POLICY, OPT_REQUIRE_SIGS, OPT_SIG_INDEX, /* signatures (cli_sig.c) */
     OPT_QUIET,     OPT_VERBOSE, OPT_JOBS,     OPT_PROGRESS, 0};
+/* clang-format on */
 
 const struct cli_cmd cmd_prefetch = {
     .name = "prefetch",

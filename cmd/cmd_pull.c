@@ -23,6 +23,7 @@ void *cli_pull_json(const struct fpull_pull_result *r)
   cJSON_AddNumberToObject(o, "layers", (double)r->layers);
   cJSON_AddNumberToObject(o, "bytes_downloaded", (double)r->bytes_downloaded);
   cJSON_AddNumberToObject(o, "bytes_from_cache", (double)r->bytes_from_cache);
+  cJSON_AddItemToObject(o, "signature", cli_sig_json(r->signature));
   return o;
 }
 
@@ -47,6 +48,7 @@ void cli_pull_say_done(const struct cli_settings *s, const struct fpull_pull_res
 {
   if (s->json || s->quiet)
     return;
+  cli_sig_say(s, r->reference, r->signature);
   fprintf(stderr, "%s: %s", r->reference, r->manifest_digest);
   if (r->index_digest && r->platform) {
     fprintf(stderr, " (entry %s/%s%s%s", r->platform->os, r->platform->architecture,
@@ -113,6 +115,7 @@ static const enum cli_opt_id pull_opts[] = {
     OPT_CACHE_DIR, OPT_CERTS_DIR,       OPT_CONFIG,     OPT_INSECURE,     OPT_OFFLINE,
     OPT_JSON,      OPT_QUIET,           OPT_VERBOSE,    OPT_JOBS,         OPT_PROGRESS,
     OPT_FORMAT,    OPT_SQFS_COMP,       OPT_SQFS_BLOCK_SIZE, OPT_SQFS_LEVEL, OPT_SQFS_THREADS,
+    OPT_POLICY, OPT_REQUIRE_SIGS, OPT_SIG_INDEX, /* signatures (cli_sig.c) */
     OPT_KEEP_PRIV, OPT_MAX_UNPACKED, 0};
 /* clang-format on */
 

@@ -27,6 +27,7 @@ void fpull_config_free(struct fpull_config *c)
   free(c->cache_dir);
   fpull_strv_free(c->shared_caches);
   free(c->certs_dir);
+  free(c->policy);
   for (size_t i = 0; i < c->n_cpu_tags; i++) {
     free(c->cpu_tags[i].name);
     free(c->cpu_tags[i].architecture);
@@ -249,16 +250,30 @@ static int parse_key(struct fpull_config *c, const struct fp_ynode *key, const s
     return parse_cpu_tags(c, val, name, err);
   if (strcmp(k, "max-unpacked") == 0)
     return parse_size(&c->max_unpacked, val, name, k, err);
+  if (strcmp(k, "policy") == 0)
+    return parse_path(&c->policy, val, name, k, err);
+  if (strcmp(k, "require-signatures") == 0)
+    return fp_yaml_bool(&c->require_signatures, val, name, k, err);
   if (strcmp(k, "retries") == 0) {
     long x = 0;
     int r = fp_yaml_int(&x, val, 0, 100, name, k, err);
     c->retries = (int)x;
     return r;
   }
-  static const char *const keys[] = {
-      "site-features",    "platform-features", "detect",        "insecure-registries",
-      "registry-mirrors", "cache-dir",         "shared-caches", "certs-dir",
-      "cpu-tags",         "retries",           "max-unpacked",  NULL};
+  static const char *const keys[] = {"site-features",
+                                     "platform-features",
+                                     "detect",
+                                     "insecure-registries",
+                                     "registry-mirrors",
+                                     "cache-dir",
+                                     "shared-caches",
+                                     "certs-dir",
+                                     "cpu-tags",
+                                     "retries",
+                                     "max-unpacked",
+                                     "policy",
+                                     "require-signatures",
+                                     NULL};
   const char *near = fpull_suggest(k, keys);
   fp_warn("%s:%u:%u: unknown key \"%s\" ignored%s%s%s", name, key->line, key->column, k,
           near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");

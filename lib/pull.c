@@ -29,6 +29,7 @@ void fpull_pull_result_free(struct fpull_pull_result *r)
   }
   free(r->entries);
   free(r->why);
+  fpull_sig_check_free(r->signature);
   free(r);
 }
 
@@ -154,6 +155,7 @@ static int run(struct fpull_pull_result **out, const char *image, const char *de
     res->index_digest = fp_xstrdup(r.index_digest);
     res->manifest_digest = fp_xstrdup(r.manifest_digest);
     res->platform = steal_pointer(&r.platform);
+    res->signature = steal_pointer(&r.sig);
     if (r.match && r.match->chosen >= 0)
       res->why = fpull_match_why(r.match, r.index->manifests, (size_t)r.match->chosen, o->tagdb);
     res->layers = r.manifest->n_layers;
@@ -205,7 +207,38 @@ void fpull_inspect_result_free(struct fpull_inspect_result *r)
   fpull_index_free(idx);
   fpull_match_free(r->match);
   free(r->origins);
+  for (size_t i = 0; r->signatures && i < r->n_entries; i++)
+    fpull_sig_check_free(r->signatures[i]);
+  free(r->signatures);
+  fpull_sig_check_free(r->index_signature);
   free(r);
+}
+
+/* inspect under a policy: each image entry's signature state (what pull would decide for
+ * it), and the index's own. A rejection is a state here, not a failure. */
+static int inspect_signatures(struct fp_session *s, const struct fp_resolved *r,
+                              struct fpull_inspect_result *res, fpull_err *err)
+{
+  res->signatures = fp_xcalloc(res->n_entries + 1, sizeof *res->signatures);
+  if (!r->index) {
+    res->signatures[0] = steal_pointer(&((struct fp_resolved *)r)->sig);
+    return 0;
+  }
+  int rc = fp_sig_check_manifest(s, r->index_digest, NULL, 0, NULL, &res->index_signature, err);
+  for (size_t i = 0; (rc == 0 || rc == FPULL_EPOLICY) && i < res->n_entries; i++) {
+    if (res->origins[i].followed || !res->entries[i].digest ||
+        (res->entries[i].media_type && (strstr(res->entries[i].media_type, "image.index") ||
+                                        strstr(res->entries[i].media_type, "manifest.list"))))
+      continue;
+    fpull_err_clear(err);
+    rc = fp_sig_check_manifest(s, res->entries[i].digest, NULL, 0, r->index_digest,
+                               &res->signatures[i], err);
+  }
+  if (rc == FPULL_EPOLICY) {
+    fpull_err_clear(err);
+    rc = 0;
+  }
+  return rc;
 }
 
 int fpull_inspect(struct fpull_inspect_result **out, const char *image,
@@ -258,6 +291,8 @@ int fpull_inspect(struct fpull_inspect_result **out, const char *image,
         res->match->chosen = -1;
       }
     }
+    if (rc == 0 && s.policy)
+      rc = inspect_signatures(&s, &r, res, err);
     if (rc == 0)
       *out = res;
     else

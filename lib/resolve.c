@@ -26,6 +26,9 @@ static int session_open(struct fp_session *s, const char *image, const struct fp
   if (rc)
     return rc;
   s->reference = fpull_ref_format(s->ref);
+  rc = fp_sig_session_open(s, err);
+  if (rc)
+    return rc;
   if (!cache_optional || o->offline || o->cache_dir)
     rc = fpull_cache_open_with_shared(&s->cache, o->cache_dir, o->config, err);
   if (rc)
@@ -53,6 +56,7 @@ int fp_session_open_inspect(struct fp_session *s, const char *image,
 
 void fp_session_close(struct fp_session *s)
 {
+  fp_sig_session_close(s);
   fpull_registry_free(s->reg);
   fpull_cache_free(s->cache);
   fpull_ref_free(s->ref);
@@ -69,6 +73,7 @@ void fp_resolved_free(struct fp_resolved *r)
   fpull_image_config_free(r->config);
   fpull_platform_free(r->platform);
   free(r->preflight_why);
+  fpull_sig_check_free(r->sig);
   for (size_t i = 0; r->cands && r->index && i < r->index->n_manifests; i++)
     free(r->cands[i].skip);
   free(r->cands);
@@ -87,6 +92,14 @@ static int fetch_document(struct fp_session *s, const char *tag_or_digest,
     if (rc || !s->cache)
       return rc;
     fp_cache_pin(s->cache, (*out)->digest);
+    if (fp_sig_enforced(s)) {
+      /* Into the cache only once the policy accepted the image (fp_sig_commit). */
+      cleanup_free char *tagref =
+          by_digest ? NULL
+                    : fp_xasprintf("%s/%s:%s", s->ref->registry, s->ref->repository, tag_or_digest);
+      fp_sig_defer(s, (*out)->digest, (*out)->data, (*out)->len, tagref);
+      return 0;
+    }
     rc = fpull_cache_put_bytes(s->cache, (*out)->digest, (*out)->data, (*out)->len, err);
     if (rc == 0 && !by_digest) {
       cleanup_free char *tagref =
@@ -165,6 +178,14 @@ static int load_manifest(struct fp_session *s, struct fp_resolved *r, const stru
     free(no);
     return rc;
   }
+  /* The policy decides before anything of the image but its manifests is fetched. */
+  fpull_sig_check_free(r->sig);
+  r->sig = NULL;
+  rc = fp_sig_check_manifest(s, f->digest, f->data, f->len, r->index_digest, &r->sig, err);
+  if (rc == 0)
+    rc = fp_sig_commit(s, err);
+  if (rc)
+    return rc;
   cleanup_free char *cfg = NULL;
   size_t cfg_len = 0;
   rc = fetch_small_blob(s, &r->manifest->config, &cfg, &cfg_len, err);

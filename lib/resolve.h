@@ -9,6 +9,7 @@
 #include "fpull/ref.h"
 #include "candidates.h"
 #include "progress.h"
+#include "sigcheck.h"
 
 struct fp_session {
   const struct fpull_pull_opts *opts;
@@ -17,6 +18,11 @@ struct fp_session {
   fpull_cache *cache;  /* NULL for inspect without a cache directory */
   fpull_registry *reg; /* NULL with --offline */
   uint64_t bytes_downloaded, bytes_from_cache;
+  /* The signature policy in force (sigcheck.h), NULL when none; while one is, fetched
+   * manifests wait in deferred until an image is accepted. */
+  struct fpull_policy *policy;
+  struct fp_deferred *deferred;
+  size_t n_deferred;
 };
 
 struct fp_resolved {
@@ -31,6 +37,7 @@ struct fp_resolved {
   /* For an index: index->manifests is the index flattened (candidates.h), and cands says
    * for each row where it came from and why it is passed over. */
   struct fp_cand *cands;
+  struct fpull_sig_check *sig; /* the chosen manifest's signature check, or NULL */
 };
 
 int fp_session_open(struct fp_session *s, const char *image, const struct fpull_pull_opts *o,

@@ -14,7 +14,8 @@ enum fpull_code {
   FPULL_ENOTFOUND = 5,  /* repository, tag or digest not found */
   FPULL_ENET = 6,       /* network or registry failure after retries, TLS failure */
   FPULL_EINTEGRITY = 7, /* digest or size mismatch */
-  FPULL_EUNSAFE = 8     /* unsafe or invalid layer content */
+  FPULL_EUNSAFE = 8,    /* unsafe or invalid layer content */
+  FPULL_EPOLICY = 9     /* the signature policy rejects the image */
 };
 
 #define FPULL_ERR_MSG_MAX 1024

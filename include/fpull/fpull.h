@@ -15,6 +15,7 @@
 #include "registry.h"
 #include "cache.h"
 #include "unpack.h"
+#include "policy.h"
 #include "pull.h"
 #include "bundle.h"
 #include "spec.h"

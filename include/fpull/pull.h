@@ -6,13 +6,14 @@
 #include "log.h"
 #include "features.h"
 #include "unpack.h"
+#include "policy.h"
 
 struct fpull_config;
 
 /* Options structs grow at the end: version says which layout the caller was compiled
  * with, and the library refuses versions it does not know (FPULL_EUSAGE). Start from
  * FPULL_PULL_OPTS_INIT, then set fields. */
-#define FPULL_PULL_OPTS_VERSION 1
+#define FPULL_PULL_OPTS_VERSION 2
 struct fpull_pull_opts {
   unsigned int version;              /* FPULL_PULL_OPTS_VERSION */
   const struct fpull_config *config; /* may be NULL */
@@ -26,6 +27,11 @@ struct fpull_pull_opts {
   fpull_progress_fn progress;
   void *progress_ud;
   struct fpull_unpack_opts unpack;
+  /* Added in version 2: signatures (man fpull, SIGNATURES). */
+  const char *policy;     /* containers-policy.json; NULL: the config's policy:, else the
+                             user's or the system's as containers/image finds them */
+  int require_signatures; /* no policy found is FPULL_EPOLICY (also the config's) */
+  int signature_index;    /* enum fpull_sigindex */
 };
 #define FPULL_PULL_OPTS_INIT                                                                       \
   {                                                                                                \
@@ -56,6 +62,8 @@ struct fpull_pull_result {
   /* For an index: what put the chosen entry above the next one, as fpull inspect says it
    * (fpull_match_why); NULL for a single manifest, or when no other entry fits. */
   char *why;
+  /* What the signature policy found for the chosen entry; NULL when no policy applies. */
+  struct fpull_sig_check *signature;
 };
 FPULL_API void fpull_pull_result_free(struct fpull_pull_result *r);
 
@@ -99,6 +107,10 @@ struct fpull_inspect_result {
   size_t n_entries;
   struct fpull_match *match;          /* why: the reason an entry is passed over, too */
   struct fpull_entry_origin *origins; /* n_entries; NULL for a single manifest */
+  /* n_entries signature states, each NULL when not checked (not a candidate); the array
+   * is NULL when no policy applies. */
+  struct fpull_sig_check **signatures;
+  struct fpull_sig_check *index_signature; /* the index's own, when one was checked */
 };
 FPULL_API void fpull_inspect_result_free(struct fpull_inspect_result *r);
 /* Fetches manifests only (and a single manifest's config). Returns FPULL_OK even when
