@@ -385,6 +385,8 @@ const char *fp_slurm_code_meaning(int code)
     return "integrity failure";
   case FPULL_EUNSAFE:
     return "unsafe or invalid layer content";
+  case FPULL_EPOLICY:
+    return "the signature policy rejects the image";
   default:
     return "failure";
   }

@@ -98,6 +98,12 @@ static size_t common_args(const struct runner *rn, const char **argv, size_t n)
     argv[n++] = "--cache-dir";
     argv[n++] = rn->cache;
   }
+  /* The site's policy for every pull of every step: no option of the user's replaces it. */
+  if (rn->r->s->policy) {
+    argv[n++] = "--policy";
+    argv[n++] = rn->r->s->policy;
+    argv[n++] = "--require-signatures";
+  }
   return n;
 }
 
@@ -138,7 +144,7 @@ static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *o
   const struct fp_slurm_request *r = rn->r;
   char jobs[16];
   snprintf(jobs, sizeof jobs, "%d", r->s->jobs);
-  const char *argv[24];
+  const char *argv[32];
   size_t n = 0;
   argv[n++] = r->s->fpull;
   argv[n++] = rn->inspect ? "inspect" : "pull";
@@ -729,7 +735,7 @@ static void save(struct runner *rn, const char *digest)
   cleanup_free char *pinned = pinned_ref(r->image, digest);
   if (!pinned)
     return;
-  const char *argv[16];
+  const char *argv[24];
   size_t n = 0;
   argv[n++] = r->s->fpull;
   argv[n++] = "pull";
@@ -826,7 +832,7 @@ static cJSON *image_config(const struct runner *rn, const char *digest, const ch
   *rc = FPULL_EFAIL;
   if (!pinned)
     return NULL;
-  const char *argv[12];
+  const char *argv[20];
   size_t n = 0;
   argv[n++] = r->s->fpull;
   argv[n++] = "config";
@@ -1107,6 +1113,13 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
     putenv(rn.envp[i]);
 
   int rc;
+  if (r->image[0] == '/' && r->s->policy) {
+    /* A SquashFS file carries no signature the site's policy could check. */
+    fp_slurm_say("fpull: %s: the site's signature policy (%s) admits registry images only: a "
+                 "SquashFS file carries no signature (exit 9)",
+                 r->image, r->s->policy);
+    return FPULL_EPOLICY;
+  }
   if (r->image[0] == '/') {
     rc = from_squashfs(&rn);
     if (rc)

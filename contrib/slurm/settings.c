@@ -122,6 +122,8 @@ static int parse_one(struct fp_slurm_settings *s, const char *key, const char *v
     return set_path(&s->cache_dir, key, val, err);
   if (strcmp(key, "config") == 0)
     return set_path(&s->config, key, val, err);
+  if (strcmp(key, "policy") == 0)
+    return set_path(&s->policy, key, val, err);
   if (strcmp(key, "data_dir") == 0)
     return set_path(&s->data_dir, key, val, err);
   if (strcmp(key, "nvidia_hook") == 0)
@@ -226,6 +228,7 @@ void fp_slurm_settings_free(struct fp_slurm_settings *s)
   free(s->run_dir);
   free(s->cache_dir);
   free(s->config);
+  free(s->policy);
   free(s->data_dir);
   free(s->mounts);
   free(s->env_passthrough);

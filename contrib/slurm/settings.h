@@ -21,6 +21,9 @@ struct fp_slurm_settings {
   char *run_dir;         /* run_dir=: where job-private directories live */
   char *cache_dir;       /* cache_dir=: a read-only shared cache searched after the user's */
   char *config;          /* config=: an fpull config file, or NULL for fpull's own search */
+  char *policy;          /* policy=: the containers-policy.json every pull of every step is
+                            checked against (fpull --policy --require-signatures); no user
+                            option replaces it, and a local .sqsh image is refused */
   char *data_dir;        /* data_dir=: where cputags.yaml is, or NULL for the installed one */
   char *mounts;          /* mounts=: site mounts SRC:DST[:ro|rw][,...] (checked) */
   char *env_passthrough; /* env_passthrough=: NAME[,NAME...] the job's value wins */

@@ -191,3 +191,62 @@ class SlurmAttacker(SlurmCase):
         self.assertEqual(len(ns), 2, cp.stdout)
         self.assertEqual(ns[0], ns[1])
         self.assertTrue(ns[0].endswith(" uid %d" % slurm.NOBODY), ns)
+
+
+class SlurmSitePolicy(SlurmCase):
+    """policy=: the site's containers-policy.json for every step's pull (issue 32): a signed
+    image runs, an unsigned one and a local SquashFS file are exit 9, and no option of the
+    user's replaces the policy."""
+
+    def setUp(self):
+        super().setUp()
+        self.require_plugin("runc")
+        import sigstore
+        keys = os.path.join(self.tmp, "keys")
+        os.mkdir(keys, 0o755)
+        priv, pub = sigstore.make_key(keys, "site")
+        os.chmod(pub, 0o644)
+        signed = images.push_image(self.client, "hpc/signed", "1.0",
+                                   [tools_layer(), os_release("signed")])
+        sigstore.sign(self.client, "hpc/signed", signed["digest"], priv,
+                      "%s/hpc/signed:1.0" % self.reg.hostport)
+        images.push_image(self.client, "hpc/unsigned", "1.0",
+                          [tools_layer(), os_release("unsigned")])
+        self.policy = sigstore.policy(os.path.join(self.tmp, "policy.json"),
+                                      {self.reg.hostport: [sigstore.key_req(pub)]})
+        os.chmod(self.policy, 0o644)
+        self.cluster = self.start_cluster(
+            plugin=PLUGIN,
+            plugin_args=["run_dir=" + self.run_dir, "config=" + self.config,
+                         "data_dir=" + DATA_DIR, "fpull=" + fpull.binary(),
+                         "policy=" + self.policy])
+
+    def test_every_steps_pull_is_checked_against_the_sites_policy(self):
+        ok = self.cluster._cmd(["srun", "--fpull-image=%s/hpc/signed:1.0" % self.reg.hostport,
+                                "cat", "/etc/kind"], check=False, user="nobody")
+        self.assertEqual((ok.returncode, ok.stdout), (0, "signed\n"), ok.stderr)
+        bad = self.cluster._cmd(["srun", "--fpull-image=%s/hpc/unsigned:1.0" % self.reg.hostport,
+                                 "cat", "/etc/kind"], check=False, user="nobody")
+        self.assertEqual(bad.returncode, 9, bad.stderr)
+        self.assertNotIn("unsigned", bad.stdout)
+        self.assertIn(self.policy, bad.stderr)
+        # A user's own policy (XDG_CONFIG_HOME) does not replace the site's.
+        home = os.path.join(self.tmp, "home")
+        os.makedirs(os.path.join(home, "containers"))
+        with open(os.path.join(home, "containers", "policy.json"), "w") as f:
+            f.write('{"default": [{"type": "insecureAcceptAnything"}]}')
+        subprocess.run(["chown", "-R", "nobody", home], check=True)
+        bad = self.cluster._cmd(["env", "XDG_CONFIG_HOME=" + home, "srun",
+                                 "--fpull-image=%s/hpc/unsigned:1.0" % self.reg.hostport, "true"],
+                                check=False, user="nobody")
+        self.assertEqual(bad.returncode, 9, bad.stderr)
+        # A SquashFS file carries no signature.
+        sqsh = os.path.join(self.tmp, "x.sqsh")
+        with open(sqsh, "wb") as f:
+            f.write(b"hsqs")
+        os.chmod(sqsh, 0o644)
+        cp = self.cluster._cmd(["srun", "--fpull-image=" + sqsh, "true"], check=False,
+                               user="nobody")
+        self.assertEqual(cp.returncode, 9, cp.stderr)
+        self.assertIn("admits registry images only", cp.stderr)
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
