@@ -25,6 +25,10 @@ FPULL_API void fpull_tagdb_free(struct fpull_tagdb *db);
 FPULL_API const char *fpull_tagdb_canonical(const struct fpull_tagdb *db, const char *name);
 /* The ISA extensions of a canonical tag (NULL-terminated, owned by db), or NULL. */
 FPULL_API const char *const *fpull_tagdb_isa(const struct fpull_tagdb *db, const char *tag);
+/* 1 when a CPU without extension isa lacks the tags whose set lists it, 0 for the
+ * extensions compilers reach only through intrinsics (MWAITX, WAITPKG, RDSEED, ...), which
+ * the chip of a tag has but which never gate it. Added in v5. */
+FPULL_API int fpull_tagdb_isa_gates(const struct fpull_tagdb *db, const char *isa);
 /* All canonical tags for architecture arch ("amd64"), in table order (owned by db). */
 FPULL_API const char *const *fpull_tagdb_tags(const struct fpull_tagdb *db, const char *arch);
 

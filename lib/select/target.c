@@ -158,14 +158,16 @@ static int add_detected_cpu(struct fpull_target *t, const struct fpull_cpu_info 
     if (r)
       return fpull_err_prefix(err, "CPU detection");
   }
-  /* A tag is present when the CPU has every extension of its set. */
+  /* A tag is present when the CPU has every extension of its set that gates: what a
+   * hypervisor hides among the intrinsic-only ones (MWAITX, WAITPKG, ...) does not count. */
   const char *const *tags = fpull_tagdb_tags(db, t->architecture);
   for (size_t i = 0; tags[i]; i++) {
-    const char *const *isa = fpull_tagdb_isa(db, tags[i]);
+    const struct fp_tag *tag = fp_tagdb_find(db, tags[i]);
     size_t k = 0;
-    while (isa[k] && fp_strv_contains(ci->isa, isa[k]))
+    while (k < tag->n_isa &&
+           (fp_strv_contains(ci->isa, tag->isa[k]) || !fp_tag_gates(db, tag, tag->isa[k])))
       k++;
-    if (!isa[k])
+    if (k == tag->n_isa)
       fpull_featureset_add(t->features, tags[i], FPULL_SRC_CPU, db, NULL);
   }
   return 0;
