@@ -306,9 +306,10 @@ static int cand_platform(void *ud, const struct fpull_descriptor *d, struct fpul
     *why = fp_xasprintf("not a container image: %s", no);
     free(no);
   }
-  /* What cannot be had leaves the platform unknown: passed over, as the entry of another
-   * platform would be; a pull that needs it names what fits instead. */
-  if (rc == FPULL_ENOTFOUND) {
+  /* What cannot be had, or fails its checks, leaves the platform unknown: passed over, as
+   * the entry of another platform would be (an entry that is not chosen never fails the
+   * index); a pull that needs it names what fits instead. */
+  if (rc == FPULL_ENOTFOUND || rc == FPULL_EINTEGRITY || rc == FPULL_EUNSAFE) {
     *why = fp_xasprintf("no platform, and its manifest or config cannot be had: %s", err->msg);
     fpull_err_clear(err);
     rc = 0;
