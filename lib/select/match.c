@@ -114,6 +114,10 @@ static void rank_key_fill(struct rank_key *k, size_t index, const struct fpull_d
       fpull_arch_normalise(d->platform->architecture ? d->platform->architecture : "");
   const char *variant = implied_variant(arch, d->platform->variant);
   k->variant = variant ? variant_number(variant) : -1;
+  /* An entry's CPU tag implies its x86-64 level: icelake-server ranks as v4, declared or not. */
+  long level = strcmp(arch, "amd64") == 0 ? (long)fp_tagdb_x86_level(db, features) * 1000 : 0;
+  if (level > k->variant)
+    k->variant = level;
   k->compute = -1;
   for (size_t i = 0; features[i]; i++) {
     const struct fp_tag *t = fp_tagdb_find(db, features[i]);
@@ -239,9 +243,15 @@ int fpull_match_entries(struct fpull_match **out, const struct fpull_target *t,
 
 /* ---- explanations (fpull inspect) ---- */
 
-static const char *variant_text(char *buf, size_t len, const struct fpull_descriptor *d)
+/* The variant rule 2 compared: the declared one, or the one the entry's CPU tag implies. */
+static const char *variant_text(char *buf, size_t len, const struct rank_key *k)
 {
-  snprintf(buf, len, "%s", d->platform->variant ? d->platform->variant : "none");
+  if (k->variant < 0)
+    snprintf(buf, len, "none");
+  else if (k->variant % 1000)
+    snprintf(buf, len, "v%ld.%ld", k->variant / 1000, k->variant % 1000);
+  else
+    snprintf(buf, len, "v%ld", k->variant / 1000);
   return buf;
 }
 
@@ -264,8 +274,7 @@ static char *explain(const struct rank_key *a, const struct rank_key *b, int r,
                         b->n_features);
   if (a->variant != b->variant)
     return fp_xasprintf("higher variant than rank %d (%s vs %s; rule 2)", r + 1,
-                        variant_text(x, sizeof x, &entries[a->index]),
-                        variant_text(y, sizeof y, &entries[b->index]));
+                        variant_text(x, sizeof x, a), variant_text(y, sizeof y, b));
   if (a->isa_size != b->isa_size)
     return fp_xasprintf("more demanding CPU tag than rank %d (%s, %zu extensions, vs %s, %zu; "
                         "rule 3)",

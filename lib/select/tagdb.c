@@ -143,6 +143,27 @@ int fpull_tagdb_isa_gates(const struct fpull_tagdb *db, const char *isa)
   return fp_tagdb_gates(db, low);
 }
 
+int fp_tagdb_x86_level(const struct fpull_tagdb *db, char *const *features)
+{
+  int best = 0;
+  for (size_t i = 0; db && features && features[i]; i++) {
+    cleanup_free char *low = fp_xstrdup_lower(features[i]);
+    const struct fp_tag *t = fp_tagdb_find(db, low);
+    if (!t || strcmp(t->arch, "amd64") != 0)
+      continue;
+    for (int level = 4; level > best; level--) {
+      char name[16];
+      snprintf(name, sizeof name, "x86-64-v%d", level);
+      const struct fp_tag *l = fp_tagdb_find(db, name);
+      if (l && fp_tag_subset(l, t)) {
+        best = level;
+        break;
+      }
+    }
+  }
+  return best;
+}
+
 const char *fpull_tagdb_canonical(const struct fpull_tagdb *db, const char *name)
 {
   cleanup_free char *low = fp_xstrdup_lower(name);

@@ -50,6 +50,9 @@ int fp_tag_subset(const struct fp_tag *a, const struct fp_tag *b);
 int fp_tagdb_gates(const struct fpull_tagdb *db, const char *isa);
 /* The same for one extension of tag t: a user's own tag gates on all of them. */
 int fp_tag_gates(const struct fpull_tagdb *db, const struct fp_tag *t, const char *isa);
+/* The highest x86-64 level (2..4) that one of features' amd64 CPU tags implies (its ISA set
+ * holds the level's), or 0 for none. features: canonical names. */
+int fp_tagdb_x86_level(const struct fpull_tagdb *db, char *const *features);
 /* Parses "550.54.14" with separator sep into v; 0, or -1 when it is not such a version. */
 int fp_version_parse(struct fp_version *v, const char *s, char sep);
 /* <0, 0, >0 comparing component by component; a missing component counts as 0. */

@@ -486,10 +486,13 @@ TEST(rule_order)
       {"v4-one", "linux/amd64/v4 skylake-avx512", "two", "linux/amd64 broadwell,infiniband",
        "linux/amd64:skylake-avx512:infiniband", "two"},
       /* 2 before 3: a variant beats a larger ISA set. */
+      {"sky", "linux/amd64 skylake", "v4-hsw", "linux/amd64/v4 haswell",
+       "linux/amd64:skylake-avx512", "v4-hsw"},
+      /* 2: a CPU tag implies its level (issue 33): skylake-avx512 is v4 undeclared. */
       {"sky512", "linux/amd64 skylake-avx512", "v3-bdw", "linux/amd64/v3 broadwell",
-       "linux/amd64:skylake-avx512", "v3-bdw"},
+       "linux/amd64:skylake-avx512", "sky512"},
       /* 2: the higher variant. */
-      {"v2", "linux/amd64/v2 haswell", "v3", "linux/amd64/v3 haswell", "linux/amd64:haswell", "v3"},
+      {"v2", "linux/amd64/v2 x", "v3", "linux/amd64/v3 x", "linux/amd64:haswell:x", "v3"},
       /* 3 before 4: the larger ISA set beats a higher compute capability. */
       {"cc86", "linux/amd64 broadwell,nv-compute-8-6", "sky", "linux/amd64 skylake,nv-compute-5-0",
        "linux/amd64:skylake:nv-compute-8-6:nv-compute-5-0", "sky"},
@@ -705,4 +708,21 @@ TEST(containerd_pairs)
   }
   CHECK(n > 150);
   CHECK(differ > 0 && differ < 30);
+}
+
+/* An entry's CPU tag implies its x86-64 level (issue 33): an icelake-server entry whose author
+ * left out the variant ranks as v4, above a plain v3 entry, on an Ice Lake-class target; it
+ * ranked below it (no variant counted lowest). A declared variant still counts when higher. */
+TEST(cpu_tag_implies_variant)
+{
+  static const struct entry_spec idx[] = {{"v3", "linux/amd64/v3 x86-64-v3"},
+                                          {"icx", "linux/amd64 icelake-server"}};
+  struct fpull_match *m = match(idx, 2, "linux/amd64:icelake-server", NULL);
+  CHECK_STR_EQ(chosen_name(idx, m), "icx");
+  fpull_match_free(m);
+  static const struct entry_spec idx2[] = {{"v4", "linux/amd64/v4 x86-64-v4"},
+                                           {"hsw", "linux/amd64 haswell"}};
+  m = match(idx2, 2, "linux/amd64:icelake-server", NULL);
+  CHECK_STR_EQ(chosen_name(idx2, m), "v4");
+  fpull_match_free(m);
 }
