@@ -104,6 +104,10 @@ struct fpull_target {
    * NVIDIA_REQUIRE_CUDA's brand= clauses; NULL when unknown (always with --features and
    * --platform). */
   char *gpu_brand;
+  /* Added in v5: with --platform OS/ARCH[/VARIANT] and no features on the host's own os and
+   * architecture, the target the host would be without it (for the note when the choice
+   * differs); NULL otherwise. Owned by this target. */
+  struct fpull_target *host;
 };
 
 /* Options structs grow at the end: version says which layout the caller was compiled
@@ -125,7 +129,10 @@ struct fpull_target_opts {
   }
 
 /* Builds the target: detection + config + env, or exactly what --features/--platform say,
- * then implications and the variant rule. Errors: FPULL_EUSAGE for bad syntax. */
+ * then implications and the variant rule. Since v5, --platform OS/ARCH[/VARIANT] without
+ * features on the host's own os and architecture keeps what detection finds that fits the
+ * variant (an amd64 level drops the extensions and tags above it). Errors:
+ * FPULL_EUSAGE for bad syntax. */
 FPULL_API int fpull_target_build(struct fpull_target **out, const struct fpull_target_opts *o,
                                  fpull_err *err);
 FPULL_API void fpull_target_free(struct fpull_target *t);
