@@ -152,7 +152,7 @@ int fp_tagdb_x86_level(const struct fpull_tagdb *db, char *const *features)
     if (!t || strcmp(t->arch, "amd64") != 0)
       continue;
     for (int level = 4; level > best; level--) {
-      char name[16];
+      char name[32];
       snprintf(name, sizeof name, "x86-64-v%d", level);
       const struct fp_tag *l = fp_tagdb_find(db, name);
       if (l && fp_tag_subset(l, t)) {

@@ -282,7 +282,7 @@ static int isa_above(const char *f, int n, const struct fpull_tagdb *db)
       (n < 3 && (strncmp(f, "avx", 3) == 0 || strcmp(f, "fma") == 0 || strcmp(f, "f16c") == 0 ||
                  strcmp(f, "vaes") == 0 || strcmp(f, "vpclmulqdq") == 0)))
     return 1;
-  char name[16];
+  char name[32];
   snprintf(name, sizeof name, "x86-64-v%d", n);
   const char *const *own = n >= 2 ? fpull_tagdb_isa(db, name) : NULL;
   for (int m = n + 1; m <= 4; m++) {
