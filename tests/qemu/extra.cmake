@@ -55,6 +55,10 @@ foreach(model ${FPULL_QEMU_x86_MODELS})
   if(NOT CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64)$")
     add_test(NAME qemu.x86_64.${model}
              COMMAND sh -c "echo 'skipped: not an x86-64 build host'; exit 77")
+  elseif(FPULL_SANITIZE)
+    # qemu-user cannot map ASan's shadow memory: the sanitized fpull is killed at start.
+    add_test(NAME qemu.x86_64.${model}
+             COMMAND sh -c "echo 'skipped: a sanitizer build does not run under qemu-user'; exit 77")
   elseif(NOT FPULL_QEMU_x86_QEMU_PATH)
     add_test(NAME qemu.x86_64.${model}
              COMMAND sh -c "echo 'skipped: qemu-x86_64 not installed (Debian qemu-user)'; exit 77")
