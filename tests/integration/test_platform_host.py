@@ -63,3 +63,38 @@ class PlatformOnHost(cases.RegistryCase):
         cp, got = self.pull("--platform", "linux/amd64", "--features", "x86-64-v2")
         self.assertEqual(got, "base")
         self.assertNotIn("note:", cp.stderr)
+
+
+@unittest.skipUnless(platform.machine() in ("x86_64", "AMD64"), "FPULL_CPUID_FILE is x86 only")
+class CloudVmChoice(cases.RegistryCase):
+    """Issue 33's cloud VMs, pinned with their CPUID fixtures: a Genoa VM that hides MWAITX
+    gets the znver4 build, not icelake-server's (it got exit 3 for znver-only indexes and the
+    icelake-server entry otherwise); a Sapphire Rapids VM that hides PTWRITE and WAITPKG (the
+    H200 node) gets the sapphirerapids build."""
+
+    tmp_prefix = "fpull-cloud-vm-"
+
+    def choose(self, fixture, tags):
+        entries, digests = [], {}
+        for tag in tags:
+            img = images.push_image(self.client, "vm/app", None,
+                                    [[{"path": "marker", "data": tag + "\n"}]])
+            digests[img["digest"]] = tag
+            entries.append((img, dict(AMD64, features=[tag])))
+        images.push_index(self.client, "vm/app", fixture, entries)
+        env = {"FPULL_CPUID_FILE": os.path.join(SRC, "tests", "fixtures", "cpuid",
+                                                fixture + ".txt"),
+               "FPULL_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1",
+               "FPULL_NVIDIA_PROC_VERSION": "/nonexistent/version"}
+        _, doc = fpull.run_json(["inspect", "--cache-dir", os.path.join(self.tmp, "c"),
+                                 "%s/vm/app:%s" % (self.reg.hostport, fixture)], env=env)
+        return digests[doc["chosen"]]
+
+    def test_genoa_vm_gets_znver4(self):
+        self.assertEqual(self.choose("genoa-vm", ["icelake-server", "znver4", "znver3"]),
+                         "znver4")
+        self.assertEqual(self.choose("milan-vm", ["haswell", "znver3"]), "znver3")
+
+    def test_sapphire_rapids_vm_gets_sapphirerapids(self):
+        self.assertEqual(self.choose("sapphirerapids-vm", ["icelake-server", "sapphirerapids"]),
+                         "sapphirerapids")
