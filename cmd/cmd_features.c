@@ -153,7 +153,9 @@ static void print_near_misses(const struct cli_env *env)
           tag ? tag : "none", level ? " (" : "", level ? level : "", level ? ")" : "");
   const char *const *tags = fpull_tagdb_tags(env->tagdb, ci->architecture);
   for (size_t i = 0; tags && tags[i]; i++) {
-    if (fpull_featureset_has(env->target->features, tags[i], env->tagdb))
+    /* The best tag's chip has them, this CPU (a VM, mostly) hides them: they do not gate. */
+    int hidden = tag && strcmp(tags[i], tag) == 0;
+    if (!hidden && fpull_featureset_has(env->target->features, tags[i], env->tagdb))
       continue;
     const char *const *isa = fpull_tagdb_isa(env->tagdb, tags[i]);
     char missing[256] = "";
@@ -163,13 +165,15 @@ static void print_near_misses(const struct cli_env *env)
       for (size_t k = 0; ci->isa && ci->isa[k]; k++)
         if (strcmp(ci->isa[k], isa[j]) == 0)
           have = 1;
-      if (!have) {
+      if (!have && hidden == !fpull_tagdb_isa_gates(env->tagdb, isa[j])) {
         size_t l = strlen(missing);
         snprintf(missing + l, sizeof missing - l, "%s%s", n ? ", " : "", isa[j]);
         n++;
       }
     }
-    if (n > 0 && n <= 3)
+    if (hidden && n > 0)
+      fprintf(stderr, "%s: hidden here, not gating (intrinsic-only): %s\n", tags[i], missing);
+    else if (!hidden && n > 0 && n <= 3)
       fprintf(stderr, "%s: no %s\n", tags[i], missing);
   }
   fpull_cpu_info_free(ci);

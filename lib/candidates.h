@@ -59,7 +59,8 @@ int fp_cand_check_doc(const struct fpull_descriptor *d, const struct fpull_fetch
 /* The same for an index, parsed into *out, whose own mediaType must be d's. */
 int fp_cand_read_index(const struct fpull_descriptor *d, const struct fpull_fetched *f,
                        struct fpull_index **out, fpull_err *err);
-/* A manifest's mediaType (its body's, else its Content-Type's) must be entry d's. */
+/* A manifest's mediaType (its body's, else its Content-Type's) must be of entry d's kind
+ * (image manifest or index; Docker v2 and OCI types stand for each other). */
 int fp_cand_check_media_type(const struct fpull_descriptor *d, const char *got, fpull_err *err);
 /* The platform an image config gives an entry that has none (os, architecture, variant,
  * os.features). */

@@ -327,9 +327,10 @@ static int cand_platform(void *ud, const struct fpull_descriptor *d, struct fpul
     *why = fp_xasprintf("not a container image: %s", no);
     free(no);
   }
-  /* What cannot be had leaves the platform unknown: passed over, as the entry of another
-   * platform would be; a pull that needs it names what fits instead. */
-  if (rc == FPULL_ENOTFOUND) {
+  /* What cannot be had, or fails its checks, leaves the platform unknown: passed over, as
+   * the entry of another platform would be (an entry that is not chosen never fails the
+   * index); a pull that needs it names what fits instead. */
+  if (rc == FPULL_ENOTFOUND || rc == FPULL_EINTEGRITY || rc == FPULL_EUNSAFE) {
     *why = fp_xasprintf("no platform, and its manifest or config cannot be had: %s", err->msg);
     fpull_err_clear(err);
     rc = 0;
@@ -398,6 +399,29 @@ static int follow_chosen(struct fp_session *s, struct fp_resolved *r, int gpu, f
   return 0;
 }
 
+/* --platform on the host's own architecture constrains the target (contract v5): say so
+ * when the host's own features would have chosen another entry. */
+static void note_host_choice(struct fp_session *s, const struct fp_resolved *r)
+{
+  const struct fpull_target *t = s->opts->target, *h = t->host;
+  struct fpull_match *m = NULL;
+  fpull_err e = {0};
+  if (!h || fpull_match_entries(&m, h, r->index->manifests, r->index->n_manifests, s->opts->tagdb,
+                                &e) != 0)
+    return;
+  for (size_t i = 0; i < r->index->n_manifests; i++)
+    if (r->cands[i].skip)
+      pass_over(m, i, r->cands[i].skip);
+  if (m->chosen >= 0 && m->chosen != r->match->chosen)
+    fp_info("note: %s: --platform %s/%s%s%s chose %s; this host's own features (%s/%s%s%s) "
+            "would choose %s",
+            s->reference, t->os, t->architecture, t->variant ? "/" : "",
+            t->variant ? t->variant : "", r->index->manifests[r->match->chosen].digest, h->os,
+            h->architecture, h->variant ? "/" : "", h->variant ? h->variant : "",
+            r->index->manifests[m->chosen].digest);
+  fpull_match_free(m);
+}
+
 int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpull_err *err)
 {
   memset(r, 0, sizeof *r);
@@ -448,6 +472,8 @@ int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpul
     }
     if (rc == 0 && r->match->chosen < 0 && !index_only)
       rc = fpull_match_no_fit(r->match, r->index->manifests, 0, s->opts->target, err);
+    if (rc == 0 && r->match->chosen >= 0)
+      note_host_choice(s, r);
   }
   fpull_fetched_free(f);
   return rc;

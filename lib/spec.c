@@ -9,6 +9,7 @@
 #include "fpull/ref.h"
 #include "fpull/spec.h"
 #include "select/names.h"
+#include "select/tagdb.h"
 #include "util.h"
 #include "yaml_doc.h"
 
@@ -364,6 +365,25 @@ unsigned fpull_spec_check_features(const struct fpull_spec *s, const struct fpul
   return n;
 }
 
+/* An amd64 entry whose CPU tag implies a higher x86-64 level than the variant it declares
+ * (icelake-server without v4): fpull ranks it at that level, other clients by the variant. */
+static void warn_implied_variant(const struct fpull_spec *s, const struct fpull_spec_entry *e,
+                                 const struct fpull_tagdb *db)
+{
+  const char *arch = e->platform.architecture, *v = e->platform.variant;
+  cleanup_free char *norm = fpull_arch_normalise(arch ? arch : "");
+  if (strcmp(norm, "amd64") != 0)
+    return;
+  int level = fp_tagdb_x86_level(db, e->platform.features);
+  int declared = v && strlen(v) == 2 && (v[0] == 'v' || v[0] == 'V') && isdigit((unsigned char)v[1])
+                     ? v[1] - '0'
+                     : 1;
+  if (level > declared)
+    fp_warn("%s:%u:%u: %s: its features imply variant v%d, which it does not declare%s%s "
+            "(fpull ranks it as v%d; other clients go by the variant)",
+            s->name, e->line, e->column, e->image, level, v ? "; it says " : "", v ? v : "", level);
+}
+
 int fpull_spec_check_names(const struct fpull_spec *s, const struct fpull_tagdb *db,
                            const struct fpull_config *config, fpull_err *err)
 {
@@ -385,5 +405,7 @@ int fpull_spec_check_names(const struct fpull_spec *s, const struct fpull_tagdb 
     }
   }
   fp_feature_names_free(names);
+  for (size_t i = 0; r == 0 && s && i < s->n_entries; i++)
+    warn_implied_variant(s, &s->entries[i], db);
   return r;
 }

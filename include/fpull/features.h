@@ -25,6 +25,10 @@ FPULL_API void fpull_tagdb_free(struct fpull_tagdb *db);
 FPULL_API const char *fpull_tagdb_canonical(const struct fpull_tagdb *db, const char *name);
 /* The ISA extensions of a canonical tag (NULL-terminated, owned by db), or NULL. */
 FPULL_API const char *const *fpull_tagdb_isa(const struct fpull_tagdb *db, const char *tag);
+/* 1 when a CPU without extension isa lacks the tags whose set lists it, 0 for the
+ * extensions compilers reach only through intrinsics (MWAITX, WAITPKG, RDSEED, ...), which
+ * the chip of a tag has but which never gate it. Added in v5. */
+FPULL_API int fpull_tagdb_isa_gates(const struct fpull_tagdb *db, const char *isa);
 /* All canonical tags for architecture arch ("amd64"), in table order (owned by db). */
 FPULL_API const char *const *fpull_tagdb_tags(const struct fpull_tagdb *db, const char *arch);
 
@@ -100,6 +104,10 @@ struct fpull_target {
    * NVIDIA_REQUIRE_CUDA's brand= clauses; NULL when unknown (always with --features and
    * --platform). */
   char *gpu_brand;
+  /* Added in v5: with --platform OS/ARCH[/VARIANT] and no features on the host's own os and
+   * architecture, the target the host would be without it (for the note when the choice
+   * differs); NULL otherwise. Owned by this target. */
+  struct fpull_target *host;
 };
 
 /* Options structs grow at the end: version says which layout the caller was compiled
@@ -121,7 +129,10 @@ struct fpull_target_opts {
   }
 
 /* Builds the target: detection + config + env, or exactly what --features/--platform say,
- * then implications and the variant rule. Errors: FPULL_EUSAGE for bad syntax. */
+ * then implications and the variant rule. Since v5, --platform OS/ARCH[/VARIANT] without
+ * features on the host's own os and architecture keeps what detection finds that fits the
+ * variant (an amd64 level drops the extensions and tags above it). Errors:
+ * FPULL_EUSAGE for bad syntax. */
 FPULL_API int fpull_target_build(struct fpull_target **out, const struct fpull_target_opts *o,
                                  fpull_err *err);
 FPULL_API void fpull_target_free(struct fpull_target *t);

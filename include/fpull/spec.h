@@ -39,7 +39,8 @@ FPULL_API unsigned fpull_spec_check_features(const struct fpull_spec *s,
 /* Added in v3: every feature, os, architecture and variant of the spec must be a name
  * fpull knows or a site feature of config (may be NULL), as for the command line
  * (fpull_feature_name_check). FPULL_EUSAGE for the first that is not, naming file, line
- * and column, with "did you mean". */
+ * and column, with "did you mean". Since v5 it also warns about an amd64 entry whose CPU
+ * tag implies a higher x86-64 level than its variant says. */
 FPULL_API int fpull_spec_check_names(const struct fpull_spec *s, const struct fpull_tagdb *db,
                                      const struct fpull_config *config, fpull_err *err);
 

@@ -578,11 +578,25 @@ char *fpull_manifest_not_image(const struct fpull_manifest *m, int *invalid)
   *invalid = 0;
   if (m->artifact_type)
     return fp_xasprintf("an artifact (artifactType %s)", shown(b, m->artifact_type));
+  /* BuildKit's attestation manifests: an image config of platform unknown/unknown over
+   * in-toto statements, reached by digest from an index entry marked as one. */
+  for (size_t i = 0; i < m->n_layers; i++)
+    if (m->layers[i].media_type &&
+        strcasecmp(m->layers[i].media_type, "application/vnd.in-toto+json") == 0)
+      return fp_xasprintf("an attestation (layer %s is an in-toto statement)", m->layers[i].digest);
   if (ct && strcasecmp(ct, FPULL_MT_OCI_EMPTY) == 0)
     return fp_xasprintf("an artifact (empty config %s)", FPULL_MT_OCI_EMPTY);
   if (ct &&
       (strcasecmp(ct, FPULL_MT_OCI_CONFIG) == 0 || strcasecmp(ct, FPULL_MT_DOCKER_CONFIG) == 0))
     return NULL;
+  /* Docker v2 manifests written by old registries and tools carry these config types, which
+   * moby pulls as image configs (the image-spec's backwards-compatibility vector,
+   * library/docker@sha256:888206c7..., has application/octet-stream). */
+  static const char *const legacy[] = {"application/octet-stream", "application/json", "text/html",
+                                       ""};
+  for (size_t i = 0; ct && m->media_type && i < sizeof legacy / sizeof *legacy; i++)
+    if (strcasecmp(m->media_type, FPULL_MT_DOCKER_MANIFEST) == 0 && strcasecmp(ct, legacy[i]) == 0)
+      return NULL;
   /* A layer type where the config belongs: not a valid document of any kind. */
   if (fpull_layer_compression(ct) >= 0 ||
       (ct && strncasecmp(ct, "application/vnd.oci.image.layer.", 32) == 0)) {

@@ -558,11 +558,20 @@ static int manifest_from(fpull_registry *r, struct fp_endpoint *ep, const char *
     return fpull_err_set(err, FPULL_EINTEGRITY, "manifest %s from %s has digest %s", ref,
                          ep->hostport, got);
   }
+  /* The registry's Docker-Content-Digest, in either algorithm fpull verifies, must be the
+   * bytes' (a sha512 one on a tag fetch is hashed for: it used to pass unchecked). */
   const char *dcd = resp.docker_content_digest;
-  if (dcd && strncmp(dcd, got, 7) == 0 && strcmp(dcd, got) != 0) {
+  char dgot[FP_DIGEST_MAX];
+  strcpy(dgot, got);
+  if (dcd && strncmp(dcd, got, 7) != 0 &&
+      (strncmp(dcd, "sha256:", 7) == 0 || strncmp(dcd, "sha512:", 7) == 0)) {
+    EVP_Digest(data, len, md, &mdlen, md_for(dcd), NULL);
+    fp_digest_format_len(dgot, md, mdlen);
+  }
+  if (dcd && strncmp(dcd, dgot, 7) == 0 && strcmp(dcd, dgot) != 0) {
     rc = fpull_err_set(err, FPULL_EINTEGRITY,
                        "manifest %s from %s: Docker-Content-Digest %.80s but the bytes hash to %s",
-                       ref, ep->hostport, dcd, got);
+                       ref, ep->hostport, dcd, dgot);
     fp_http_resp_free(&resp);
     return rc;
   }

@@ -196,9 +196,11 @@ static int imply_tag(struct fpull_featureset *fs, const struct fpull_tagdb *db,
     if (u != t && strcmp(u->arch, t->arch) == 0 && fp_tag_subset(u, t))
       changed |= put(fs, u->name, src, 0);
   }
-  /* Code built for the tag may use any of its extensions: the raw flags hold too. */
+  /* Code built for the tag may use any of its extensions: the raw flags hold too, except
+   * the intrinsic-only ones, which a CPU with the tag may lack. */
   for (size_t i = 0; i < t->n_isa; i++)
-    changed |= put(fs, t->isa[i], src, 0);
+    if (fp_tag_gates(db, t, t->isa[i]))
+      changed |= put(fs, t->isa[i], src, 0);
   return changed;
 }
 
@@ -216,6 +218,8 @@ static int imply_from_isa(struct fpull_featureset *fs, const struct fpull_tagdb 
     int src = FPULL_SRC_CPU, found = 0;
     size_t k;
     for (k = 0; k < t->n_isa; k++) {
+      if (!fp_tag_gates(db, t, t->isa[k]))
+        continue;
       size_t j = find(fs, t->isa[k], &found);
       if (!found)
         break;

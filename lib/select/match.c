@@ -33,10 +33,27 @@ static long variant_number(const char *v)
   return major * 1000 + minor;
 }
 
-/* 1 when an entry with variant ev may run on a target with variant tv. amd64 v1 < v2 <
- * v3 < v4 and arm v5 < v6 < v7 < v8 order by their number; anything else must be equal. */
-static int variant_fits(const char *ev, const char *tv)
+/* The variant an entry or target without one stands for, as containerd normalises it: arm is
+ * v7, arm64 v8; other architectures have none (amd64's baseline ranks lowest anyway). */
+static const char *implied_variant(const char *arch, const char *v)
 {
+  if (v)
+    return v;
+  if (strcmp(arch, "arm") == 0)
+    return "v7";
+  if (strcmp(arch, "arm64") == 0)
+    return "v8";
+  return NULL;
+}
+
+/* 1 when an entry with variant ev may run on a target with variant tv (arch normalised), as
+ * containerd's platforms.Only matches: amd64 v1 < v2 < v3 < v4; arm v5 < v6 < v7 < v8 (an arm
+ * v4 entry fits only a v4 target); arm64 v8.N fits v8.M for N <= M, v9.N fits v9.M for N <= M,
+ * and v8.N fits v9.M for N <= M + 5 (v9.0 corresponds to v8.5). Anything else must be equal. */
+static int variant_fits(const char *arch, const char *ev, const char *tv)
+{
+  ev = implied_variant(arch, ev);
+  tv = implied_variant(arch, tv);
   if (!ev)
     return 1;
   if (!tv)
@@ -44,7 +61,17 @@ static int variant_fits(const char *ev, const char *tv)
   if (strcasecmp(ev, tv) == 0)
     return 1;
   long e = variant_number(ev), t = variant_number(tv);
-  return e >= 0 && t >= 0 && e <= t;
+  if (e < 0 || t < 0)
+    return 0;
+  if (strcmp(arch, "arm") == 0)
+    return e >= 5000 && e <= t;
+  if (strcmp(arch, "arm64") == 0) {
+    long em = e / 1000, en = e % 1000, tm = t / 1000, tn = t % 1000;
+    if (em == tm)
+      return en <= tn;
+    return tm == 9 && em == 8 && en <= (tn + 5 < 9 ? tn + 5 : 9);
+  }
+  return e <= t;
 }
 
 static int is_os(const char *a, const char *b)
@@ -83,7 +110,14 @@ static void rank_key_fill(struct rank_key *k, size_t index, const struct fpull_d
   memset(k, 0, sizeof *k);
   k->index = index;
   k->n_features = fpull_strv_len(features);
-  k->variant = d->platform->variant ? variant_number(d->platform->variant) : -1;
+  cleanup_free char *arch =
+      fpull_arch_normalise(d->platform->architecture ? d->platform->architecture : "");
+  const char *variant = implied_variant(arch, d->platform->variant);
+  k->variant = variant ? variant_number(variant) : -1;
+  /* An entry's CPU tag implies its x86-64 level: icelake-server ranks as v4, declared or not. */
+  long level = strcmp(arch, "amd64") == 0 ? (long)fp_tagdb_x86_level(db, features) * 1000 : 0;
+  if (level > k->variant)
+    k->variant = level;
   k->compute = -1;
   for (size_t i = 0; features[i]; i++) {
     const struct fp_tag *t = fp_tagdb_find(db, features[i]);
@@ -156,8 +190,10 @@ static void check_entry(struct fpull_match_entry *e, const struct fpull_target *
     e->why = fp_xasprintf("architecture %s", *arch ? arch : "(none)");
     return;
   }
-  if (!variant_fits(p->variant, t->variant)) {
-    e->why = fp_xasprintf("variant %s above %s", p->variant, t->variant ? t->variant : "none");
+  if (!variant_fits(arch, p->variant, t->variant)) {
+    const char *ev = implied_variant(arch, p->variant), *tv = implied_variant(arch, t->variant);
+    e->why = fp_xasprintf("variant %s%s above %s", ev, p->variant ? "" : " (none given)",
+                          tv ? tv : "none");
     return;
   }
   if (e->missing[0]) {
@@ -207,9 +243,15 @@ int fpull_match_entries(struct fpull_match **out, const struct fpull_target *t,
 
 /* ---- explanations (fpull inspect) ---- */
 
-static const char *variant_text(char *buf, size_t len, const struct fpull_descriptor *d)
+/* The variant rule 2 compared: the declared one, or the one the entry's CPU tag implies. */
+static const char *variant_text(char *buf, size_t len, const struct rank_key *k)
 {
-  snprintf(buf, len, "%s", d->platform->variant ? d->platform->variant : "none");
+  if (k->variant < 0)
+    snprintf(buf, len, "none");
+  else if (k->variant % 1000)
+    snprintf(buf, len, "v%ld.%ld", k->variant / 1000, k->variant % 1000);
+  else
+    snprintf(buf, len, "v%ld", k->variant / 1000);
   return buf;
 }
 
@@ -232,8 +274,7 @@ static char *explain(const struct rank_key *a, const struct rank_key *b, int r,
                         b->n_features);
   if (a->variant != b->variant)
     return fp_xasprintf("higher variant than rank %d (%s vs %s; rule 2)", r + 1,
-                        variant_text(x, sizeof x, &entries[a->index]),
-                        variant_text(y, sizeof y, &entries[b->index]));
+                        variant_text(x, sizeof x, a), variant_text(y, sizeof y, b));
   if (a->isa_size != b->isa_size)
     return fp_xasprintf("more demanding CPU tag than rank %d (%s, %zu extensions, vs %s, %zu; "
                         "rule 3)",

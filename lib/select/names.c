@@ -297,10 +297,10 @@ struct arch_variants {
   const char *const *variants;
 };
 static const char *const v_amd64[] = {"v1", "v2", "v3", "v4", NULL};
-static const char *const v_arm[] = {"v5", "v6", "v7", "v8", NULL};
+static const char *const v_arm[] = {"v4", "v5", "v6", "v7", "v8", NULL};
 static const char *const v_arm64[] = {"v8",   "v8.0", "v8.1", "v8.2", "v8.3", "v8.4", "v8.5",
                                       "v8.6", "v8.7", "v8.8", "v8.9", "v9",   "v9.0", "v9.1",
-                                      "v9.2", "v9.3", "v9.4", "v9.5", NULL};
+                                      "v9.2", "v9.3", "v9.4", "v9.5", "v9.6", "v9.7", NULL};
 static const char *const v_386[] = {"sse2", "softfloat", NULL};
 static const char *const v_ppc64[] = {"power8", "power9", "power10", NULL};
 static const char *const v_riscv64[] = {"rva20u64", "rva22u64", NULL};

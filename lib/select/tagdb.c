@@ -127,6 +127,43 @@ int fp_tag_subset(const struct fp_tag *a, const struct fp_tag *b)
   return 1;
 }
 
+int fp_tagdb_gates(const struct fpull_tagdb *db, const char *isa)
+{
+  return !db || !fp_strv_contains(db->intrinsic_only, isa);
+}
+
+int fp_tag_gates(const struct fpull_tagdb *db, const struct fp_tag *t, const char *isa)
+{
+  return t->user || fp_tagdb_gates(db, isa);
+}
+
+int fpull_tagdb_isa_gates(const struct fpull_tagdb *db, const char *isa)
+{
+  cleanup_free char *low = fp_xstrdup_lower(isa);
+  return fp_tagdb_gates(db, low);
+}
+
+int fp_tagdb_x86_level(const struct fpull_tagdb *db, char *const *features)
+{
+  int best = 0;
+  for (size_t i = 0; db && features && features[i]; i++) {
+    cleanup_free char *low = fp_xstrdup_lower(features[i]);
+    const struct fp_tag *t = fp_tagdb_find(db, low);
+    if (!t || strcmp(t->arch, "amd64") != 0)
+      continue;
+    for (int level = 4; level > best; level--) {
+      char name[32];
+      snprintf(name, sizeof name, "x86-64-v%d", level);
+      const struct fp_tag *l = fp_tagdb_find(db, name);
+      if (l && fp_tag_subset(l, t)) {
+        best = level;
+        break;
+      }
+    }
+  }
+  return best;
+}
+
 const char *fpull_tagdb_canonical(const struct fpull_tagdb *db, const char *name)
 {
   cleanup_free char *low = fp_xstrdup_lower(name);
@@ -177,6 +214,7 @@ void fpull_tagdb_free(struct fpull_tagdb *db)
   free(db->arch_tags);
   free(db->cuda);
   free(db->drivers);
+  fpull_strv_free(db->intrinsic_only);
   free(db);
 }
 
@@ -356,13 +394,17 @@ static int load_tag(struct fpull_tagdb *db, struct ydoc *y, yaml_node_t *n, fpul
 
 static int load_tags(struct fpull_tagdb *db, const char *path, fpull_err *err)
 {
-  static const char *const keys[] = {"tags", NULL};
+  static const char *const keys[] = {"intrinsic-only", "tags", NULL};
   __attribute__((cleanup(ydoc_fini))) struct ydoc y = {0};
   int r = ydoc_load(&y, path, err);
   if (r)
     return r;
   yaml_node_t *root = yaml_document_get_root_node(&y.doc);
   if ((r = ycheck_keys(&y, root, keys, err)))
+    return r;
+  /* Optional: a site's own table without it gates on every extension. */
+  yaml_node_t *io = yget(&y, root, "intrinsic-only");
+  if (io && (r = yseq_names(&db->intrinsic_only, &y, io, "intrinsic-only", err)))
     return r;
   yaml_node_t *tags = yget(&y, root, "tags");
   if (!tags || tags->type != YAML_SEQUENCE_NODE)
@@ -450,6 +492,7 @@ static int add_user_tags(struct fpull_tagdb *db, const struct fpull_config *conf
     struct fp_tag t = {0};
     t.name = fp_xstrdup_lower(u->name);
     t.arch = fpull_arch_normalise(arch);
+    t.user = 1;
     t.aliases = fp_xcalloc(1, sizeof *t.aliases);
     t.isa = fp_xcalloc(1, sizeof *t.isa);
     for (size_t k = 0; u->isa && u->isa[k]; k++) {

@@ -13,6 +13,7 @@ struct fp_tag {
   char **aliases;
   char **isa; /* sorted, no duplicates */
   size_t n_isa;
+  int user; /* from the config's cpu-tags: every extension gates */
 };
 
 /* A CUDA release or a driver version as numeric components ("550.54.14" -> 550,54,14). */
@@ -37,12 +38,21 @@ struct fpull_tagdb {
   size_t n_cuda;
   struct fp_driver_min *drivers; /* sorted by driver version */
   size_t n_drivers;
+  char **intrinsic_only; /* extensions that never gate a tag (cputags.yaml "intrinsic-only") */
 };
 
 /* The tag with this canonical name or alias (already lower case), or NULL. */
 const struct fp_tag *fp_tagdb_find(const struct fpull_tagdb *db, const char *name);
 /* 1 when every extension of a is in b. */
 int fp_tag_subset(const struct fp_tag *a, const struct fp_tag *b);
+/* 1 when isa gates the tags that list it, 0 when compilers reach it only through
+ * intrinsics (the table's "intrinsic-only"): a CPU without it keeps those tags. */
+int fp_tagdb_gates(const struct fpull_tagdb *db, const char *isa);
+/* The same for one extension of tag t: a user's own tag gates on all of them. */
+int fp_tag_gates(const struct fpull_tagdb *db, const struct fp_tag *t, const char *isa);
+/* The highest x86-64 level (2..4) that one of features' amd64 CPU tags implies (its ISA set
+ * holds the level's), or 0 for none. features: canonical names. */
+int fp_tagdb_x86_level(const struct fpull_tagdb *db, char *const *features);
 /* Parses "550.54.14" with separator sep into v; 0, or -1 when it is not such a version. */
 int fp_version_parse(struct fp_version *v, const char *s, char sep);
 /* <0, 0, >0 comparing component by component; a missing component counts as 0. */

@@ -44,6 +44,7 @@ void fpull_target_free(struct fpull_target *t)
   free(t->variant);
   fpull_featureset_free(t->features);
   free(t->gpu_brand);
+  fpull_target_free(t->host);
   free(t);
 }
 
@@ -158,14 +159,16 @@ static int add_detected_cpu(struct fpull_target *t, const struct fpull_cpu_info 
     if (r)
       return fpull_err_prefix(err, "CPU detection");
   }
-  /* A tag is present when the CPU has every extension of its set. */
+  /* A tag is present when the CPU has every extension of its set that gates: what a
+   * hypervisor hides among the intrinsic-only ones (MWAITX, WAITPKG, ...) does not count. */
   const char *const *tags = fpull_tagdb_tags(db, t->architecture);
   for (size_t i = 0; tags[i]; i++) {
-    const char *const *isa = fpull_tagdb_isa(db, tags[i]);
+    const struct fp_tag *tag = fp_tagdb_find(db, tags[i]);
     size_t k = 0;
-    while (isa[k] && fp_strv_contains(ci->isa, isa[k]))
+    while (k < tag->n_isa &&
+           (fp_strv_contains(ci->isa, tag->isa[k]) || !fp_tag_gates(db, tag, tag->isa[k])))
       k++;
-    if (!isa[k])
+    if (k == tag->n_isa)
       fpull_featureset_add(t->features, tags[i], FPULL_SRC_CPU, db, NULL);
   }
   return 0;
@@ -241,6 +244,80 @@ static int detect(struct fpull_target *t, const struct fpull_tagdb *db, fpull_er
   return 0;
 }
 
+/* Detection (unless turned off), the config's platform-features and FPULL_FEATURES. */
+static int detected_and_configured(struct fpull_target *t, const struct fpull_target_opts *o,
+                                   const struct fpull_tagdb *db,
+                                   const struct fp_feature_names *names, fpull_err *err)
+{
+  int r;
+  int want_detect = !o->no_detect && (!o->config || o->config->detect);
+  if (want_detect && (r = detect(t, db, err)))
+    return r;
+  for (size_t i = 0; o->config && o->config->platform_features && o->config->platform_features[i];
+       i++)
+    if ((r = add_given(t, o->config->platform_features[i], FPULL_SRC_CONFIG, db, names, err)))
+      return fpull_err_prefix(err, "%s: platform-features",
+                              o->config->path ? o->config->path : "config");
+  if ((r = add_given_list(t, o->env_features, FPULL_SRC_CONFIG, db, names, err)))
+    return fpull_err_prefix(err, "FPULL_FEATURES");
+  return 0;
+}
+
+/* 1 when the target's os and architecture are this host's. */
+static int on_host(const struct fpull_target *t)
+{
+  struct fpull_target h = {0};
+  host_os_arch(&h);
+  int same = strcmp(h.os, t->os) == 0 && strcmp(h.architecture, t->architecture) == 0;
+  free(h.os);
+  free(h.architecture);
+  return same;
+}
+
+/* 1 when extension f is beyond x86-64 level n: in a higher level's set but not in vn's, or
+ * needing the vector state of a higher level (AVX-512's above v3, AVX's above v2). */
+static int isa_above(const char *f, int n, const struct fpull_tagdb *db)
+{
+  if ((n < 4 && strncmp(f, "avx512", 6) == 0) ||
+      (n < 3 && (strncmp(f, "avx", 3) == 0 || strcmp(f, "fma") == 0 || strcmp(f, "f16c") == 0 ||
+                 strcmp(f, "vaes") == 0 || strcmp(f, "vpclmulqdq") == 0)))
+    return 1;
+  char name[32];
+  snprintf(name, sizeof name, "x86-64-v%d", n);
+  const char *const *own = n >= 2 ? fpull_tagdb_isa(db, name) : NULL;
+  for (int m = n + 1; m <= 4; m++) {
+    snprintf(name, sizeof name, "x86-64-v%d", m);
+    const char *const *isa = fpull_tagdb_isa(db, name);
+    for (size_t k = 0; isa && isa[k]; k++)
+      if (strcmp(isa[k], f) == 0 && !fp_strv_contains((char *const *)own, f))
+        return 1;
+  }
+  return 0;
+}
+
+/* An amd64 variant vN keeps what fits it: the extensions beyond level N go, and so do the
+ * CPU tags that need one of them. Other architectures' variants keep everything. */
+static void keep_within_variant(struct fpull_target *t, const struct fpull_tagdb *db)
+{
+  if (!t->variant || strcmp(t->architecture, "amd64") != 0 || strlen(t->variant) != 2 ||
+      t->variant[1] < '1' || t->variant[1] > '4')
+    return;
+  int n = t->variant[1] - '0';
+  struct fpull_featureset *kept = fpull_featureset_new();
+  for (size_t i = 0; i < fpull_featureset_count(t->features); i++) {
+    int src;
+    const char *f = fpull_featureset_get(t->features, i, &src);
+    const char *const *isa = fpull_tagdb_isa(db, f);
+    int drop = isa_above(f, n, db);
+    for (size_t k = 0; isa && isa[k] && !drop; k++)
+      drop = isa_above(isa[k], n, db);
+    if (!drop)
+      fpull_featureset_add(kept, f, src, db, NULL);
+  }
+  fpull_featureset_free(t->features);
+  t->features = kept;
+}
+
 /* Highest x86-64 psABI level among the features ("v1" when none). */
 static char *amd64_level(const struct fpull_featureset *fs)
 {
@@ -277,26 +354,33 @@ int fpull_target_build(struct fpull_target **out, const struct fpull_target_opts
       fp_feature_names_new(db, o->config);
   int r;
 
-  if (o->platform || o->features) {
-    /* --features and --platform replace everything else; together, their union. */
-    if (o->platform && (r = parse_platform(t, o->platform, db, names, err)))
+  if (o->platform && (r = parse_platform(t, o->platform, db, names, err)))
+    return r;
+  if (o->platform && !o->features && !strchr(o->platform, ':') && on_host(t)) {
+    /* --platform on the host's own os/architecture constrains, it does not erase: what
+     * detection finds within that variant stays (contract v5); the config's and the
+     * environment's features are replaced, as before. */
+    int want_detect = !o->no_detect && (!o->config || o->config->detect);
+    if (want_detect && (r = detect(t, db, err)))
       return r;
+    keep_within_variant(t, db);
+    /* What the host would be, for the note when the choice differs; a config or
+     * environment that would not build one only costs the note. */
+    struct fpull_target_opts ho = *o;
+    ho.platform = NULL;
+    fpull_err herr = {0};
+    if (fpull_target_build(&t->host, &ho, &herr))
+      t->host = NULL;
+  } else if (o->platform || o->features) {
+    /* --features and --platform replace everything else; together, their union. */
     if (!o->platform)
       host_os_arch(t);
     if (o->features && (r = add_given_list(t, o->features, FPULL_SRC_CLI, db, names, err)))
       return fpull_err_prefix(err, "--features");
   } else {
     host_os_arch(t);
-    int want_detect = !o->no_detect && (!o->config || o->config->detect);
-    if (want_detect && (r = detect(t, db, err)))
+    if ((r = detected_and_configured(t, o, db, names, err)))
       return r;
-    for (size_t i = 0; o->config && o->config->platform_features && o->config->platform_features[i];
-         i++)
-      if ((r = add_given(t, o->config->platform_features[i], FPULL_SRC_CONFIG, db, names, err)))
-        return fpull_err_prefix(err, "%s: platform-features",
-                                o->config->path ? o->config->path : "config");
-    if ((r = add_given_list(t, o->env_features, FPULL_SRC_CONFIG, db, names, err)))
-      return fpull_err_prefix(err, "FPULL_FEATURES");
   }
   fp_featureset_set_arch(t->features, t->architecture);
   if ((r = fpull_featureset_imply(t->features, db, err)))

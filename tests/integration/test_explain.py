@@ -84,11 +84,19 @@ class ExplainRanking(cases.RegistryCase):
         self.assertIn("(v3 vs v2; rule 2)", table)
 
     def test_rule_3_more_demanding_tag(self):
-        self.index("r3", [{"features": ["haswell"]}, {"features": ["skylake-avx512"]}])
-        doc, _ = self.inspect("r3", "linux/amd64:skylake-avx512")
+        # Two tags of one x86-64 level (v3): rule 2 ties, rule 3 decides.
+        self.index("r3", [{"features": ["haswell"]}, {"features": ["skylake"]}])
+        doc, _ = self.inspect("r3", "linux/amd64:skylake")
         self.assertRegex(self.why(doc, 1),
-                         r"^more demanding CPU tag than rank 2 \(skylake-avx512, \d+ extensions, "
+                         r"^more demanding CPU tag than rank 2 \(skylake, \d+ extensions, "
                          r"vs haswell, \d+; rule 3\)$")
+
+    def test_rule_2_level_implied_by_the_tag(self):
+        # Issue 33: skylake-avx512 without a variant ranks as x86-64-v4.
+        self.index("r2t", [{"features": ["haswell"], "variant": "v3"},
+                           {"features": ["skylake-avx512"]}])
+        doc, _ = self.inspect("r2t", "linux/amd64:skylake-avx512")
+        self.assertEqual(self.why(doc, 1), "higher variant than rank 2 (v4 vs v3; rule 2)")
 
     def test_rule_4_and_rule_5(self):
         d = self.index("r4", [{"features": ["nv-compute-5-0"]}, {"features": ["nv-compute-5-2"]},

@@ -173,7 +173,7 @@ class ManifestPushTestCase(cases.RegistryCase):
         cases = [
             ("linux/amd64:broadwell:nv-compute-5-2:nvidia-396-44", 10),
             ("linux/amd64:skylake512:nvidia-396-44", 7),
-            ("linux/amd64", 0),
+            ("linux/amd64/v1", 0),  # bare linux/amd64 would keep this host's features
             ("linux/amd64:nvidia-390-30", 2),
         ]
         for i, (plat, want) in enumerate(cases):
@@ -333,11 +333,34 @@ class ManifestPushTestCase(cases.RegistryCase):
              {"os": "linux", "architecture": "amd64",
               "features": ["broadwell", "frobnicator"]})]))
         cp = self.fpull(["manifest", "push", "--config", cfg, spec], check=0)
-        self.assertNotIn("fpull: warning: ", cp.stderr)
+        # The one warning: broadwell implies v3, which the entry does not declare (issue 33).
+        self.assertEqual([l for l in cp.stderr.splitlines() if l.startswith("fpull: warning: ")
+                          and "imply variant v3" not in l], [])
         doc = json.loads(self.skopeo_raw(self.target()))
         self.assertEqual(doc["manifests"][0]["digest"], img["digest"])
         self.assertEqual(doc["manifests"][0]["platform"]["features"],
                          ["broadwell", "frobnicator"])
+
+    def test_undeclared_variant_implied_by_features_warns(self):
+        # Issue 33: icelake-server implies x86-64-v4; fpull ranks the entry so, other clients
+        # go by the variant, so a spec that leaves it out is warned about (and still pushed).
+        img = images.push_image(self.client, "w/src", "1", [[{"path": "a", "data": "a"}]])
+        src = "%s/w/src:1" % self.reg.hostport
+        spec = self.write("spec.yaml", spec_text(self.target(), [
+            (src, {"os": "linux", "architecture": "amd64", "features": ["icelake-server"]}),
+            (src, {"os": "linux", "architecture": "amd64", "variant": "v2",
+                   "features": ["haswell"]}),
+            (src, {"os": "linux", "architecture": "amd64", "variant": "v4",
+                   "features": ["skylake-avx512"]}),
+            (src, {"os": "linux", "architecture": "arm64", "features": ["neoverse-v1"]})]))
+        cp = self.fpull(["manifest", "push", spec], check=0)
+        warnings = [l for l in cp.stderr.splitlines() if l.startswith("fpull: warning: ")]
+        self.assertEqual(len(warnings), 2, cp.stderr)
+        self.assertIn("spec.yaml:3:", warnings[0])
+        self.assertIn("imply variant v4, which it does not declare", warnings[0])
+        self.assertIn("imply variant v3, which it does not declare; it says v2", warnings[1])
+        doc = json.loads(self.skopeo_raw(self.target()))
+        self.assertEqual([m["digest"] for m in doc["manifests"]], [img["digest"]] * 4)
 
     def test_docker_list_of_oci_manifests_warns(self):
         images.push_image(self.client, "w/oci", "1", [[{"path": "a", "data": "a"}]])

@@ -160,6 +160,19 @@ class Transport(unittest.TestCase):
         self.assertEqual(r.returncode, 7, r.stderr)
         self.assertIn("Docker-Content-Digest", r.stderr)
 
+    def test_lying_sha512_docker_content_digest_exit_7(self):
+        # Issue 33: a sha512 Docker-Content-Digest on a tag fetch was not checked at all; it
+        # is hashed for and checked as a sha256 one is. The right one passes.
+        self.proxy.add(r"/manifests/", headers={"Docker-Content-Digest": "sha512:" + "1" * 128})
+        r = self.env.run("manifest", self.proxy.hostport, "t/img", "v1")
+        self.assertEqual(r.returncode, 7, r.stderr)
+        self.assertIn("Docker-Content-Digest sha512:1111", r.stderr)
+        right = "sha512:" + hashlib.sha512(self.img["manifest"]).hexdigest()
+        self.proxy.clear()
+        self.proxy.add(r"/manifests/", headers={"Docker-Content-Digest": right})
+        r = self.env.run("manifest", self.proxy.hostport, "t/img", "v1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
     def test_by_digest_verified_exit_7(self):
         other = json.dumps({"schemaVersion": 2, "layers": []}).encode()
         self.proxy.add(r"/manifests/", replace_body=other)

@@ -45,3 +45,28 @@ foreach(arch ${FPULL_QEMU_ARCHS})
                          TIMEOUT 120 SKIP_RETURN_CODE 77)
   endforeach()
 endforeach()
+
+# x86-64: fpull itself under qemu-user's x86 CPU models, every amd64 tag it reports checked by
+# running code built with -march=TAG there (tests/qemu/x86_exec.py; issue 33). On an x86-64
+# build host only: qemu-x86_64 runs the build's own binary.
+set(FPULL_QEMU_x86_MODELS Nehalem Haswell-noTSX EPYC-Milan max)
+find_program(FPULL_QEMU_x86_QEMU_PATH qemu-x86_64)
+foreach(model ${FPULL_QEMU_x86_MODELS})
+  if(NOT CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64)$")
+    add_test(NAME qemu.x86_64.${model}
+             COMMAND sh -c "echo 'skipped: not an x86-64 build host'; exit 77")
+  elseif(FPULL_SANITIZE)
+    # qemu-user cannot map ASan's shadow memory: the sanitized fpull is killed at start.
+    add_test(NAME qemu.x86_64.${model}
+             COMMAND sh -c "echo 'skipped: a sanitizer build does not run under qemu-user'; exit 77")
+  elseif(NOT FPULL_QEMU_x86_QEMU_PATH)
+    add_test(NAME qemu.x86_64.${model}
+             COMMAND sh -c "echo 'skipped: qemu-x86_64 not installed (Debian qemu-user)'; exit 77")
+  else()
+    add_test(NAME qemu.x86_64.${model}
+             COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/x86_exec.py --qemu
+                     ${FPULL_QEMU_x86_QEMU_PATH} --model ${model})
+  endif()
+  set_tests_properties(qemu.x86_64.${model} PROPERTIES ENVIRONMENT "${FPULL_TEST_ENV}"
+                       TIMEOUT 300 SKIP_RETURN_CODE 77)
+endforeach()

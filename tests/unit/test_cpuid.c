@@ -482,8 +482,10 @@ TEST(cpuid_file_override)
   unsetenv("FPULL_CPUID_FILE");
 }
 
-/* End to end on this project's machines (recorded in turin-vm.txt): the levels and haswell,
- * but not broadwell nor anything above it, because RDSEED is masked. */
+/* End to end on this project's machines (recorded in turin-vm.txt): a Turin-like VM that masks
+ * RDSEED and hides MWAITX, RDPID and PREFETCHI, all reached only through intrinsics: znver5 and
+ * everything below it (before issue 33: haswell at most, since RDSEED gated broadwell). The raw
+ * rdseed flag stays absent: a tag does not lend the flags that do not gate it. */
 TEST(turin_vm_tags)
 {
 #if defined(__x86_64__)
@@ -503,9 +505,12 @@ TEST(turin_vm_tags)
   CHECK(fpull_featureset_has(t->features, "x86-64-v2", db));
   CHECK(fpull_featureset_has(t->features, "haswell", db));
   CHECK(fpull_featureset_has(t->features, "avx512f", db));
-  static const char *const absent[] = {"broadwell",      "skylake", "skylake-avx512", "cascadelake",
-                                       "icelake-server", "znver1",  "znver3",         "znver4",
-                                       "rdseed",         NULL};
+  static const char *const turin[] = {"broadwell", "skylake-avx512", "icelake-server",
+                                      "znver1",    "znver3",         "znver5"};
+  for (size_t i = 0; i < sizeof turin / sizeof *turin; i++)
+    if (!fpull_featureset_has(t->features, turin[i], db))
+      th_fail(__FILE__, __LINE__, "%s missing on the Turin-like VM", turin[i]);
+  static const char *const absent[] = {"rdseed", "mwaitx", "sapphirerapids", NULL};
   for (size_t i = 0; absent[i]; i++)
     if (fpull_featureset_has(t->features, absent[i], db))
       th_fail(__FILE__, __LINE__, "%s detected on the Turin-like VM", absent[i]);
@@ -539,15 +544,19 @@ TEST(turin_vm_tags)
       th_fail(__FILE__, __LINE__, "Zen 5: %s present", zen5_no[i]);
   fpull_target_free(t);
 
-  /* Granite Rapids: graniterapids and emeraldrapids; not gcc 12's sapphirerapids, whose set
-   * has AVX512_VP2INTERSECT, which no Sapphire Rapids part reports. */
+  /* Granite Rapids: graniterapids, emeraldrapids and sapphirerapids (without the
+   * AVX512_VP2INTERSECT of gcc 12.2's table, which no Sapphire Rapids part has). */
   setenv("FPULL_CPUID_FILE", th_src("tests/fixtures/cpuid/graniterapids.txt"), 1);
   t = NULL;
   CHECK_INT_EQ(fpull_target_build(&t, &o, &err), 0);
-  static const char *const gnr_yes[] = {"graniterapids", "emeraldrapids", "alderlake",
-                                        "cooperlake",    "x86-64-v4",     NULL};
-  static const char *const gnr_no[] = {"sapphirerapids", "znver4", "sierraforest", "lunarlake",
-                                       NULL};
+  static const char *const gnr_yes[] = {"graniterapids",
+                                        "emeraldrapids",
+                                        "sapphirerapids",
+                                        "alderlake",
+                                        "cooperlake",
+                                        "x86-64-v4",
+                                        NULL};
+  static const char *const gnr_no[] = {"tigerlake", "znver4", "sierraforest", "lunarlake", NULL};
   for (size_t i = 0; gnr_yes[i]; i++)
     if (!fpull_featureset_has(t->features, gnr_yes[i], db))
       th_fail(__FILE__, __LINE__, "Granite Rapids: %s missing", gnr_yes[i]);
@@ -595,5 +604,121 @@ TEST(tag_table_names_are_decodable)
     }
   }
   CHECK(n_tags > 20);
+  fpull_tagdb_free(db);
+}
+
+/* The CPUs HPC users rent or run, as bare metal and as cloud VMs (tests/fixtures/cpuid, each
+ * file says where its bits come from and why these tags): the best tag is the one GCC's
+ * -march=native names, and a hypervisor that hides intrinsic-only instructions (MWAITX,
+ * MONITOR, PTWRITE, WAITPKG) takes no tag away. Before issue 33 the VMs lost every znver tag
+ * (MWAITX gated them) and sapphirerapids (PTWRITE, WAITPKG and gcc 12.2's VP2INTERSECT). */
+static const struct {
+  const char *fixture, *best, *variant;
+  const char *yes[6], *no[4];
+} real_cpus[] = {
+    {"zen3-epyc-7003", "znver3", "v3", {"znver2", "broadwell"}, {"znver4", "x86-64-v4"}},
+    {"milan-vm", "znver3", "v3", {"znver2", "znver1", "haswell"}, {"znver4", "mwaitx"}},
+    {"milan-x", "znver3", "v3", {"znver2"}, {"znver4"}},
+    {"zen4-epyc-9004", "znver4", "v4", {"znver3", "icelake-server"}, {"znver5"}},
+    {"genoa-vm", "znver4", "v4", {"znver3", "skylake-avx512"}, {"znver5", "mwaitx"}},
+    {"genoa-x", "znver4", "v4", {"znver3"}, {"znver5"}},
+    {"bergamo", "znver4", "v4", {"znver3"}, {"znver5"}},
+    {"icelake-server",
+     "icelake-server",
+     "v4",
+     {"cascadelake", "icelake-client"},
+     {"tigerlake", "sapphirerapids"}},
+    {"icelake-sp",
+     "icelake-server",
+     "v4",
+     {"cascadelake", "skylake-avx512"},
+     {"tigerlake", "sapphirerapids"}},
+    {"sapphirerapids",
+     "sapphirerapids",
+     "v4",
+     {"emeraldrapids", "alderlake", "icelake-server"},
+     {"graniterapids", "tigerlake", "znver4"}},
+    {"sapphirerapids-vm",
+     "sapphirerapids",
+     "v4",
+     {"emeraldrapids", "cooperlake"},
+     {"graniterapids", "ptwrite", "waitpkg"}},
+    {"emeraldrapids",
+     "sapphirerapids",
+     "v4",
+     {"emeraldrapids", "icelake-server"},
+     {"graniterapids"}},
+};
+
+TEST(real_cpu_tags)
+{
+#if defined(__x86_64__)
+  setenv("FPULL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+  setenv("FPULL_NVIDIA_PROC_VERSION", "/nonexistent/version", 1);
+  fpull_err err = {0};
+  struct fpull_tagdb *db = NULL;
+  if (fpull_tagdb_load(&db, NULL, NULL, &err))
+    th_fail(__FILE__, __LINE__, "tag table: %s", err.msg);
+  struct fpull_target_opts o = {.version = FPULL_TARGET_OPTS_VERSION, .tagdb = db};
+  for (size_t c = 0; c < sizeof real_cpus / sizeof *real_cpus; c++) {
+    char rel[128];
+    snprintf(rel, sizeof rel, "tests/fixtures/cpuid/%s.txt", real_cpus[c].fixture);
+    setenv("FPULL_CPUID_FILE", th_src(rel), 1);
+    struct fpull_target *t = NULL;
+    if (fpull_target_build(&t, &o, &err)) {
+      th_fail(__FILE__, __LINE__, "%s: %s", real_cpus[c].fixture, err.msg);
+      continue;
+    }
+    /* The best tag: the largest ISA set among the tags present (what features prints). */
+    const char *const *tags = fpull_tagdb_tags(db, "amd64");
+    const char *best = NULL;
+    size_t best_n = 0;
+    for (size_t i = 0; tags[i]; i++) {
+      size_t n = fpull_strv_len((char *const *)fpull_tagdb_isa(db, tags[i]));
+      if (strncmp(tags[i], "x86-64-", 7) != 0 && n > best_n &&
+          fpull_featureset_has(t->features, tags[i], db))
+        best = tags[i], best_n = n;
+    }
+    if (!best || strcmp(best, real_cpus[c].best) != 0)
+      th_fail(__FILE__, __LINE__, "%s: best tag %s, want %s", real_cpus[c].fixture,
+              best ? best : "none", real_cpus[c].best);
+    if (!t->variant || strcmp(t->variant, real_cpus[c].variant) != 0)
+      th_fail(__FILE__, __LINE__, "%s: variant %s, want %s", real_cpus[c].fixture,
+              t->variant ? t->variant : "none", real_cpus[c].variant);
+    for (size_t i = 0; i < 6 && real_cpus[c].yes[i]; i++)
+      if (!fpull_featureset_has(t->features, real_cpus[c].yes[i], db))
+        th_fail(__FILE__, __LINE__, "%s: %s missing", real_cpus[c].fixture, real_cpus[c].yes[i]);
+    for (size_t i = 0; i < 4 && real_cpus[c].no[i]; i++)
+      if (fpull_featureset_has(t->features, real_cpus[c].no[i], db))
+        th_fail(__FILE__, __LINE__, "%s: %s present", real_cpus[c].fixture, real_cpus[c].no[i]);
+    fpull_target_free(t);
+  }
+  fpull_tagdb_free(db);
+  unsetenv("FPULL_CPUID_FILE");
+#endif
+}
+
+/* The table's intrinsic-only extensions never gate; the extensions code computes with do. */
+TEST(intrinsic_only_gates_nothing)
+{
+  fpull_err err = {0};
+  struct fpull_tagdb *db = NULL;
+  if (fpull_tagdb_load(&db, NULL, NULL, &err))
+    th_fail(__FILE__, __LINE__, "tag table: %s", err.msg);
+  static const char *const never[] = {"mwaitx", "waitpkg", "ptwrite", "rdseed", "MWAITX", NULL};
+  for (size_t i = 0; never[i]; i++)
+    if (fpull_tagdb_isa_gates(db, never[i]))
+      th_fail(__FILE__, __LINE__, "%s gates", never[i]);
+  static const char *const always[] = {"avx512f",  "sha", "aes", "avx512vp2intersect",
+                                       "amx_tile", NULL};
+  for (size_t i = 0; always[i]; i++)
+    if (!fpull_tagdb_isa_gates(db, always[i]))
+      th_fail(__FILE__, __LINE__, "%s does not gate", always[i]);
+  /* gcc 12.2's sapphirerapids had AVX512_VP2INTERSECT; the table follows gcc 12.3/13.1. */
+  const char *const *spr = fpull_tagdb_isa(db, "sapphirerapids");
+  CHECK(spr != NULL);
+  for (size_t i = 0; spr && spr[i]; i++)
+    if (strcmp(spr[i], "avx512vp2intersect") == 0)
+      th_fail(__FILE__, __LINE__, "sapphirerapids lists avx512vp2intersect");
   fpull_tagdb_free(db);
 }

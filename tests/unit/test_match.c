@@ -310,7 +310,8 @@ TEST(variant_ordering)
       {amd64, "linux/x86_64:znver3", "v3", "variant v4 above v3"},
       {arm, "linux/arm/v5", "v5", "variant v6 above v5"},
       {arm, "linux/arm/v6", "v6", "variant v7 above v6"},
-      {arm, "linux/arm/v7", "v7", "variant v8 above v7"},
+      /* The entry without variant is v7 too, and first in the index (rule 5). */
+      {arm, "linux/arm/v7", "none", "variant v8 above v7"},
       {arm, "linux/arm/v8", "v8", NULL},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -318,15 +319,53 @@ TEST(variant_ordering)
     if (strcmp(chosen_name(rows[i].index, m), rows[i].want) != 0)
       th_fail(__FILE__, __LINE__, "%s: chose %s, want %s", rows[i].platform,
               chosen_name(rows[i].index, m), rows[i].want);
-    /* An entry without variant fits any target. */
-    CHECK(m->entries[0].eligible);
+    /* An entry without variant fits any target, except on arm, where it is v7 (as containerd
+     * reads it): not for a v5 or v6 target. */
+    int below_v7 = rows[i].index == arm && (strcmp(rows[i].platform, "linux/arm/v5") == 0 ||
+                                            strcmp(rows[i].platform, "linux/arm/v6") == 0);
+    CHECK(m->entries[0].eligible == !below_v7);
     if (rows[i].why4) {
-      size_t k = 0;
+      size_t k = 1; /* the entry with an explicit variant */
       while (!m->entries[k].why || strncmp(m->entries[k].why, "variant", 7) != 0)
         k++;
       CHECK_STR_EQ(m->entries[k].why, rows[i].why4);
     }
     fpull_match_free(m);
+  }
+  /* arm's variant ordering counts an entry without variant as v7: it ranks with v7, above v6,
+   * on a v8 target (it ranked last before issue 33). */
+  static const struct entry_spec arm_low[] = {{"none", "linux/arm"}, {"v6", "linux/arm/v6"}};
+  struct fpull_match *am = match(arm_low, 2, "linux/arm/v8", NULL);
+  CHECK_STR_EQ(chosen_name(arm_low, am), "none");
+  fpull_match_free(am);
+  am = match(arm_low, 2, "linux/arm/v6", NULL);
+  CHECK_STR_EQ(chosen_name(arm_low, am), "v6");
+  CHECK_STR_EQ(am->entries[0].why, "variant v7 (none given) above v6");
+  fpull_match_free(am);
+  /* arm64: v9.N takes v9.0..v9.N, then v8 up to v8.(N+5); the highest that fits wins. */
+  static const struct entry_spec a64[] = {{"v8.5", "linux/arm64/v8.5"},
+                                          {"v8.6", "linux/arm64/v8.6"},
+                                          {"v9", "linux/arm64/v9"},
+                                          {"v9.1", "linux/arm64/v9.1"},
+                                          {"none", "linux/arm64"}};
+  static const struct {
+    const char *platform, *want;
+    int fits[5];
+  } a64_rows[] = {
+      {"linux/arm64/v9", "v9", {1, 0, 1, 0, 1}},     {"linux/arm64/v9.0", "v9", {1, 0, 1, 0, 1}},
+      {"linux/arm64/v9.1", "v9.1", {1, 1, 1, 1, 1}}, {"linux/arm64/v9.6", "v9.1", {1, 1, 1, 1, 1}},
+      {"linux/arm64/v8.6", "v8.6", {1, 1, 0, 0, 1}}, {"linux/arm64", "none", {0, 0, 0, 0, 1}},
+  };
+  for (size_t i = 0; i < sizeof a64_rows / sizeof *a64_rows; i++) {
+    am = match(a64, 5, a64_rows[i].platform, NULL);
+    if (strcmp(chosen_name(a64, am), a64_rows[i].want) != 0)
+      th_fail(__FILE__, __LINE__, "%s: chose %s, want %s", a64_rows[i].platform,
+              chosen_name(a64, am), a64_rows[i].want);
+    for (size_t k = 0; k < 5; k++)
+      if (am->entries[k].eligible != a64_rows[i].fits[k])
+        th_fail(__FILE__, __LINE__, "%s: %s %s", a64_rows[i].platform, a64[k].name,
+                a64_rows[i].fits[k] ? "does not fit" : "fits");
+    fpull_match_free(am);
   }
   /* arm64 targets are v8; variants they do not know must be equal to fit. */
   static const struct entry_spec arm64[] = {
@@ -447,10 +486,13 @@ TEST(rule_order)
       {"v4-one", "linux/amd64/v4 skylake-avx512", "two", "linux/amd64 broadwell,infiniband",
        "linux/amd64:skylake-avx512:infiniband", "two"},
       /* 2 before 3: a variant beats a larger ISA set. */
+      {"sky", "linux/amd64 skylake", "v4-hsw", "linux/amd64/v4 haswell",
+       "linux/amd64:skylake-avx512", "v4-hsw"},
+      /* 2: a CPU tag implies its level (issue 33): skylake-avx512 is v4 undeclared. */
       {"sky512", "linux/amd64 skylake-avx512", "v3-bdw", "linux/amd64/v3 broadwell",
-       "linux/amd64:skylake-avx512", "v3-bdw"},
+       "linux/amd64:skylake-avx512", "sky512"},
       /* 2: the higher variant. */
-      {"v2", "linux/amd64/v2 haswell", "v3", "linux/amd64/v3 haswell", "linux/amd64:haswell", "v3"},
+      {"v2", "linux/amd64/v2 x", "v3", "linux/amd64/v3 x", "linux/amd64:haswell:x", "v3"},
       /* 3 before 4: the larger ISA set beats a higher compute capability. */
       {"cc86", "linux/amd64 broadwell,nv-compute-8-6", "sky", "linux/amd64 skylake,nv-compute-5-0",
        "linux/amd64:skylake:nv-compute-8-6:nv-compute-5-0", "sky"},
@@ -624,4 +666,63 @@ TEST(no_fit_names_the_closest)
   fpull_match_free(m);
   free_index(d, 3);
   fpull_target_free(t);
+}
+
+/* containerd's own matcher table (tests/fixtures/platform_pairs.txt, from containerd/platforms'
+ * TestOnly): every pair gives containerd's answer, or the one fpull gives on purpose where the
+ * file says so. Before issue 33, 105 of these agreed. */
+TEST(containerd_pairs)
+{
+  cleanup_free char *text = NULL;
+  size_t len = 0;
+  if (fp_read_file(th_src("tests/fixtures/platform_pairs.txt"), 1 << 20, &text, &len) < 0)
+    th_fail(__FILE__, __LINE__, "cannot read platform_pairs.txt");
+  size_t n = 0, differ = 0;
+  char *save = NULL;
+  for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    if (line[0] == '#' || !line[0])
+      continue;
+    char target[64], entry[64], answer[8], own[8] = "";
+    if (sscanf(line, "%63s %63s %7s %7s", target, entry, answer, own) < 3) {
+      th_fail(__FILE__, __LINE__, "bad line: %s", line);
+      continue;
+    }
+    if (strcmp(own, "#") == 0)
+      own[0] = '\0';
+    int want = strcmp(own[0] ? own : answer, "yes") == 0;
+    differ += own[0] != '\0';
+    /* "windows(10.0.17763)/amd64": the os.version, which fpull does not match on, goes. */
+    char *paren = strchr(entry, '(');
+    if (paren) {
+      char *close = strchr(paren, ')');
+      memmove(paren, close + 1, strlen(close + 1) + 1);
+    }
+    const struct entry_spec e[] = {{"entry", entry}};
+    struct fpull_match *m = match(e, 1, target, NULL);
+    if (m->entries[0].eligible != want)
+      th_fail(__FILE__, __LINE__, "--platform %s, entry %s: %s, want %s (%s)", target, entry,
+              m->entries[0].eligible ? "fits" : "does not fit", want ? "fits" : "does not fit",
+              m->entries[0].why ? m->entries[0].why : "eligible");
+    fpull_match_free(m);
+    n++;
+  }
+  CHECK(n > 150);
+  CHECK(differ > 0 && differ < 30);
+}
+
+/* An entry's CPU tag implies its x86-64 level (issue 33): an icelake-server entry whose author
+ * left out the variant ranks as v4, above a plain v3 entry, on an Ice Lake-class target; it
+ * ranked below it (no variant counted lowest). A declared variant still counts when higher. */
+TEST(cpu_tag_implies_variant)
+{
+  static const struct entry_spec idx[] = {{"v3", "linux/amd64/v3 x86-64-v3"},
+                                          {"icx", "linux/amd64 icelake-server"}};
+  struct fpull_match *m = match(idx, 2, "linux/amd64:icelake-server", NULL);
+  CHECK_STR_EQ(chosen_name(idx, m), "icx");
+  fpull_match_free(m);
+  static const struct entry_spec idx2[] = {{"v4", "linux/amd64/v4 x86-64-v4"},
+                                           {"hsw", "linux/amd64 haswell"}};
+  m = match(idx2, 2, "linux/amd64:icelake-server", NULL);
+  CHECK_STR_EQ(chosen_name(idx2, m), "v4");
+  fpull_match_free(m);
 }
