@@ -14,9 +14,9 @@
 #endif
 
 static const char *const arg_names[] = {
-    "fpull",      "runtime", "run_dir",         "cache_dir",   "config",
-    "data_dir",   "mounts",  "env_passthrough", "nvidia_hook", "jobs",
-    "mount_home", "pull",    "pull_timeout",    "store_max",   NULL};
+    "fpull",        "runtime",         "run_dir",      "cache_dir", "config",     "data_dir",
+    "mounts",       "env_passthrough", "nvidia_hook",  "jobs",      "mount_home", "pull",
+    "pull_timeout", "store_max",       "shared_cache", NULL};
 
 static const char *const pull_names[] = {"always", "missing", "newer", "never", NULL};
 
@@ -73,6 +73,8 @@ static int parse_one(struct fp_slurm_settings *s, const char *key, const char *v
     return set_path(&s->run_dir, key, val, err);
   if (strcmp(key, "cache_dir") == 0)
     return set_path(&s->cache_dir, key, val, err);
+  if (strcmp(key, "shared_cache") == 0)
+    return set_path(&s->shared_cache, key, val, err);
   if (strcmp(key, "config") == 0)
     return set_path(&s->config, key, val, err);
   if (strcmp(key, "data_dir") == 0)
@@ -168,6 +170,7 @@ void fp_slurm_settings_free(struct fp_slurm_settings *s)
   free(s->runtime);
   free(s->run_dir);
   free(s->cache_dir);
+  free(s->shared_cache);
   free(s->config);
   free(s->data_dir);
   free(s->mounts);

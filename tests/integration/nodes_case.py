@@ -67,16 +67,10 @@ class NodesCase(unittest.TestCase):
     def srun(self, args, **kw):
         return self.cluster.run(["srun"] + list(args), **kw)
 
-    def blob_gets(self, start=0):
-        """{digest: GETs} in the registry's access log from byte START on."""
-        counts = {}
-        with open(self.reg.log_path, errors="replace") as f:
-            f.seek(start)
-            for line in f:
-                m = re.search(r'"GET /v2/[^ ]+/blobs/(sha256:[0-9a-f]{64}) HTTP', line)
-                if m:
-                    counts[m.group(1)] = counts.get(m.group(1), 0) + 1
-        return counts
+    def egress(self, reg=None):
+        """{digest: [GETs, bytes served]} of the blobs in a registry's access log (reg:
+        self.reg's unless given)."""
+        return blob_egress((reg or self.reg).log_path)
 
     def assert_clean(self):
         """Every node idle, its run_dir empty (the epilog ran there) and no process rooted
@@ -90,3 +84,26 @@ class NodesCase(unittest.TestCase):
             self.assertEqual(left, [], "%s: %s" % (name, run))
             self.assertEqual(holders(run), [], name)
             self.assertEqual(holders(self.cluster.node_run_dir), [], name)
+
+
+def blob_egress(log_path):
+    """{digest: [GETs, bytes served]} of the blob GETs answered 200 in a docker-registry
+    access log."""
+    out = {}
+    with open(log_path, errors="replace") as f:
+        for line in f:
+            m = re.search(r'"GET /v2/[^ ]+/blobs/(sha256:[0-9a-f]{64}) HTTP/[0-9.]+" 200 '
+                          r'(\d+)', line)
+            if m:
+                rec = out.setdefault(m.group(1), [0, 0])
+                rec[0] += 1
+                rec[1] += int(m.group(2))
+    return out
+
+
+def image_blobs(img):
+    """{digest: size} of a pushed image's config and layers (images.push_image's)."""
+    out = {img["config_digest"]: len(img["config"])}
+    for layer in img["layers"]:
+        out[layer["digest"]] = layer["size"]
+    return out
