@@ -77,24 +77,6 @@ class SharedCache(NodesCase):
         self.assertEqual({n for n, _ in self.egress().values()}, {1})
         self.assert_clean()
 
-    def test_a_login_nodes_prefetch_all_then_never_on_every_node(self):
-        """fpull prefetch --all on the login node into the user's directory of the shared
-        cache; then every node runs --fpull-pull=never with no request to the registry."""
-        cp = self.cluster.run(["fpull", "prefetch", "-q", "--all", "--config", self.config,
-                               self.ref], env={"FPULL_CACHE": self.mine,
-                                               "PATH": os.path.dirname(fpull_bin()) + ":" +
-                                               os.environ["PATH"]})
-        self.assertEqual(cp.returncode, 0, cp.stderr)
-        before = os.path.getsize(self.reg.log_path)
-        cp = self.srun(["-N4", "--fpull-pull=never", "--fpull-image=" + self.ref, "cat",
-                        "/etc/kind"])
-        self.assertEqual((cp.returncode, cp.stdout), (0, "image-os\n" * 4),
-                         cp.stderr + self.cluster.logs())
-        with open(self.reg.log_path) as f:
-            f.seek(before)
-            self.assertNotIn("/v2/", f.read())
-        self.assert_clean()
-
 
 def fpull_bin():
     import fpull
