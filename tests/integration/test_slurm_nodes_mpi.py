@@ -40,10 +40,27 @@ MPI = {
 }
 
 
+KINDS = {"node1": "x86-64-v2", "node2": "x86-64-v3"}
+
+
 class NodesMPI(NodesCase):
+    """Two nodes of two kinds (each its own fpull config, as in test_slurm_nodes_kinds)."""
+
     nodes = 2
 
-    def mpi_image(self, name):
+    def plugin_args(self):
+        return [a for a in super().plugin_args() if not a.startswith("config=")] + [
+            "config=@WORKDIR@/node/run/fpull.yaml"]
+
+    def setUp(self):
+        super().setUp()
+        for name, kind in KINDS.items():
+            self.write_config(self.cluster.node_path(name, "run", "fpull.yaml"),
+                              "detect: false\nplatform-features: [%s]\n" % kind)
+
+    def mpi_image(self, name, kinds=None):
+        """The MPI program's image; kinds: an index with an entry per kind instead (the
+        same program, /etc/kind naming the entry)."""
         cc, _, loaded = MPI[name]
         if not shutil.which(cc):
             self.skipTest("%s is not installed (Debian: %s)" % (cc, name))
@@ -64,8 +81,15 @@ class NodesMPI(NodesCase):
         for p in data:
             with open(p, "rb") as f:
                 layer.append({"path": p.lstrip("/"), "data": f.read()})
-        images.push_image(self.client, "hpc/" + name, "1.0", [layer, os_release(name)],
-                          config_extra={"config": {"Env": ["PATH=/usr/bin:/bin"]}})
+        entries = []
+        for kind in kinds or [None]:
+            img = images.push_image(self.client, "hpc/" + name, None if kinds else "1.0",
+                                    [layer, os_release(kind or name)],
+                                    config_extra={"config": {"Env": ["PATH=/usr/bin:/bin"]}})
+            entries.append((img, {"os": "linux", "architecture": "amd64",
+                                  "features": [kind]}))
+        if kinds:
+            images.push_index(self.client, "hpc/" + name, "1.0", entries)
         return "%s/hpc/%s:1.0" % (self.reg.hostport, name)
 
     def run_mpi(self, name, env=None):
@@ -77,8 +101,16 @@ class NodesMPI(NodesCase):
             "rank 0 of 2 on node1 sum 1", "rank 1 of 2 on node2 sum 1"], cp.stderr)
         self.assert_clean()
 
-    def test_mpich_pmi2_across_two_nodes(self):
-        self.run_mpi("mpich")
-
     def test_openmpi_pmix_across_two_nodes(self):
         self.run_mpi("openmpi")
+
+    def test_mpich_pmi2_across_two_nodes_of_two_kinds_each_in_its_own_entry(self):
+        ref = self.mpi_image("mpich", kinds=sorted(set(KINDS.values())))
+        cp = self.srun(["-N2", "-n2", "--mpi=pmi2", "--fpull-image=" + ref, "sh", "-c",
+                        'echo "$SLURMD_NODENAME $(cat /etc/kind)"; exec /opt/mpi-hello'],
+                       timeout=120)
+        self.assertEqual(cp.returncode, 0, cp.stdout + cp.stderr + self.cluster.logs())
+        self.assertEqual(sorted(cp.stdout.splitlines()), [
+            "node1 x86-64-v2", "node2 x86-64-v3", "rank 0 of 2 on node1 sum 1",
+            "rank 1 of 2 on node2 sum 1"], cp.stderr)
+        self.assert_clean()
