@@ -7,6 +7,7 @@ import os
 import shutil
 import time
 
+import fpull
 import images
 import slurm
 from nodes_case import NodesCase, blob_egress, image_blobs
@@ -78,11 +79,6 @@ class SharedCache(NodesCase):
         self.assert_clean()
 
 
-def fpull_bin():
-    import fpull
-    return fpull.binary()
-
-
 class PullThroughMirror(NodesCase):
     """A pull-through mirror (docker-registry in proxy mode) named in registry-mirrors:
     nodes with caches of their own each fetch from the mirror, and the upstream serves each
@@ -124,7 +120,7 @@ class PullThroughMirror(NodesCase):
         upstream twice for a blob it does not have: once for what it serves, once for what
         it stores, in the background."""
         cp = self.cluster.run(["fpull", "prefetch", "-q", "--config", self.config,
-                               self.up_ref], env={"PATH": os.path.dirname(fpull_bin()) +
+                               self.up_ref], env={"PATH": os.path.dirname(fpull.binary()) +
                                                   ":" + os.environ["PATH"],
                                                   "FPULL_CACHE": self.cluster.path("shared", "login")})
         self.assertEqual(cp.returncode, 0, cp.stderr)

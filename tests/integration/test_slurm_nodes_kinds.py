@@ -5,6 +5,7 @@ node's detection), and one index with an entry per kind."""
 import os
 import re
 
+import fpull
 import images
 import slurm
 from nodes_case import NodesCase
@@ -89,7 +90,7 @@ class NodeKinds(NodesCase):
 
     def test_a_login_nodes_prefetch_all_serves_every_kind_with_pull_never(self):
         env = {"FPULL_CACHE": self.mine,
-               "PATH": os.path.dirname(self.fpull) + ":" + os.environ["PATH"]}
+               "PATH": os.path.dirname(fpull.binary()) + ":" + os.environ["PATH"]}
         cp = self.cluster.run(["fpull", "prefetch", "-q", "--all", "--config",
                                self.cluster.path("node", "run", "fpull.yaml"), self.app],
                               env=env)
@@ -100,8 +101,3 @@ class NodeKinds(NodesCase):
             f.seek(before)
             self.assertNotIn("/v2/", f.read())
         self.assert_clean()
-
-    @property
-    def fpull(self):
-        import fpull
-        return fpull.binary()

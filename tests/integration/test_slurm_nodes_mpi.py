@@ -72,6 +72,7 @@ class NodesMPI(NodesCase):
                             stderr=subprocess.STDOUT, text=True)
         self.assertEqual(cp.returncode, 0, cp.stdout)
         extra = [p for p in loaded if os.path.exists(p)]
+        # Open MPI reads its default parameters and help texts from these.
         data = [p for p in glob.glob("/usr/share/openmpi/*") + glob.glob("/etc/openmpi/*")
                 if os.path.isfile(p)] if name == "openmpi" else []
         layer = tools_layer(self.tools() + tuple(extra) + (exe,))
