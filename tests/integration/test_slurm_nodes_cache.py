@@ -10,6 +10,7 @@ import time
 import fpull
 import images
 import slurm
+import tokenserver
 from nodes_case import NodesCase, blob_egress, image_blobs
 
 BIG = 8  # the issue's 8-node job
@@ -80,20 +81,26 @@ class SharedCache(NodesCase):
 
 
 class PullThroughMirror(NodesCase):
-    """A pull-through mirror (docker-registry in proxy mode) named in registry-mirrors:
-    nodes with caches of their own each fetch from the mirror, and the upstream serves each
-    blob once."""
+    """A pull-through mirror (docker-registry in proxy mode, the upstream's credentials in
+    its own configuration) named in registry-mirrors: nodes with caches of their own and
+    no credentials each fetch from the mirror, and the upstream serves each blob once."""
 
     nodes = BIG
 
     def setUp(self):
         super().setUp()
-        self.upstream = self.cluster.start_registry()
-        up = images.Client(self.upstream.url)
+        # The upstream wants credentials (token auth, as Docker Hub's); only the mirror's
+        # configuration has them.
+        ts = tokenserver.TokenServer(users={"mirror": "m1rror-Secret"},
+                                     host=self.cluster.bridge_ip).start()
+        self.addCleanup(ts.stop)
+        self.upstream = self.cluster.start_registry(auth=ts.registry_auth())
+        up = images.Client(self.upstream.url, username="mirror", password="m1rror-Secret")
         self.up_image = images.push_image(
             up, "hpc/os", "1.0", [images.random_layer("a", 200000),
                                   images.random_layer("b", 100000)] + self.image_layers())
-        self.mirror = self.cluster.start_registry(proxy={"remoteurl": self.upstream.url})
+        self.mirror = self.cluster.start_registry(proxy={
+            "remoteurl": self.upstream.url, "username": "mirror", "password": "m1rror-Secret"})
         self.up_ref = "%s/hpc/os:1.0" % self.upstream.hostport
         self.write_config(self.config, 'registry-mirrors:\n  "%s": ["http://%s"]\n'
                           'insecure-registries: ["%s", "%s"]\n' % (
@@ -145,5 +152,12 @@ class PullThroughMirror(NodesCase):
         for name in self.cluster.names:
             cache = self.cluster.node_path(name, "home", ".cache", "fpull", "blobs")
             self.assertTrue(os.path.isdir(cache), name)
+        # The nodes have no credentials for the upstream: without the mirror, refused.
+        with open(self.config, "w") as f:
+            f.write('insecure-registries: ["%s"]\n' % self.upstream.hostport)
+        cp = self.srun(["-N1", "--fpull-pull=always", "--fpull-image=" + self.up_ref, "true"],
+                       env={"HOME": self.cluster.node_home})
+        self.assertEqual(cp.returncode, 4, cp.stderr)
+        self.assertIn("authentication refused by %s" % self.upstream.hostport, cp.stderr)
         self.assert_clean()
 
