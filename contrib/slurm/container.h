@@ -37,6 +37,7 @@ struct fp_slurm_request {
   enum fp_slurm_pull pull;
   /* From the job's environment: where the user's credentials and cache are. */
   const char *home, *docker_config, *xdg_config_home, *xdg_cache_home;
+  const char *cache;  /* FPULL_CACHE for the pull: the job's, else shared_cache=/UID, or NULL */
   const char *gpus;   /* the allocation's GPUs (CUDA_VISIBLE_DEVICES), or NULL */
   const char *save;   /* --fpull-save: a SquashFS file of the image, written by node 0 */
   int entrypoint;     /* --fpull-entrypoint: the tasks need the image's Entrypoint */

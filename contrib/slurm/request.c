@@ -47,6 +47,7 @@ int fp_slurm_request_pack(struct fp_buf *out, const struct fp_slurm_request *r)
   put(out, "xdg_config_home", r->xdg_config_home);
   put(out, "xdg_cache_home", r->xdg_cache_home);
   put(out, "gpus", r->gpus);
+  put(out, "cache", r->cache);
   put(out, "save", r->save);
   put(out, "holder", r->holder);
   return out->len <= FP_SLURM_REQUEST_MAX ? 0 : -1;
@@ -116,6 +117,7 @@ int fp_slurm_request_unpack(struct fp_slurm_request *r, struct fp_slurm_settings
     STR("xdg_config_home", r->xdg_config_home)
     STR("xdg_cache_home", r->xdg_cache_home)
     STR("gpus", r->gpus)
+    STR("cache", r->cache)
     STR("save", r->save)
     STR("holder", r->holder)
     else bad = 1;

@@ -1098,7 +1098,7 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   int store_lock = -1;
   /* The user's own cache (their HOME) keeps images between jobs; without a home to write,
    * one for the job only. */
-  if (!dir_writable(r->xdg_cache_home) && !dir_writable(r->home))
+  if (!r->cache && !dir_writable(r->xdg_cache_home) && !dir_writable(r->home))
     snprintf(rn.cache, sizeof rn.cache, "%s/cache", jobdir);
   env_add(&rn.envp, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
   env_add(&rn.envp, "HOME", r->home);
@@ -1107,6 +1107,7 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   env_add(&rn.envp, "XDG_CACHE_HOME", r->xdg_cache_home);
   env_add(&rn.envp, "XDG_RUNTIME_DIR", stepdir);
   env_add(&rn.envp, "FPULL_SHARED_CACHES", r->s->cache_dir);
+  env_add(&rn.envp, "FPULL_CACHE", r->cache);
   env_add(&rn.envp, "FPULL_DATA_DIR", r->s->data_dir);
   /* The helpers below read the same. */
   for (size_t i = 0; rn.envp[i]; i++)

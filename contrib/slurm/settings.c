@@ -15,25 +15,17 @@
 #define FPULL_BINDIR "/usr/local/bin"
 #endif
 
-static const char *const arg_names[] = {"fpull",
-                                        "runtime",
-                                        "run_dir",
-                                        "cache_dir",
-                                        "config",
-                                        "data_dir",
-                                        "mounts",
-                                        "env_passthrough",
-                                        "nvidia_hook",
-                                        "jobs",
-                                        "mount_home",
-                                        "pull",
-                                        "pull_timeout",
-                                        "store_max",
-                                        "max_unpacked",
-                                        "cleanup_timeout",
-                                        "remap_root",
-                                        "execute_entrypoint",
-                                        NULL};
+static const char *const arg_names[] = {"fpull",        "runtime",
+                                        "run_dir",      "cache_dir",
+                                        "config",       "data_dir",
+                                        "mounts",       "env_passthrough",
+                                        "nvidia_hook",  "jobs",
+                                        "mount_home",   "pull",
+                                        "pull_timeout", "store_max",
+                                        "max_unpacked", "cleanup_timeout",
+                                        "remap_root",   "execute_entrypoint",
+                                        "shared_cache", "container_scope",
+                                        "policy",       NULL};
 
 static const char *const pull_names[] = {"always", "missing", "newer", "never", NULL};
 
@@ -120,6 +112,8 @@ static int parse_one(struct fp_slurm_settings *s, const char *key, const char *v
     return set_path(&s->run_dir, key, val, err);
   if (strcmp(key, "cache_dir") == 0)
     return set_path(&s->cache_dir, key, val, err);
+  if (strcmp(key, "shared_cache") == 0)
+    return set_path(&s->shared_cache, key, val, err);
   if (strcmp(key, "config") == 0)
     return set_path(&s->config, key, val, err);
   if (strcmp(key, "policy") == 0)
@@ -227,6 +221,7 @@ void fp_slurm_settings_free(struct fp_slurm_settings *s)
   free(s->runtime);
   free(s->run_dir);
   free(s->cache_dir);
+  free(s->shared_cache);
   free(s->config);
   free(s->policy);
   free(s->data_dir);

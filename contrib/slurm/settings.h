@@ -20,6 +20,9 @@ struct fp_slurm_settings {
   char *runtime;         /* runtime=: runc or crun, or a path to one of them */
   char *run_dir;         /* run_dir=: where job-private directories live */
   char *cache_dir;       /* cache_dir=: a read-only shared cache searched after the user's */
+  char *shared_cache;    /* shared_cache=: a directory every node shares (a parallel file
+                            system) where each user's pulls keep their cache, DIR/UID; the
+                            job's FPULL_CACHE wins */
   char *config;          /* config=: an fpull config file, or NULL for fpull's own search */
   char *policy;          /* policy=: the containers-policy.json every pull of every step is
                             checked against (fpull --policy --require-signatures); no user

@@ -255,7 +255,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     fpull_err_set(&err, FPULL_EFAIL, "no job id or user");
     return fail(&err);
   }
-  char home[PATH_MAX], dc[PATH_MAX], xc[PATH_MAX], xh[PATH_MAX], gpus[1024], term[256];
+  char home[PATH_MAX], dc[PATH_MAX], xc[PATH_MAX], xh[PATH_MAX], fc[PATH_MAX], gpus[1024],
+      term[256];
   r.image = option(sp, FP_OPT_IMAGE);
   /* A relative NAME.sqsh is in the directory the step was started from. */
   char cwd[PATH_MAX], image[PATH_MAX * 2 + 2];
@@ -275,6 +276,11 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   r.docker_config = job_env(sp, "DOCKER_CONFIG", dc, sizeof dc);
   r.xdg_config_home = job_env(sp, "XDG_CONFIG_HOME", xc, sizeof xc);
   r.xdg_cache_home = job_env(sp, "XDG_CACHE_HOME", xh, sizeof xh);
+  /* The job's own FPULL_CACHE wins over the site's shared cache, as over fpull's config. */
+  r.cache = job_env(sp, "FPULL_CACHE", fc, sizeof fc);
+  if (!r.cache && settings.shared_cache &&
+      snprintf(fc, sizeof fc, "%s/%u", settings.shared_cache, (unsigned)r.uid) < (int)sizeof fc)
+    r.cache = fc;
   /* The GPUs the job was given: what Slurm's gres set, or told the job. */
   r.gpus = job_env(sp, "CUDA_VISIBLE_DEVICES", gpus, sizeof gpus);
   if (!r.gpus)
