@@ -280,7 +280,7 @@ class ClusterDocsMarks(unittest.TestCase):
         happens) names tests, and each named test exists."""
         with open(DOC) as f:
             text = f.read()
-        section = text[text.index("## 11. Security model"):]
+        section = text[text.index("## 12. Security model"):]
         known = set()
         for path in glob.glob(os.path.join(fpull.SRC_DIR, "tests", "**", "*.py"),
                               recursive=True):
