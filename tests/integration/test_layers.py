@@ -32,7 +32,7 @@ class Layers(unittest.TestCase):
         # Every wing the build compiles is one the check knows.
         wings = sorted(d for d in os.listdir(os.path.join(SRC, "lib"))
                        if os.path.isdir(os.path.join(SRC, "lib", d)))
-        self.assertEqual(wings, ["cache", "detect", "registry", "select", "sinks", "unpack"])
+        self.assertEqual(wings, ["cache", "detect", "registry", "select", "sig", "sinks", "unpack"])
 
     def test_wing_including_orchestration_fails(self):
         root = self.copy_lib()
