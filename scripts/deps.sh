@@ -15,7 +15,7 @@ FPULL_PKGS_TEST=(clang clang-format libclang-rt-14-dev
   gcc-aarch64-linux-gnu gcc-powerpc64le-linux-gnu libc6-dev-arm64-cross libc6-dev-ppc64el-cross
   qemu-user
   slurm-wlm slurmctld slurmd munge libslurm-dev
-  runc crun iproute2 mpich openmpi-bin libpmix2
+  runc crun iproute2 mpich libmpich-dev openmpi-bin libopenmpi-dev libpmix2 libpmix-dev
   squashfs-tools squashfs-tools-ng squashfuse fuse3 fuse-overlayfs)
 # Packages whose maintainer scripts enable and start a daemon: the tests start private
 # ones of their own, and a machine that runs the suite must not be left running the

@@ -37,18 +37,19 @@ struct fp_slurm_request {
   enum fp_slurm_pull pull;
   /* From the job's environment: where the user's credentials and cache are. */
   const char *home, *docker_config, *xdg_config_home, *xdg_cache_home;
-  const char *cache;  /* FPULL_CACHE for the pull: the job's, else shared_cache=/UID, or NULL */
-  const char *gpus;   /* the allocation's GPUs (CUDA_VISIBLE_DEVICES), or NULL */
-  const char *save;   /* --fpull-save: a SquashFS file of the image, written by node 0 */
-  int entrypoint;     /* --fpull-entrypoint: the tasks need the image's Entrypoint */
-  int squashfs;       /* --fpull-format=squashfs: pulled as one SquashFS file and mounted */
-  uint32_t ntasks;    /* the step's tasks on this node: each joins, then the holder goes */
-  int quiet;          /* --fpull-quiet: no line but errors */
-  int readonly;       /* --fpull-readonly: the image is the container's read-only root */
-  const char *name;   /* --fpull-name: a container kept for later steps, or NULL */
-  const char *term;   /* the job's TERM */
-  const char *holder; /* the holder program's path (hold.c) */
-  int info_fd;        /* (the runner's own) */
+  const char *cache;    /* FPULL_CACHE for the pull: the job's, else shared_cache=/UID, or NULL */
+  const char *gpus;     /* the allocation's GPUs (CUDA_VISIBLE_DEVICES), or NULL */
+  const char *save;     /* --fpull-save: a SquashFS file of the image, written by node 0 */
+  int entrypoint;       /* --fpull-entrypoint: the tasks need the image's Entrypoint */
+  int squashfs;         /* --fpull-format=squashfs: pulled as one SquashFS file and mounted */
+  uint32_t ntasks;      /* the step's tasks on this node: each joins, then the holder goes */
+  int quiet;            /* --fpull-quiet: no line but errors */
+  int readonly;         /* --fpull-readonly: the image is the container's read-only root */
+  const char *name;     /* --fpull-name: a container kept for later steps, or NULL */
+  const char *term;     /* the job's TERM */
+  const char *pmix_dir; /* Slurm's PMIx server directory of the step, or NULL */
+  const char *holder;   /* the holder program's path (hold.c) */
+  int info_fd;          /* (the runner's own) */
 };
 
 /* What the tasks join. */

@@ -50,6 +50,7 @@ int fp_slurm_request_pack(struct fp_buf *out, const struct fp_slurm_request *r)
   put(out, "cache", r->cache);
   put(out, "save", r->save);
   put(out, "holder", r->holder);
+  put(out, "pmix_dir", r->pmix_dir);
   return out->len <= FP_SLURM_REQUEST_MAX ? 0 : -1;
 }
 
@@ -120,6 +121,7 @@ int fp_slurm_request_unpack(struct fp_slurm_request *r, struct fp_slurm_settings
     STR("cache", r->cache)
     STR("save", r->save)
     STR("holder", r->holder)
+    STR("pmix_dir", r->pmix_dir)
     else bad = 1;
 #undef NUM
 #undef STR

@@ -541,6 +541,14 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
   rn->home_mounted = rc == 0 && r->mount_home && dir_writable(r->home);
   if (rn->home_mounted)
     cJSON_AddItemToArray(mounts, bind_mount(r->home, r->home, 0));
+  /* Slurm's PMIx server keeps the step's data store there, which every MPI task maps. */
+  if (rc == 0 && r->pmix_dir && dir_writable(r->pmix_dir)) {
+    cJSON *pm = bind_mount(r->pmix_dir, r->pmix_dir, 0);
+    cJSON *o = cJSON_GetObjectItem(pm, "options");
+    cJSON_AddItemToArray(o, cJSON_CreateString("nodev"));
+    cJSON_AddItemToArray(o, cJSON_CreateString("noexec"));
+    cJSON_AddItemToArray(mounts, pm);
+  }
   if (rc == 0)
     rc = add_mounts(mounts, "--fpull-mounts", r->mounts);
   if (rc == 0 && (mkdir(rn->bundle, 0700) == 0 || errno == EEXIST))
@@ -1085,6 +1093,8 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   }
   umask(077);
   struct runner rn = {.r = r};
+  /* The array only: putenv keeps its strings in environ. */
+  cleanup_free char **envp_array = NULL;
   snprintf(rn.step, sizeof rn.step, "%" PRIu32 "/%" PRIu32, r->job_id, r->step_id);
   cleanup_free char *jobdir = fp_xasprintf("%s/%" PRIu32, r->s->run_dir, r->job_id);
   cleanup_free char *stepdir = fp_xasprintf("%s/%" PRIu32, jobdir, r->step_id);
@@ -1112,6 +1122,7 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   /* The helpers below read the same. */
   for (size_t i = 0; rn.envp[i]; i++)
     putenv(rn.envp[i]);
+  envp_array = rn.envp;
 
   int rc;
   if (r->image[0] == '/' && r->s->policy) {

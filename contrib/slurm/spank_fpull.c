@@ -237,6 +237,40 @@ static int fail(const fpull_err *err)
   return 0;
 }
 
+/* slurmstepd's configuration (libslurmfull's; not there in the submit commands). */
+extern slurm_conf_t slurm_conf __attribute__((weak));
+
+/* Slurm's mpi/pmix keeps each step's PMIx data store in SlurmdSpoolDir/pmix.JOB.STEP, made
+ * before user_init; the tasks map it, so the container needs it at the same path. NULL
+ * where there is none (no pmix step, or a site's PMIxCliTmpDirBase elsewhere). */
+static const char *pmix_dir(spank_t sp, uint32_t job_id, uint32_t step_id, char *buf, size_t len)
+{
+  if (!&slurm_conf || !slurm_conf.slurmd_spooldir)
+    return NULL;
+  char node[256] = "", host[256] = "";
+  if (spank_getenv(sp, "SLURMD_NODENAME", node, sizeof node) != ESPANK_SUCCESS)
+    node[0] = '\0';
+  gethostname(host, sizeof host - 1);
+  size_t o = 0;
+  for (const char *p = slurm_conf.slurmd_spooldir; *p && o + 1 < len; p++) {
+    const char *sub = p[0] == '%' && p[1] == 'n' ? node : p[0] == '%' && p[1] == 'h' ? host : NULL;
+    if (sub) {
+      o += (size_t)snprintf(buf + o, len - o, "%s", sub);
+      p++;
+    } else {
+      buf[o++] = *p;
+    }
+  }
+  if (o >= len)
+    return NULL;
+  buf[o] = '\0';
+  size_t n = strlen(buf);
+  if ((size_t)snprintf(buf + n, len - n, "/pmix.%" PRIu32 ".%" PRIu32, job_id, step_id) >= len - n)
+    return NULL;
+  struct stat st;
+  return stat(buf, &st) == 0 && S_ISDIR(st.st_mode) ? buf : NULL;
+}
+
 static const char *job_env(spank_t sp, const char *name, char *buf, int len)
 {
   return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS && buf[0] ? buf : NULL;
@@ -301,6 +335,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   uint32_t node = 0;
   if (spank_get_item(sp, S_JOB_NODEID, &node) == ESPANK_SUCCESS && node == 0)
     r.save = option(sp, FP_OPT_SAVE);
+  char pmix[PATH_MAX];
+  r.pmix_dir = pmix_dir(sp, r.job_id, r.step_id, pmix, sizeof pmix);
   if (fp_slurm_container_start(&container, &r, &err) != 0)
     return fail(&err);
   in_container = 1;

@@ -247,11 +247,8 @@ class SlurmMPI(SlurmCase):
                         [p for p in ("/etc/openmpi/openmpi-mca-params.conf", "/usr/share/openmpi",
                                      os.path.join(pmix, "share")) if os.path.exists(p)])
         # PMIx's clients map the server's data store from slurmd's spool directory, which
-        # the plugin does not mount yet (test_pmix_server_tmpdir_is_in_the_container): the
-        # job mounts it here, so that this test is about the tasks' user namespace only.
-        spool = self.cluster.path("spool")
-        cp = self.srun("--mpi=pmix", "-n", "4", "-O", "--fpull-mounts=%s:%s" % (spool, spool),
-                       "--fpull-image=" + ref, "allreduce")
+        # the plugin mounts (test_pmix_server_tmpdir_is_in_the_container).
+        cp = self.srun("--mpi=pmix", "-n", "4", "-O", "--fpull-image=" + ref, "allreduce")
         # vader's single copy is cross-memory attach, which it does not even try between
         # tasks in different user namespaces ("CMA is not available due to different user
         # namespaces"): it would fall back, with a warning per rank.
