@@ -1,6 +1,8 @@
 /* fpull pull, and the result output that prefetch shares. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -62,6 +64,59 @@ void cli_pull_say_done(const struct cli_settings *s, const struct fpull_pull_res
           r->rootfs ? r->rootfs : "");
 }
 
+/* DEST in skopeo's transport syntax: TRANSPORT:PATH[:NAME], split at the first ':' after
+ * the transport as skopeo splits it. */
+static const struct {
+  const char *word;
+  enum fpull_layout_kind kind;
+} dest_transports[] = {
+    {"oci", FPULL_LAYOUT_OCI},
+    {"oci-archive", FPULL_LAYOUT_OCI_ARCHIVE},
+    {"docker-archive", FPULL_LAYOUT_DOCKER_ARCHIVE},
+};
+
+struct dest_spec {
+  enum fpull_layout_kind kind; /* 0: a path (a rootfs, bundle or SquashFS file) */
+  char *path;
+  const char *name; /* in path's buffer, or NULL */
+};
+
+static int parse_dest(struct dest_spec *d, const char *dest, enum cli_format format, fpull_err *err)
+{
+  memset(d, 0, sizeof *d);
+  if (!dest)
+    return 0;
+  size_t w = strspn(dest, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_");
+  /* A path with a colon in its first component that exists is a path, as it always was. */
+  struct stat st;
+  if (w == 0 || dest[w] != ':' || lstat(dest, &st) == 0)
+    return 0;
+  for (size_t i = 0; i < sizeof dest_transports / sizeof dest_transports[0]; i++) {
+    if (strlen(dest_transports[i].word) != w || strncmp(dest, dest_transports[i].word, w) != 0)
+      continue;
+    if (format != CLI_FORMAT_DIR)
+      return fpull_err_set(err, FPULL_EUSAGE, "pull: %.*s: writes an image layout, not --format %s",
+                           (int)w + 1, dest, format == CLI_FORMAT_BUNDLE ? "bundle" : "squashfs");
+    d->kind = dest_transports[i].kind;
+    d->path = strdup(dest + w + 1);
+    char *colon = d->path ? strchr(d->path, ':') : NULL;
+    if (colon) {
+      *colon = '\0';
+      d->name = colon + 1;
+    }
+    if (!d->path || !*d->path)
+      return fpull_err_set(err, FPULL_EUSAGE, "pull: %s: no %s after '%.*s'", dest,
+                           d->kind == FPULL_LAYOUT_OCI ? "directory" : "file", (int)w + 1, dest);
+    return 0;
+  }
+  return fpull_err_set(err, FPULL_EUSAGE,
+                       "pull: unknown destination type '%.*s' in %s: fpull writes a path "
+                       "(a rootfs, --format bundle or squashfs), oci:DIR[:TAG], "
+                       "oci-archive:FILE[:TAG] or docker-archive:FILE[:REFERENCE] "
+                       "(./%s names a file with a colon)",
+                       (int)w + 1, dest, dest, dest);
+}
+
 /* --format: what DEST becomes. */
 static int pull_as(enum cli_format format, struct fpull_pull_result **r, const char *image,
                    const char *dest, const struct fpull_pull_opts *o, fpull_err *err)
@@ -85,13 +140,17 @@ static int run_pull(struct cli_settings *s, int argc, char **argv)
   if (argc > 1 && s->output)
     rc = fpull_err_set(&err, FPULL_EUSAGE,
                        "pull: give DEST either as an argument or with -o, not both");
+  struct dest_spec ds = {0};
+  if (rc == 0)
+    rc = parse_dest(&ds, dest, s->format, &err);
   if (rc == 0)
     rc = cli_env_load(&env, s, 1, &err);
   if (rc == 0) {
     struct fpull_pull_opts o;
     cli_pull_opts(&o, &env, s);
     struct fpull_pull_result *r = NULL;
-    rc = pull_as(s->format, &r, argv[0], dest, &o, &err);
+    rc = ds.kind ? fpull_pull_layout(&r, argv[0], ds.kind, ds.path, ds.name, &o, &err)
+                 : pull_as(s->format, &r, argv[0], dest, &o, &err);
     if (rc == 0) {
       cli_pull_say_done(s, r);
       if (s->json)
@@ -100,6 +159,7 @@ static int run_pull(struct cli_settings *s, int argc, char **argv)
     fpull_pull_result_free(r);
   }
   cli_env_free(&env);
+  free(ds.path);
   /* --json fails with an object too, as prefetch's entries do (contract v4). */
   if (rc && s->json)
     cli_print_json(cli_pull_error_json(argv[0], &err));

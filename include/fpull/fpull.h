@@ -17,6 +17,7 @@
 #include "unpack.h"
 #include "pull.h"
 #include "bundle.h"
+#include "layout.h"
 #include "spec.h"
 #include "login.h"
 #include "components.h"
