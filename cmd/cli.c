@@ -48,6 +48,7 @@ static const struct cli_opt all_opts[] = {
     {OPT_PRUNE_ALL, "all", 0, NULL, "prune: remove every image no running pull uses"},
     {OPT_PROGRESS, "progress", 0, "bar|lines|none",
      "progress on stderr: a bar on a terminal (default), a line every 5 s anywhere, or none"},
+    {OPT_INDEX, "index", 0, NULL, "the digest of the index itself, not of the chosen entry"},
 };
 
 static const char *const format_names[] = {"dir", "bundle", "squashfs", NULL};
@@ -255,6 +256,9 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
       break;
     case OPT_PRUNE_ALL:
       s->prune_all = 1;
+      break;
+    case OPT_INDEX:
+      s->index = 1;
       break;
     case OPT_SQFS_COMP:
     case OPT_SQFS_BLOCK_SIZE:

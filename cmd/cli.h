@@ -40,6 +40,7 @@ enum cli_opt_id {
   OPT_MAX_SIZE,
   OPT_PRUNE_ALL,
   OPT_PROGRESS,
+  OPT_INDEX, /* digest --index */
 };
 
 /* pull --format: what DEST becomes. */
@@ -88,6 +89,7 @@ struct cli_settings {
   const char *max_size;
   int prune_all;
   int progress; /* --progress: 0 auto (a bar on a terminal), 1 lines, 2 none */
+  int index;    /* digest --index */
 };
 
 struct cli_cmd {
@@ -152,6 +154,6 @@ void *cli_pull_json(const struct fpull_pull_result *r);
 void cli_pull_say_done(const struct cli_settings *s, const struct fpull_pull_result *r);
 
 extern const struct cli_cmd cmd_pull, cmd_prefetch, cmd_inspect, cmd_features, cmd_version,
-    cmd_manifest, cmd_login, cmd_logout, cmd_config, cmd_cache;
+    cmd_manifest, cmd_login, cmd_logout, cmd_config, cmd_cache, cmd_digest, cmd_tags;
 
 #endif

@@ -56,6 +56,14 @@ FPULL_API void fpull_fetched_free(struct fpull_fetched *f);
 FPULL_API int fpull_registry_get_manifest(struct fpull_fetched **out, fpull_registry *r,
                                           const char *repo, const char *ref, fpull_err *err);
 
+/* GET /v2/REPO/tags/list, page after page (page_size tags a request, "n"; 0: 1000),
+ * following the registry's Link: rel="next". *out is NULL-terminated in the registry's
+ * order; the caller frees it (fpull_strv_free). A name that is no valid tag is left out with
+ * a warning. At most 100000 tags. Errors: FPULL_ENOTFOUND, FPULL_EAUTH, FPULL_ENET,
+ * FPULL_EFAIL (a malformed answer). */
+FPULL_API int fpull_registry_list_tags(char ***out, fpull_registry *r, const char *repo,
+                                       unsigned page_size, fpull_err *err);
+
 /* Where blob bytes go. restart is called before each attempt with the offset that will be
  * requested; when a server ignores a Range request it is called again with 0, and the
  * sink must then discard what it had. */

@@ -13,6 +13,7 @@ void fp_http_resp_free(struct fp_http_resp *resp)
   free(resp->location);
   free(resp->retry_after);
   free(resp->content_range);
+  free(resp->link);
   free(resp->final_url);
   fp_buf_free(&resp->body);
   memset(resp, 0, sizeof *resp);
@@ -20,8 +21,13 @@ void fp_http_resp_free(struct fp_http_resp *resp)
 
 static void clear_headers(struct fp_http_resp *resp)
 {
-  char **fields[] = {&resp->www_authenticate, &resp->content_type, &resp->docker_content_digest,
-                     &resp->location,         &resp->retry_after,  &resp->content_range};
+  char **fields[] = {&resp->www_authenticate,
+                     &resp->content_type,
+                     &resp->docker_content_digest,
+                     &resp->location,
+                     &resp->retry_after,
+                     &resp->content_range,
+                     &resp->link};
   for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
     free(*fields[i]);
     *fields[i] = NULL;
@@ -75,6 +81,7 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
       {"Location", offsetof(struct fp_http_resp, location)},
       {"Retry-After", offsetof(struct fp_http_resp, retry_after)},
       {"Content-Range", offsetof(struct fp_http_resp, content_range)},
+      {"Link", offsetof(struct fp_http_resp, link)},
   };
   for (size_t i = 0; i < sizeof wanted / sizeof *wanted; i++) {
     const char *v;

@@ -90,6 +90,7 @@ struct fp_http_resp {
   long status;
   char *www_authenticate, *content_type, *docker_content_digest, *location, *retry_after,
       *content_range;
+  char *link;         /* tags/list's next page */
   struct fp_buf body; /* 2xx body when no sink; error bodies (bounded) otherwise */
   char *final_url;    /* after redirects */
   CURLcode curl;      /* transport error, CURLE_OK when an HTTP answer came */
