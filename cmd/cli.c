@@ -49,6 +49,7 @@ static const struct cli_opt all_opts[] = {
     {OPT_PROGRESS, "progress", 0, "bar|lines|none",
      "progress on stderr: a bar on a terminal (default), a line every 5 s anywhere, or none"},
     {OPT_INDEX, "index", 0, NULL, "the digest of the index itself, not of the chosen entry"},
+    {OPT_PARENTS, "parents", 0, NULL, "create DEST's missing parent directories"},
 };
 
 static const char *const format_names[] = {"dir", "bundle", "squashfs", NULL};
@@ -260,6 +261,9 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
     case OPT_INDEX:
       s->index = 1;
       break;
+    case OPT_PARENTS:
+      s->parents = 1;
+      break;
     case OPT_SQFS_COMP:
     case OPT_SQFS_BLOCK_SIZE:
     case OPT_SQFS_LEVEL:
@@ -361,6 +365,7 @@ void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
   o->offline = s->offline;
   o->jobs = s->jobs;
   o->unpack.force = s->force;
+  o->unpack.parents = s->parents;
   cli_progress_attach(o, s);
   cli_sqfs_pull_opts(o, s);
 }

@@ -40,7 +40,8 @@ enum cli_opt_id {
   OPT_MAX_SIZE,
   OPT_PRUNE_ALL,
   OPT_PROGRESS,
-  OPT_INDEX, /* digest --index */
+  OPT_INDEX,   /* digest --index */
+  OPT_PARENTS, /* pull --parents */
 };
 
 /* pull --format: what DEST becomes. */
@@ -90,6 +91,7 @@ struct cli_settings {
   int prune_all;
   int progress; /* --progress: 0 auto (a bar on a terminal), 1 lines, 2 none */
   int index;    /* digest --index */
+  int parents;  /* pull --parents */
 };
 
 struct cli_cmd {

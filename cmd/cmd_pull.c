@@ -173,7 +173,7 @@ static const enum cli_opt_id pull_opts[] = {
     OPT_CACHE_DIR, OPT_CERTS_DIR,       OPT_CONFIG,     OPT_INSECURE,     OPT_OFFLINE,
     OPT_JSON,      OPT_QUIET,           OPT_VERBOSE,    OPT_JOBS,         OPT_PROGRESS,
     OPT_FORMAT,    OPT_SQFS_COMP,       OPT_SQFS_BLOCK_SIZE, OPT_SQFS_LEVEL, OPT_SQFS_THREADS,
-    OPT_KEEP_PRIV, 0};
+    OPT_KEEP_PRIV, OPT_PARENTS, 0};
 /* clang-format on */
 
 const struct cli_cmd cmd_pull = {

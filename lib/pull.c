@@ -8,6 +8,7 @@
 #include "cache/cache_use.h"
 #include "cache/cache_verified.h"
 #include "unpack/dest.h"
+#include "opts.h"
 #include "resolve.h"
 #include "util.h"
 #include "fpull/match.h"
@@ -178,6 +179,12 @@ int fpull_pull(struct fpull_pull_result **out, const char *image, const char *de
       return rc;
     dest = def;
   }
+  /* A missing parent of DEST fails before the network (one asked for is created later). */
+  __attribute__((cleanup(fp_dest_free))) struct fp_dest where = {0};
+  if (FP_OPTS_CHECK(o, FPULL_PULL_OPTS, "fpull_pull_opts", NULL) == 0 &&
+      !fp_dest_parents(&o->unpack) &&
+      fp_dest_split(&where, dest, o->unpack.format != FPULL_FORMAT_SQUASHFS, 0, err))
+    return err ? err->code : FPULL_EFAIL;
   return run(out, image, dest, o, err);
 }
 

@@ -40,7 +40,7 @@ struct fpull_sqfs_opts {
 /* Options structs grow at the end: version says which layout the caller was compiled
  * with, and the library refuses versions it does not know (FPULL_EUSAGE). Start from
  * FPULL_UNPACK_OPTS_INIT, then set fields. */
-#define FPULL_UNPACK_OPTS_VERSION 1
+#define FPULL_UNPACK_OPTS_VERSION 2
 struct fpull_unpack_opts {
   unsigned int version; /* FPULL_UNPACK_OPTS_VERSION */
   int force;            /* DEST may exist; replaced only once the new rootfs is complete */
@@ -57,6 +57,9 @@ struct fpull_unpack_opts {
   /* SquashFS output as root: keep setuid/setgid bits, file capabilities and device nodes
    * (dropped and counted by default: others mount the image). FPULL_EUSAGE as non-root. */
   int keep_privileged;
+  /* Version 2: DEST's missing parent directories are created (pull --parents); 0: a
+   * missing parent is FPULL_EFAIL, as with tar -C. Version 1 callers get them created. */
+  int parents;
 };
 #define FPULL_UNPACK_OPTS_INIT                                                                     \
   {                                                                                                \

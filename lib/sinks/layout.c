@@ -272,7 +272,7 @@ static int write_dir(const struct fpull_pull_result *r, const char *dest, const 
                      const struct fpull_pull_opts *opts, fpull_err *err)
 {
   __attribute__((cleanup(fp_dest_free))) struct fp_dest dd = {0};
-  int rc = fp_dest_split(&dd, dest, 1, err);
+  int rc = fp_dest_split(&dd, dest, 1, fp_dest_parents(&opts->unpack), err);
   if (rc)
     return rc;
   cleanup_close int pfd = open(dd.parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -315,7 +315,7 @@ static int write_archive(const struct fpull_pull_result *r, const char *dest, co
                          fpull_err *err)
 {
   __attribute__((cleanup(fp_image_close))) struct fp_image_dest d;
-  int rc = fp_image_open(&d, dest, opts->unpack.force, err);
+  int rc = fp_image_open(&d, dest, opts->unpack.force, fp_dest_parents(&opts->unpack), err);
   if (rc)
     return rc;
   struct archive *ar = archive_write_new();
@@ -348,7 +348,7 @@ int fpull_pull_layout(struct fpull_pull_result **out, const char *image,
   /* What is at dest is checked before the network, and again before the rename. */
   if (rc == 0) {
     __attribute__((cleanup(fp_dest_free))) struct fp_dest dd = {0};
-    rc = fp_dest_split(&dd, dest, kind == FPULL_LAYOUT_OCI, err);
+    rc = fp_dest_split(&dd, dest, kind == FPULL_LAYOUT_OCI, fp_dest_parents(&opts->unpack), err);
     cleanup_close int pfd = rc ? -1 : open(dd.parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
     int exists;
     if (rc == 0 && pfd >= 0)
