@@ -15,6 +15,8 @@ static const struct cli_opt all_opts[] = {
     {OPT_PLATFORM, "platform", 0, "OS/ARCH[/VARIANT][:FEATURE...]", "the target platform"},
     {OPT_CACHE_DIR, "cache-dir", 0, "DIR", "blob cache directory"},
     {OPT_CERTS_DIR, "certs-dir", 0, "DIR", "certs.d-style directory searched first"},
+    {OPT_CERT_DIR, "cert-dir", 0, "DIR",
+     "the registry's own *.crt, client.cert and client.key (skopeo's --cert-dir)"},
     {OPT_CONFIG, "config", 0, "FILE",
      "config file (default $FPULL_CONFIG, else ~/.config/fpull/config.yaml, else "
      "/etc/fpull/config.yaml)"},
@@ -177,6 +179,9 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
       break;
     case OPT_CERTS_DIR:
       s->certs_dir = optarg;
+      break;
+    case OPT_CERT_DIR:
+      s->cert_dir = optarg;
       break;
     case OPT_CONFIG:
       s->config = optarg;
@@ -361,6 +366,7 @@ void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
   o->tagdb = env->tagdb;
   o->cache_dir = env->cache_dir;
   o->certs_dir = s->certs_dir;
+  o->cert_dir = s->cert_dir;
   o->insecure = s->insecure;
   o->offline = s->offline;
   o->jobs = s->jobs;

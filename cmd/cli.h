@@ -42,6 +42,7 @@ enum cli_opt_id {
   OPT_PROGRESS,
   OPT_INDEX,   /* digest --index */
   OPT_PARENTS, /* pull --parents */
+  OPT_CERT_DIR,
 };
 
 /* pull --format: what DEST becomes. */
@@ -67,6 +68,7 @@ struct cli_settings {
   const char *platform;
   const char *cache_dir;
   const char *certs_dir;
+  const char *cert_dir; /* skopeo's --cert-dir */
   const char *config;
   int insecure;
   int offline;

@@ -12,7 +12,7 @@ struct fpull_config;
 /* Options structs grow at the end: version says which layout the caller was compiled
  * with, and the library refuses versions it does not know (FPULL_EUSAGE). Start from
  * FPULL_PULL_OPTS_INIT, then set fields. */
-#define FPULL_PULL_OPTS_VERSION 1
+#define FPULL_PULL_OPTS_VERSION 2
 struct fpull_pull_opts {
   unsigned int version;              /* FPULL_PULL_OPTS_VERSION */
   const struct fpull_config *config; /* may be NULL */
@@ -26,6 +26,9 @@ struct fpull_pull_opts {
   fpull_progress_fn progress;
   void *progress_ud;
   struct fpull_unpack_opts unpack;
+  /* Version 2: skopeo's --cert-dir, the registry's own CA and client certificate folder
+   * (fpull_registry_opts.cert_dir); NULL: none. */
+  const char *cert_dir;
 };
 #define FPULL_PULL_OPTS_INIT                                                                       \
   {                                                                                                \

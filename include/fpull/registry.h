@@ -9,7 +9,7 @@ struct fpull_config;
 /* Options structs grow at the end: version says which layout the caller was compiled
  * with, and the library refuses versions it does not know (FPULL_EUSAGE). Start from
  * FPULL_REGISTRY_OPTS_INIT, then set fields. */
-#define FPULL_REGISTRY_OPTS_VERSION 1
+#define FPULL_REGISTRY_OPTS_VERSION 2
 struct fpull_registry_opts {
   unsigned int version;         /* FPULL_REGISTRY_OPTS_VERSION */
   int insecure;                 /* --insecure or insecure-registries: HTTP and unverified TLS */
@@ -19,6 +19,9 @@ struct fpull_registry_opts {
   int max_tries;                /* per request; 0: the default (5) */
   const struct fpull_config *config; /* may be NULL: its insecure-registries also cover
                                         mirror hosts (an http:// mirror needs that) */
+  /* Version 2: --cert-dir, skopeo's: the registry's own *.crt, client.cert and client.key
+   * directly in it (no HOST:PORT folder), searched before everything else; may be NULL. */
+  const char *cert_dir;
 };
 #define FPULL_REGISTRY_OPTS_INIT                                                                   \
   {                                                                                                \

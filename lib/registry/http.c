@@ -297,7 +297,11 @@ static void setup(CURL *h, const struct fp_http_req *req, const char *url,
   if (req->tls && req->tls->ca_blob) {
     struct curl_blob blob = {req->tls->ca_blob, req->tls->ca_len, CURL_BLOB_NOCOPY};
     curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+  } else if (getenv("SSL_CERT_FILE") && *getenv("SSL_CERT_FILE")) {
+    curl_easy_setopt(h, CURLOPT_CAINFO, fp_tls_system_ca_file());
   }
+  if (fp_tls_system_ca_dir())
+    curl_easy_setopt(h, CURLOPT_CAPATH, fp_tls_system_ca_dir());
   if (req->tls && req->tls->client_cert) {
     curl_easy_setopt(h, CURLOPT_SSLCERT, req->tls->client_cert);
     curl_easy_setopt(h, CURLOPT_SSLKEY, req->tls->client_key);
