@@ -58,8 +58,8 @@ void cli_pull_say_done(const struct cli_settings *s, const struct fpull_pull_res
     fprintf(stderr, ")");
   }
   char down[32], cached[32];
-  fprintf(stderr, ", %zu layers, %s downloaded, %s from cache%s%s\n", r->layers,
-          cli_human_bytes(down, sizeof down, r->bytes_downloaded),
+  fprintf(stderr, ", %zu layer%s, %s downloaded, %s from cache%s%s\n", r->layers,
+          r->layers == 1 ? "" : "s", cli_human_bytes(down, sizeof down, r->bytes_downloaded),
           cli_human_bytes(cached, sizeof cached, r->bytes_from_cache), r->rootfs ? " -> " : "",
           r->rootfs ? r->rootfs : "");
 }
@@ -131,6 +131,24 @@ static int pull_as(enum cli_format format, struct fpull_pull_result **r, const c
   return fpull_pull(r, image, dest, o, err);
 }
 
+/* What an interrupted pull must clear away is named after DEST, the default one too. */
+static void watch_dest(const char *image, const char *dest, enum cli_format format)
+{
+  if (dest) {
+    cli_interrupt_watch_dest(dest);
+    return;
+  }
+  struct fpull_ref *ref = NULL;
+  fpull_err ignored = {0};
+  if (fpull_ref_parse(&ref, image, &ignored) != 0)
+    return;
+  char def[600];
+  snprintf(def, sizeof def, "./%s%s", fpull_ref_basename(ref),
+           format == CLI_FORMAT_SQUASHFS ? ".sqsh" : "");
+  fpull_ref_free(ref);
+  cli_interrupt_watch_dest(def);
+}
+
 static int run_pull(struct cli_settings *s, int argc, char **argv)
 {
   fpull_err err = {0};
@@ -145,6 +163,8 @@ static int run_pull(struct cli_settings *s, int argc, char **argv)
     rc = parse_dest(&ds, dest, s->format, &err);
   if (rc == 0)
     rc = cli_env_load(&env, s, 1, &err);
+  if (rc == 0)
+    watch_dest(argv[0], ds.kind ? ds.path : dest, s->format);
   if (rc == 0) {
     struct fpull_pull_opts o;
     cli_pull_opts(&o, &env, s);
