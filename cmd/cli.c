@@ -52,6 +52,7 @@ static const struct cli_opt all_opts[] = {
      "progress on stderr: a bar on a terminal (default), a line every 5 s anywhere, or none"},
     {OPT_INDEX, "index", 0, NULL, "the digest of the index itself, not of the chosen entry"},
     {OPT_PARENTS, "parents", 0, NULL, "create DEST's missing parent directories"},
+    {OPT_NO_TRUNC, "no-trunc", 0, NULL, "whole digests and feature lists, however wide"},
 };
 
 static const char *const format_names[] = {"dir", "bundle", "squashfs", NULL};
@@ -268,6 +269,9 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
       break;
     case OPT_PARENTS:
       s->parents = 1;
+      break;
+    case OPT_NO_TRUNC:
+      s->no_trunc = 1;
       break;
     case OPT_SQFS_COMP:
     case OPT_SQFS_BLOCK_SIZE:

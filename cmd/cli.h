@@ -43,6 +43,7 @@ enum cli_opt_id {
   OPT_INDEX,   /* digest --index */
   OPT_PARENTS, /* pull --parents */
   OPT_CERT_DIR,
+  OPT_NO_TRUNC, /* inspect --no-trunc */
 };
 
 /* pull --format: what DEST becomes. */
@@ -94,6 +95,7 @@ struct cli_settings {
   int progress; /* --progress: 0 auto (a bar on a terminal), 1 lines, 2 none */
   int index;    /* digest --index */
   int parents;  /* pull --parents */
+  int no_trunc; /* inspect --no-trunc */
 };
 
 struct cli_cmd {

@@ -250,6 +250,9 @@ int fpull_inspect(struct fpull_inspect_result **out, const char *image,
       res->entries[0].media_type = fp_xstrdup(r.manifest->media_type);
       res->entries[0].digest = fp_xstrdup(r.manifest_digest);
       res->entries[0].platform = steal_pointer(&r.platform);
+      res->n_layers = r.manifest->n_layers;
+      for (size_t i = 0; i < r.manifest->n_layers; i++)
+        res->layers_size += (uint64_t)r.manifest->layers[i].size;
       rc = fpull_match_entries(&res->match, o->target, res->entries, 1, o->tagdb, err);
       if (rc == 0 && r.preflight_why && res->match->entries[0].eligible) {
         /* The GPU preflight refused the image: shown as the entry's reason. */

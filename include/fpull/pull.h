@@ -102,6 +102,9 @@ struct fpull_inspect_result {
   size_t n_entries;
   struct fpull_match *match;          /* why: the reason an entry is passed over, too */
   struct fpull_entry_origin *origins; /* n_entries; NULL for a single manifest */
+  /* A single manifest's layers: their count and the sum of their sizes (0 for an index). */
+  size_t n_layers;
+  uint64_t layers_size;
 };
 FPULL_API void fpull_inspect_result_free(struct fpull_inspect_result *r);
 /* Fetches manifests only (and a single manifest's config). Returns FPULL_OK even when
