@@ -18,8 +18,8 @@ enum fpull_layout_kind {
  * for a digest reference) becomes the layout's org.opencontainers.image.ref.name, or for
  * docker-archive the archive's RepoTags entry (a reference, normalised). The directory or
  * file is written beside dest and renamed into place; an existing dest is replaced only
- * with opts->unpack.force. (*out)->rootfs is dest's absolute path. Returns the contract's
- * codes (FPULL_EUSAGE for a bad name). */
+ * with opts->unpack.force. (*out)->rootfs is dest's absolute path. Returns fpull(1)'s
+ * exit codes (FPULL_EUSAGE for a bad name). */
 FPULL_API int fpull_pull_layout(struct fpull_pull_result **out, const char *image,
                                 enum fpull_layout_kind kind, const char *dest, const char *name,
                                 const struct fpull_pull_opts *opts, fpull_err *err);

@@ -63,7 +63,7 @@ struct fpull_pull_result {
 FPULL_API void fpull_pull_result_free(struct fpull_pull_result *r);
 
 /* Resolves image, chooses the entry, downloads into the cache, unpacks into dest
- * (NULL: ./NAME). Returns the contract's codes. */
+ * (NULL: ./NAME). Returns fpull(1)'s exit codes (EXIT STATUS). */
 FPULL_API int fpull_pull(struct fpull_pull_result **out, const char *image, const char *dest,
                          const struct fpull_pull_opts *opts, fpull_err *err);
 /* The same without a rootfs. */
@@ -74,7 +74,7 @@ FPULL_API int fpull_prefetch(struct fpull_pull_result **out, const char *image,
  * index (attestations and unknown/unknown entries are not images), or of the single
  * manifest, so that nodes of every kind can pull --offline from the cache. os and arch
  * (NULL: any) keep only the entries of that os/architecture. FPULL_ENOMATCH when they
- * leave no entry; otherwise the contract's codes of the first failure. */
+ * leave no entry; otherwise fpull(1)'s exit code of the first failure. */
 FPULL_API int fpull_prefetch_all(struct fpull_pull_result **out, const char *image, const char *os,
                                  const char *arch, const struct fpull_pull_opts *opts,
                                  fpull_err *err);
@@ -85,8 +85,8 @@ FPULL_API int fpull_prefetch_all(struct fpull_pull_result **out, const char *ima
 FPULL_API int fpull_image_config_get(char **json, size_t *len, const char *image,
                                      const struct fpull_pull_opts *opts, fpull_err *err);
 
-/* Where an entry of fpull_inspect came from (contract, "Which index entries are
- * candidates"). */
+/* Where an entry of fpull_inspect came from (fpull(1), "Which entries are
+ * candidates" under MATCHING). */
 struct fpull_entry_origin {
   long parent;              /* the entry (nested index) that listed it; -1: the top index */
   int depth;                /* 1 for the top index's entries */

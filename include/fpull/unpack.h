@@ -1,4 +1,4 @@
-/* fpull: building a rootfs from layers, safely (contract, "Rootfs"). */
+/* fpull: building a rootfs from layers, safely (fpull(1), ROOTFS). */
 #ifndef FPULL_UNPACK_H
 #define FPULL_UNPACK_H
 
@@ -15,7 +15,7 @@ struct fpull_layer {
   int fd;
 };
 
-/* What pull writes (contract, --format). */
+/* What pull writes (fpull(1), --format). */
 enum fpull_unpack_format {
   FPULL_FORMAT_DIR = 0,      /* DEST is the rootfs */
   FPULL_FORMAT_SQUASHFS = 2, /* DEST is one SquashFS file holding it */
