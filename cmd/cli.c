@@ -99,7 +99,10 @@ static void print_help_row(FILE *out, const char *left, const char *help)
 
 void cli_print_help(const struct cli_cmd *cmd, FILE *out)
 {
-  fprintf(out, "Usage: fpull %s %s\n%s\n\nOptions:\n", cmd->name, cmd->args, cmd->summary);
+  fprintf(out, "Usage: fpull %s %s\n%s\n", cmd->name, cmd->args, cmd->summary);
+  if (cmd->notes)
+    fprintf(out, "\n%s", cmd->notes);
+  fprintf(out, "\nOptions:\n");
   for (const enum cli_opt_id *id = cmd->opts; *id; id++) {
     const struct cli_opt *o = cli_opt_find(*id);
     char left[96];

@@ -102,6 +102,7 @@ struct cli_cmd {
   const char *name;
   const char *args;            /* "[OPTIONS] IMAGE [DEST]" */
   const char *summary;         /* one line for fpull --help */
+  const char *notes;           /* lines after the summary in its --help, or NULL */
   const enum cli_opt_id *opts; /* terminated by 0 */
   int min_args, max_args;      /* positional arguments; max -1: unbounded */
   int (*run)(struct cli_settings *s, int argc, char **argv);

@@ -200,6 +200,11 @@ const struct cli_cmd cmd_pull = {
     .name = "pull",
     .args = "[OPTIONS] IMAGE [DEST]",
     .summary = "choose the entry for this node, download its blobs and unpack them into DEST",
+    .notes = "IMAGE  [docker://][REGISTRY[:PORT]/]REPOSITORY[:TAG][@sha256:HEX]\n"
+             "       docker.io and library/ when no registry is named, :latest without tag\n"
+             "       or digest; a digest is verified against the bytes\n"
+             "DEST   a directory (default ./NAME), the file of --format squashfs, or\n"
+             "       oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:REFERENCE]\n",
     .opts = pull_opts,
     .min_args = 1,
     .max_args = 2,

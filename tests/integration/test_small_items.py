@@ -1,0 +1,40 @@
+"""Small habits of issue 34.10: 'help pull' shows the IMAGE and DEST syntax, one layer is
+'1 layer', and the README shows login, TLS, digest, --platform, the image outputs and both
+package builds."""
+import os
+
+import cases
+import fpull
+import images
+
+
+class SmallItems(cases.RegistryCase):
+    tmp_prefix = "fpull-small-"
+
+    def test_help_pull_shows_image_and_dest_syntax(self):
+        for args in (["help", "pull"], ["pull", "--help"]):
+            cp = fpull.run(args, check=0)
+            self.assertIn("[docker://][REGISTRY[:PORT]/]REPOSITORY[:TAG][@sha256:HEX]",
+                          cp.stdout)
+            self.assertIn("oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE",
+                          cp.stdout)
+            for line in cp.stdout.splitlines():
+                self.assertLessEqual(len(line), 80, line)
+
+    def test_one_layer_is_singular(self):
+        images.push_image(self.client, "s/one", "t", [[{"path": "a", "type": "file",
+                                                        "data": "a"}]])
+        cp = fpull.run(["pull", "--cache-dir", os.path.join(self.tmp, "c"),
+                        "%s/s/one:t" % self.reg.hostport, os.path.join(self.tmp, "r")],
+                       check=0)
+        self.assertIn(", 1 layer,", cp.stderr)
+        self.assertNotIn("1 layers", cp.stderr)
+
+    def test_readme_examples(self):
+        with open(os.path.join(fpull.SRC_DIR, "README.md")) as f:
+            readme = f.read()
+        for needle in ("fpull login -u", "--password-stdin", "--certs-dir", "--cert-dir",
+                       "SSL_CERT_FILE=", "@sha256:", "fpull digest", "fpull tags",
+                       "--platform linux/arm64", "oci:", "oci-archive:", "docker-archive:",
+                       "dpkg-buildpackage -b", "rpmbuild -bb packaging/rpm/fpull.spec"):
+            self.assertIn(needle, readme)
