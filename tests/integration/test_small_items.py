@@ -38,3 +38,21 @@ class SmallItems(cases.RegistryCase):
                        "--platform linux/arm64", "oci:", "oci-archive:", "docker-archive:",
                        "dpkg-buildpackage -b", "rpmbuild -bb packaging/rpm/fpull.spec"):
             self.assertIn(needle, readme)
+
+    def test_cache_ls_fits_80_columns(self):
+        img = images.push_image(self.client, "team/app", "v1", [[{"path": "a", "type": "file",
+                                                                 "data": "a"}]])
+        cache = os.path.join(self.tmp, "c")
+        by_tag = "%s/team/app:v1" % self.reg.hostport
+        by_digest = "%s/team/app@%s" % (self.reg.hostport, img["digest"])
+        fpull.run(["prefetch", "-q", "--cache-dir", cache, by_tag, by_digest], check=0)
+        cp = fpull.run(["cache", "ls", "--cache-dir", cache], check=0)
+        rows = cp.stdout.splitlines()
+        self.assertEqual(len(rows), 3, cp.stdout)
+        for row in rows:
+            self.assertLessEqual(len(row), 80, repr(row))
+        self.assertIn(by_tag, cp.stdout)
+        self.assertIn("%s/team/app@%s " % (self.reg.hostport, img["digest"][:19]), cp.stdout)
+        # --json keeps the whole reference.
+        cp, doc = fpull.run_json(["cache", "ls", "--cache-dir", cache])
+        self.assertIn(by_digest, [im["reference"] for im in doc["images"]])
