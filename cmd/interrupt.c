@@ -119,7 +119,7 @@ void cli_interrupt_watch_dest(const char *dest)
   char *slash = strrchr(buf, '/');
   const char *base = slash ? slash + 1 : buf;
   char prefix[512];
-  snprintf(prefix, sizeof prefix, ".%s.fpull-", base);
+  snprintf(prefix, sizeof prefix, ".%.255s.fpull-", base);
   if (slash)
     *slash = '\0';
   const char *parent = slash ? (*buf ? buf : "/") : ".";

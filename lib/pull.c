@@ -10,6 +10,7 @@
 #include "unpack/dest.h"
 #include "opts.h"
 #include "resolve.h"
+#include "space.h"
 #include "util.h"
 #include "fpull/match.h"
 #include "fpull/unpack.h"
@@ -130,6 +131,12 @@ static int run(struct fpull_pull_result **out, const char *image, const char *de
     rc = fp_resolve(&s, &r, 0, err);
   if (rc == 0)
     rc = check_layer_types(r.manifest, err);
+  /* Disk space, before anything is downloaded or unpacked (lib/space.c). */
+  struct fp_space sp;
+  if (rc == 0) {
+    fp_space_estimate(&sp, s.cache, r.manifest, dest, o->unpack.format);
+    rc = fp_space_check(&sp, err);
+  }
   if (rc == 0) {
     struct fp_fetch *fetch = fp_fetch_start(&s, &r, dest != NULL);
     if (dest)
@@ -142,6 +149,7 @@ static int run(struct fpull_pull_result **out, const char *image, const char *de
       if (err)
         *err = ferr;
     }
+    fp_space_explain(&sp, err);
   }
   if (rc == 0) {
     fp_cache_note_use(s.cache, s.reference);
