@@ -53,6 +53,8 @@ static const struct cli_opt all_opts[] = {
     {OPT_INDEX, "index", 0, NULL, "the digest of the index itself, not of the chosen entry"},
     {OPT_PARENTS, "parents", 0, NULL, "create DEST's missing parent directories"},
     {OPT_NO_TRUNC, "no-trunc", 0, NULL, "whole digests and feature lists, however wide"},
+    {OPT_CREDS, "creds", 0, "USER:PASS",
+     "credentials for the registry (seen by other users: prefer fpull login)"},
 };
 
 static const char *const format_names[] = {"dir", "bundle", "squashfs", NULL};
@@ -276,6 +278,11 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
     case OPT_NO_TRUNC:
       s->no_trunc = 1;
       break;
+    case OPT_CREDS:
+      if (!strchr(optarg, ':') || optarg[0] == ':')
+        return usage_error(cmd, "--creds takes USER:PASSWORD", NULL);
+      s->creds = optarg;
+      break;
     case OPT_SQFS_COMP:
     case OPT_SQFS_BLOCK_SIZE:
     case OPT_SQFS_LEVEL:
@@ -374,6 +381,7 @@ void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
   o->cache_dir = env->cache_dir;
   o->certs_dir = s->certs_dir;
   o->cert_dir = s->cert_dir;
+  o->creds = s->creds;
   o->insecure = s->insecure;
   o->offline = s->offline;
   o->jobs = s->jobs;

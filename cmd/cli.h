@@ -44,6 +44,7 @@ enum cli_opt_id {
   OPT_PARENTS, /* pull --parents */
   OPT_CERT_DIR,
   OPT_NO_TRUNC, /* inspect --no-trunc */
+  OPT_CREDS,
 };
 
 /* pull --format: what DEST becomes. */
@@ -70,6 +71,7 @@ struct cli_settings {
   const char *cache_dir;
   const char *certs_dir;
   const char *cert_dir; /* skopeo's --cert-dir */
+  const char *creds;    /* --creds USER:PASS */
   const char *config;
   int insecure;
   int offline;

@@ -29,8 +29,9 @@ static int run_config(struct cli_settings *s, int argc, char **argv)
 }
 
 static const enum cli_opt_id config_opts[] = {
-    OPT_HELP,   OPT_FEATURES, OPT_PLATFORM, OPT_CACHE_DIR, OPT_CERTS_DIR, OPT_CERT_DIR,
-    OPT_CONFIG, OPT_INSECURE, OPT_OFFLINE,  OPT_QUIET,     OPT_VERBOSE,   0};
+    OPT_HELP,  OPT_FEATURES, OPT_PLATFORM, OPT_CACHE_DIR, OPT_CERTS_DIR, OPT_CERT_DIR,
+    OPT_CREDS, OPT_CONFIG,   OPT_INSECURE, OPT_OFFLINE,   OPT_QUIET,     OPT_VERBOSE,
+    0};
 
 const struct cli_cmd cmd_config = {
     .name = "config",

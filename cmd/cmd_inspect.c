@@ -330,13 +330,10 @@ static int run_inspect(struct cli_settings *s, int argc, char **argv)
   return rc ? cli_fail(&err) : 0;
 }
 
-static const enum cli_opt_id inspect_opts[] = {OPT_HELP,      OPT_FEATURES,
-                                               OPT_PLATFORM,  OPT_CACHE_DIR,
-                                               OPT_CERTS_DIR, OPT_CERT_DIR,
-                                               OPT_CONFIG,    OPT_INSECURE,
-                                               OPT_OFFLINE,   OPT_JSON,
-                                               OPT_QUIET,     OPT_VERBOSE,
-                                               OPT_NO_TRUNC,  0};
+static const enum cli_opt_id inspect_opts[] = {
+    OPT_HELP,     OPT_FEATURES, OPT_PLATFORM, OPT_CACHE_DIR, OPT_CERTS_DIR,
+    OPT_CERT_DIR, OPT_CREDS,    OPT_CONFIG,   OPT_INSECURE,  OPT_OFFLINE,
+    OPT_JSON,     OPT_QUIET,    OPT_VERBOSE,  OPT_NO_TRUNC,  0};
 
 const struct cli_cmd cmd_inspect = {
     .name = "inspect",

@@ -94,11 +94,23 @@ static int run_prefetch(struct cli_settings *s, int argc, char **argv)
   return first_rc ? cli_fail(&err) : 0;
 }
 
-static const enum cli_opt_id prefetch_opts[] = {
-    OPT_HELP,      OPT_ALL,       OPT_FEATURES, OPT_PLATFORM,
-    OPT_CACHE_DIR, OPT_CERTS_DIR, OPT_CERT_DIR, OPT_CONFIG,
-    OPT_INSECURE,  OPT_OFFLINE,   OPT_JSON,     OPT_QUIET,
-    OPT_VERBOSE,   OPT_JOBS,      OPT_PROGRESS, 0};
+static const enum cli_opt_id prefetch_opts[] = {OPT_HELP,
+                                                OPT_ALL,
+                                                OPT_FEATURES,
+                                                OPT_PLATFORM,
+                                                OPT_CACHE_DIR,
+                                                OPT_CERTS_DIR,
+                                                OPT_CERT_DIR,
+                                                OPT_CREDS,
+                                                OPT_CONFIG,
+                                                OPT_INSECURE,
+                                                OPT_OFFLINE,
+                                                OPT_JSON,
+                                                OPT_QUIET,
+                                                OPT_VERBOSE,
+                                                OPT_JOBS,
+                                                OPT_PROGRESS,
+                                                0};
 
 const struct cli_cmd cmd_prefetch = {
     .name = "prefetch",

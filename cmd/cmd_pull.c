@@ -190,7 +190,7 @@ static int run_pull(struct cli_settings *s, int argc, char **argv)
 /* clang-format off */
 static const enum cli_opt_id pull_opts[] = {
     OPT_HELP,      OPT_OUTPUT,          OPT_FORCE,      OPT_FEATURES,     OPT_PLATFORM,
-    OPT_CACHE_DIR, OPT_CERTS_DIR, OPT_CERT_DIR,       OPT_CONFIG,     OPT_INSECURE,     OPT_OFFLINE,
+    OPT_CACHE_DIR, OPT_CERTS_DIR, OPT_CERT_DIR, OPT_CREDS,       OPT_CONFIG,     OPT_INSECURE,     OPT_OFFLINE,
     OPT_JSON,      OPT_QUIET,           OPT_VERBOSE,    OPT_JOBS,         OPT_PROGRESS,
     OPT_FORMAT,    OPT_SQFS_COMP,       OPT_SQFS_BLOCK_SIZE, OPT_SQFS_LEVEL, OPT_SQFS_THREADS,
     OPT_KEEP_PRIV, OPT_PARENTS, 0};

@@ -30,6 +30,7 @@ static int list(const struct cli_settings *s, const struct cli_env *env,
   struct fpull_registry_opts ro;
   fpull_registry_opts_init(&ro, ref->registry, env->config, s->insecure, s->certs_dir);
   ro.cert_dir = s->cert_dir;
+  ro.creds = s->creds;
   __attribute__((cleanup(reg_freep))) fpull_registry *reg = NULL;
   int rc = fpull_registry_open(&reg, ref->registry, &ro, err);
   if (rc == 0)
@@ -88,7 +89,7 @@ static int run_tags(struct cli_settings *s, int argc, char **argv)
 }
 
 static const enum cli_opt_id tags_opts[] = {
-    OPT_HELP, OPT_CERTS_DIR, OPT_CERT_DIR, OPT_CONFIG,  OPT_INSECURE,
+    OPT_HELP, OPT_CERTS_DIR, OPT_CERT_DIR, OPT_CREDS,   OPT_CONFIG, OPT_INSECURE,
     OPT_JSON, OPT_QUIET,     OPT_VERBOSE,  OPT_OFFLINE, 0};
 
 const struct cli_cmd cmd_tags = {

@@ -29,6 +29,9 @@ struct fpull_pull_opts {
   /* Version 2: skopeo's --cert-dir, the registry's own CA and client certificate folder
    * (fpull_registry_opts.cert_dir); NULL: none. */
   const char *cert_dir;
+  /* Version 2: --creds USER:PASS for the registry (fpull_registry_opts.creds); NULL: the
+   * auth files. */
+  const char *creds;
 };
 #define FPULL_PULL_OPTS_INIT                                                                       \
   {                                                                                                \

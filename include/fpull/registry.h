@@ -22,6 +22,9 @@ struct fpull_registry_opts {
   /* Version 2: --cert-dir, skopeo's: the registry's own *.crt, client.cert and client.key
    * directly in it (no HOST:PORT folder), searched before everything else; may be NULL. */
   const char *cert_dir;
+  /* Version 2: --creds USER:PASS, skopeo's and podman's: used for the registry (not its
+   * mirrors) instead of the auth files; NULL: none. A value without ':' is FPULL_EUSAGE. */
+  const char *creds;
 };
 #define FPULL_REGISTRY_OPTS_INIT                                                                   \
   {                                                                                                \

@@ -205,8 +205,8 @@ int fpull_ref_parse(struct fpull_ref **out, const char *text, fpull_err *err)
   if (at && strchr(at, '/')) {
     /* user@host/img, ssh's habit: a digest has no '/'. */
     return bad(err, text,
-               "'@' introduces a digest (IMAGE@sha256:...); a user name goes to 'fpull login', "
-               "not into the reference");
+               "'@' introduces a digest (IMAGE@sha256:...); a user name goes to 'fpull login' "
+               "or --creds, not into the reference");
   }
   if (at) {
     *at = '\0';

@@ -99,6 +99,18 @@ static int endpoint_init(struct fp_endpoint *ep, const char *hostport, const cha
                        opts ? opts->config_certs_dir : NULL, err);
   if (rc)
     return rc;
+  /* --creds: the registry's own, given on the command line; never a mirror's. */
+  const char *given = !ep->is_mirror && opts && opts->version >= 2 ? opts->creds : NULL;
+  if (given) {
+    const char *colon = strchr(given, ':');
+    if (!colon || colon == given)
+      return fpull_err_set(err, FPULL_EUSAGE, "--creds takes USER:PASSWORD");
+    memset(&ep->creds, 0, sizeof ep->creds);
+    ep->creds.username = fp_xstrndup(given, (size_t)(colon - given));
+    ep->creds.password = fp_xstrdup(colon + 1);
+    ep->creds.source = fp_xstrdup("--creds");
+    return 0;
+  }
   return fp_creds_lookup(&ep->creds, hostport, err);
 }
 

@@ -85,3 +85,50 @@ class TLSTrust(unittest.TestCase):
         # inspect and digest take it too.
         cp = fpull.run(["digest", "--cert-dir", own, self.ref], env=self.env, check=0)
         self.assertEqual(cp.stdout.strip(), self.img["digest"])
+
+
+def htpasswd(path, user, password):
+    out = subprocess.run(["htpasswd", "-Bbn", user, password], check=True,
+                         stdout=subprocess.PIPE, text=True).stdout
+    with open(path, "w") as f:
+        f.write(out)
+
+
+class CredsOption(unittest.TestCase):
+    """--creds USER:PASS (skopeo's and podman's) for a registry that wants a password
+    (issue 34.10), instead of the auth files; never shown."""
+
+    def setUp(self):
+        cases.require_tools(self, "openssl", "htpasswd")
+        self.tmp = tempfile.mkdtemp(prefix="fpull-creds-")
+        self.addCleanup(fpull.rmtree, self.tmp)
+        self.ca = pki.CA(os.path.join(self.tmp, "pki"))
+        cert, key = self.ca.issue("registry", ips=["127.0.0.1"], dns=[NAME])
+        pw = os.path.join(self.tmp, "htpasswd")
+        htpasswd(pw, "bob", "b0b-Secret")
+        self.reg = registry.Registry(
+            tls=(cert, key), auth={"htpasswd": {"realm": "fpull-test", "path": pw}}).start()
+        self.addCleanup(self.reg.stop)
+        client = images.Client(self.reg.url, username="bob", password="b0b-Secret",
+                               cafile=self.ca.cert)
+        self.img = images.push_image(client, "c/img", "v1", [FILES])
+        self.ref = "%s:%d/c/img:v1" % (NAME, self.reg.port)
+        self.env = {"FPULL_RESOLVE": "%s:%d:127.0.0.1" % (NAME, self.reg.port),
+                    "SSL_CERT_FILE": self.ca.cert}
+
+    def pull(self, *extra, check=0):
+        dest = os.path.join(self.tmp, "out-%d" % len(os.listdir(self.tmp)))
+        return fpull.run(["pull", "-q", "--cache-dir", os.path.join(self.tmp, "cache")] +
+                         list(extra) + [self.ref, dest], env=self.env, check=check)
+
+    def test_creds_user_pass(self):
+        cp = self.pull(check=4)
+        self.assertIn("no credentials found", fpull.error_line(cp.stderr))
+        self.pull("--creds", "bob:b0b-Secret")
+        cp = self.pull("--creds", "bob:wrong-Secret", check=4)
+        self.assertNotIn("wrong-Secret", cp.stderr)
+        cp = fpull.run(["digest", "--creds", "bob:b0b-Secret", self.ref], env=self.env,
+                       check=0)
+        self.assertEqual(cp.stdout.strip(), self.img["digest"])
+        cp = self.pull("--creds", "bob", check=2)
+        self.assertIn("--creds takes USER:PASSWORD", fpull.error_line(cp.stderr))
