@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cache/cache_use.h"
@@ -120,6 +121,26 @@ static int unpack(struct fp_session *s, const struct fp_resolved *r, struct fp_f
   return rc;
 }
 
+/* A rootfs DEST records the manifest it was unpacked from (an xattr on its directory), so
+ * that pulling the same digest again without --force is done already, not an error. */
+#define DEST_DIGEST_XATTR "user.fpull.manifest"
+
+static int dest_holds(const char *dest, const struct fpull_pull_opts *o, const char *digest)
+{
+  char got[FP_DIGEST_MAX] = "";
+  if (!dest || o->unpack.force || o->unpack.format != FPULL_FORMAT_DIR)
+    return 0;
+  ssize_t n = lgetxattr(dest, DEST_DIGEST_XATTR, got, sizeof got - 1);
+  return n > 0 && strcmp(got, digest) == 0;
+}
+
+static void dest_record(const char *dest, const struct fpull_pull_opts *o, const char *digest)
+{
+  /* File systems without user xattrs (older tmpfs) only lose the shortcut. */
+  if (dest && o->unpack.format == FPULL_FORMAT_DIR)
+    (void)lsetxattr(dest, DEST_DIGEST_XATTR, digest, strlen(digest), 0);
+}
+
 static int run(struct fpull_pull_result **out, const char *image, const char *dest,
                const struct fpull_pull_opts *o, fpull_err *err)
 {
@@ -131,13 +152,17 @@ static int run(struct fpull_pull_result **out, const char *image, const char *de
     rc = fp_resolve(&s, &r, 0, err);
   if (rc == 0)
     rc = check_layer_types(r.manifest, err);
+  int already = rc == 0 && dest_holds(dest, o, r.manifest_digest);
+  if (already)
+    fp_info("%s already holds %s: nothing to download or unpack (--force unpacks it again)", dest,
+            r.manifest_digest);
   /* Disk space, before anything is downloaded or unpacked (lib/space.c). */
   struct fp_space sp;
-  if (rc == 0) {
+  if (rc == 0 && !already) {
     fp_space_estimate(&sp, s.cache, r.manifest, dest, o->unpack.format);
     rc = fp_space_check(&sp, err);
   }
-  if (rc == 0) {
+  if (rc == 0 && !already) {
     struct fp_fetch *fetch = fp_fetch_start(&s, &r, dest != NULL);
     if (dest)
       rc = unpack(&s, &r, fetch, dest, err);
@@ -151,6 +176,8 @@ static int run(struct fpull_pull_result **out, const char *image, const char *de
     }
     fp_space_explain(&sp, err);
   }
+  if (rc == 0 && !already)
+    dest_record(dest, o, r.manifest_digest);
   if (rc == 0) {
     fp_cache_note_use(s.cache, s.reference);
     struct fpull_pull_result *res = fp_xcalloc(1, sizeof *res);

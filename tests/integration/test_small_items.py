@@ -2,6 +2,7 @@
 '1 layer', and the README shows login, TLS, digest, --platform, the image outputs and both
 package builds."""
 import os
+import re
 
 import cases
 import fpull
@@ -52,7 +53,33 @@ class SmallItems(cases.RegistryCase):
         for row in rows:
             self.assertLessEqual(len(row), 80, repr(row))
         self.assertIn(by_tag, cp.stdout)
-        self.assertIn("%s/team/app@%s " % (self.reg.hostport, img["digest"][:19]), cp.stdout)
+        self.assertRegex(cp.stdout, r"\n%s/team/app@ +%s " % (re.escape(self.reg.hostport),
+                                                               img["digest"][7:19]))
         # --json keeps the whole reference.
-        cp, doc = fpull.run_json(["cache", "ls", "--cache-dir", cache])
+        cp, doc = fpull.run_json(["cache", "ls", "--json", "--cache-dir", cache])
         self.assertIn(by_digest, [im["reference"] for im in doc["images"]])
+
+    def test_pulling_the_digest_dest_holds_needs_no_force(self):
+        img = images.push_image(self.client, "s/same", "t", [[{"path": "a", "type": "file",
+                                                              "data": "a"}]])
+        other = images.push_image(self.client, "s/same", "u", [[{"path": "b", "type": "file",
+                                                                "data": "b"}]])
+        cache = os.path.join(self.tmp, "c")
+        dest = os.path.join(self.tmp, "r")
+        ref = "%s/s/same:t" % self.reg.hostport
+        fpull.run(["pull", "-q", "--cache-dir", cache, ref, dest], check=0)
+        with open(os.path.join(dest, "a"), "a") as f:
+            f.write("kept")
+        cp, doc = fpull.run_json(["pull", "--cache-dir", cache, ref, dest])
+        self.assertEqual(doc["manifest_digest"], img["digest"])
+        self.assertEqual(doc["rootfs"], dest)
+        self.assertIn("already holds %s" % img["digest"], cp.stderr)
+        with open(os.path.join(dest, "a")) as f:
+            self.assertEqual(f.read(), "akept")  # not unpacked again
+        # Another digest still needs --force, which unpacks it.
+        cp = fpull.run(["pull", "--cache-dir", cache, "%s/s/same:u" % self.reg.hostport, dest],
+                       check=1)
+        self.assertIn("--force", fpull.error_line(cp.stderr))
+        fpull.run(["pull", "-q", "--force", "--cache-dir", cache, ref, dest], check=0)
+        with open(os.path.join(dest, "a")) as f:
+            self.assertEqual(f.read(), "a")
