@@ -31,6 +31,10 @@ class LibraryExample(cases.RegistryCase):
         super().setUp()
         self.stage = os.path.join(self.tmp, "stage")
         build = os.environ.get("FPULL_BUILD_DIR") or os.path.join(fpull.SRC_DIR, "build")
+        # A sanitized libfpull needs the sanitizer runtime in the program too.
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            sanitized = "FPULL_SANITIZE:BOOL=ON" in f.read()
+        self.san = ["-fsanitize=address,undefined"] if sanitized else []
         subprocess.run(["cmake", "--install", build], env=dict(os.environ, DESTDIR=self.stage),
                        check=True, capture_output=True)
         pcs = glob.glob(os.path.join(self.stage, "**", "pkgconfig", "fpull.pc"), recursive=True)
@@ -47,8 +51,8 @@ class LibraryExample(cases.RegistryCase):
             text=True).stdout.split()
 
     def cc(self, out, *flags):
-        cp = subprocess.run(["cc", "-o", out, self.example] + list(flags), capture_output=True,
-                            text=True)
+        cp = subprocess.run(["cc"] + self.san + ["-o", out, self.example] + list(flags),
+                            capture_output=True, text=True)
         self.assertEqual(cp.returncode, 0, cp.stderr)
         return out
 
@@ -90,8 +94,10 @@ class LibraryExample(cases.RegistryCase):
         prefix = os.path.dirname(self.libdir)
         cp = subprocess.run(["cmake", "-S", os.path.dirname(self.example), "-B", b,
                              "-DCMAKE_PREFIX_PATH=" + prefix,
-                             "-DCMAKE_BUILD_RPATH=" + self.libdir], capture_output=True,
-                            text=True)
+                             "-DCMAKE_BUILD_RPATH=" + self.libdir,
+                             "-DCMAKE_C_FLAGS=" + " ".join(self.san),
+                             "-DCMAKE_EXE_LINKER_FLAGS=" + " ".join(self.san)],
+                            capture_output=True, text=True)
         self.assertEqual(cp.returncode, 0, cp.stdout + cp.stderr)
         cp = subprocess.run(["cmake", "--build", b], capture_output=True, text=True)
         self.assertEqual(cp.returncode, 0, cp.stdout + cp.stderr)
