@@ -150,8 +150,9 @@ int cli_sqfs_parse(const struct cli_cmd *cmd, enum cli_opt_id id, const char *ar
 int cli_sqfs_check(const struct cli_cmd *cmd, const struct cli_settings *s);
 void cli_sqfs_pull_opts(struct fpull_pull_opts *o, const struct cli_settings *s);
 
-/* Ctrl-C and SIGTERM (interrupt.c): installed before any thread starts; a pull names its
- * DEST so that what it writes beside DEST goes when it is interrupted. */
+/* Ctrl-C and SIGTERM (interrupt.c): installed by pull and prefetch before the library
+ * starts a thread (never by login, whose prompt restores the terminal itself); a pull names
+ * its DEST so that what it writes beside DEST goes when it is interrupted. */
 void cli_interrupt_install(void);
 void cli_interrupt_watch_dest(const char *dest);
 

@@ -70,6 +70,8 @@ static int run_prefetch(struct cli_settings *s, int argc, char **argv)
     return cli_fail(&err);
   struct fpull_pull_opts o;
   cli_pull_opts(&o, &env, s);
+  /* Ctrl-C: one line and 130; the cache keeps the partial downloads to resume. */
+  cli_interrupt_install();
   cJSON *all = cJSON_CreateArray();
   /* Every image is tried; the first failure decides the exit code. */
   int first_rc = 0;

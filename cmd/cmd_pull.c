@@ -163,8 +163,10 @@ static int run_pull(struct cli_settings *s, int argc, char **argv)
     rc = parse_dest(&ds, dest, s->format, &err);
   if (rc == 0)
     rc = cli_env_load(&env, s, 1, &err);
-  if (rc == 0)
+  if (rc == 0) {
+    cli_interrupt_install();
     watch_dest(argv[0], ds.kind ? ds.path : dest, s->format);
+  }
   if (rc == 0) {
     struct fpull_pull_opts o;
     cli_pull_opts(&o, &env, s);

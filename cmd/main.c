@@ -156,6 +156,5 @@ int main(int argc, char **argv)
   if (rc)
     return rc;
   cli_install_log(&s);
-  cli_interrupt_install();
   return cmd->run(&s, argc - shift - first, argv + shift + first);
 }
