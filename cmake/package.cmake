@@ -57,7 +57,9 @@ foreach(d LIBDIR INCLUDEDIR)
 endforeach()
 string(REGEX REPLACE "/$" "" FPULL_PC_TO_PREFIX "${FPULL_PC_TO_PREFIX}")
 configure_file(${CMAKE_SOURCE_DIR}/lib/fpull.pc.in ${CMAKE_BINARY_DIR}/fpull.pc @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/fpull.pc DESTINATION ${fpull_pcdir})
+configure_file(${CMAKE_SOURCE_DIR}/lib/fpull-static.pc.in ${CMAKE_BINARY_DIR}/fpull-static.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/fpull.pc ${CMAKE_BINARY_DIR}/fpull-static.pc
+        DESTINATION ${fpull_pcdir})
 
 # The CMake package.
 set_target_properties(fpull_shared PROPERTIES EXPORT_NAME fpull)

@@ -15,6 +15,8 @@ static const struct cli_opt all_opts[] = {
     {OPT_PLATFORM, "platform", 0, "OS/ARCH[/VARIANT][:FEATURE...]", "the target platform"},
     {OPT_CACHE_DIR, "cache-dir", 0, "DIR", "blob cache directory"},
     {OPT_CERTS_DIR, "certs-dir", 0, "DIR", "certs.d-style directory searched first"},
+    {OPT_CERT_DIR, "cert-dir", 0, "DIR",
+     "the registry's own *.crt, client.cert and client.key (skopeo's --cert-dir)"},
     {OPT_CONFIG, "config", 0, "FILE",
      "config file (default $FPULL_CONFIG, else ~/.config/fpull/config.yaml, else "
      "/etc/fpull/config.yaml)"},
@@ -60,6 +62,11 @@ static const struct cli_opt all_opts[] = {
      "needs, one on the index"},
     {OPT_SIGN_KEY, "sign-key", 0, "KEY.pem",
      "manifest push: sign the index and each entry with this private key (sigstore)"},
+    {OPT_INDEX, "index", 0, NULL, "the digest of the index itself, not of the chosen entry"},
+    {OPT_PARENTS, "parents", 0, NULL, "create DEST's missing parent directories"},
+    {OPT_NO_TRUNC, "no-trunc", 0, NULL, "whole digests and feature lists, however wide"},
+    {OPT_CREDS, "creds", 0, "USER:PASS",
+     "credentials for the registry (seen by other users: prefer fpull login)"},
 };
 
 static const char *const format_names[] = {"dir", "bundle", "squashfs", NULL};
@@ -106,7 +113,10 @@ static void print_help_row(FILE *out, const char *left, const char *help)
 
 void cli_print_help(const struct cli_cmd *cmd, FILE *out)
 {
-  fprintf(out, "Usage: fpull %s %s\n%s\n\nOptions:\n", cmd->name, cmd->args, cmd->summary);
+  fprintf(out, "Usage: fpull %s %s\n%s\n", cmd->name, cmd->args, cmd->summary);
+  if (cmd->notes)
+    fprintf(out, "\n%s", cmd->notes);
+  fprintf(out, "\nOptions:\n");
   for (const enum cli_opt_id *id = cmd->opts; *id; id++) {
     const struct cli_opt *o = cli_opt_find(*id);
     char left[96];
@@ -187,6 +197,9 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
       break;
     case OPT_CERTS_DIR:
       s->certs_dir = optarg;
+      break;
+    case OPT_CERT_DIR:
+      s->cert_dir = optarg;
       break;
     case OPT_CONFIG:
       s->config = optarg;
@@ -283,6 +296,20 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
     case OPT_SIGN_KEY:
       if (cli_sig_parse(cmd, o->id, optarg, s))
         return FPULL_EUSAGE;
+      break;
+    case OPT_INDEX:
+      s->index = 1;
+      break;
+    case OPT_PARENTS:
+      s->parents = 1;
+      break;
+    case OPT_NO_TRUNC:
+      s->no_trunc = 1;
+      break;
+    case OPT_CREDS:
+      if (!strchr(optarg, ':') || optarg[0] == ':')
+        return usage_error(cmd, "--creds takes USER:PASSWORD", NULL);
+      s->creds = optarg;
       break;
     case OPT_SQFS_COMP:
     case OPT_SQFS_BLOCK_SIZE:
@@ -381,6 +408,8 @@ void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
   o->tagdb = env->tagdb;
   o->cache_dir = env->cache_dir;
   o->certs_dir = s->certs_dir;
+  o->cert_dir = s->cert_dir;
+  o->creds = s->creds;
   o->insecure = s->insecure;
   o->offline = s->offline;
   o->jobs = s->jobs;
@@ -388,6 +417,7 @@ void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
   /* Given, it wins over the config's max-unpacked:, 0 included. */
   if (s->max_unpacked_given)
     o->unpack.max_unpacked = s->max_unpacked ? s->max_unpacked : FPULL_UNPACK_UNLIMITED;
+  o->unpack.parents = s->parents;
   cli_progress_attach(o, s);
   cli_sqfs_pull_opts(o, s);
   cli_sig_pull_opts(o, s);

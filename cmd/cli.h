@@ -46,6 +46,11 @@ enum cli_opt_id {
   OPT_REQUIRE_SIGS,
   OPT_SIG_INDEX,
   OPT_SIGN_KEY,
+  OPT_INDEX,   /* digest --index */
+  OPT_PARENTS, /* pull --parents */
+  OPT_CERT_DIR,
+  OPT_NO_TRUNC, /* inspect --no-trunc */
+  OPT_CREDS,
 };
 
 /* pull --format: what DEST becomes. */
@@ -71,6 +76,8 @@ struct cli_settings {
   const char *platform;
   const char *cache_dir;
   const char *certs_dir;
+  const char *cert_dir; /* skopeo's --cert-dir */
+  const char *creds;    /* --creds USER:PASS */
   const char *config;
   int insecure;
   int offline;
@@ -102,12 +109,16 @@ struct cli_settings {
   int require_signatures;
   int signature_index;  /* enum fpull_sigindex */
   const char *sign_key; /* manifest push --sign-key */
+  int index;            /* digest --index */
+  int parents;          /* pull --parents */
+  int no_trunc;         /* inspect --no-trunc */
 };
 
 struct cli_cmd {
   const char *name;
   const char *args;            /* "[OPTIONS] IMAGE [DEST]" */
   const char *summary;         /* one line for fpull --help */
+  const char *notes;           /* lines after the summary in its --help, or NULL */
   const enum cli_opt_id *opts; /* terminated by 0 */
   int min_args, max_args;      /* positional arguments; max -1: unbounded */
   int (*run)(struct cli_settings *s, int argc, char **argv);
@@ -161,6 +172,12 @@ void cli_sig_pull_opts(struct fpull_pull_opts *o, const struct cli_settings *s);
 void *cli_sig_json(const struct fpull_sig_check *c);
 void cli_sig_say(const struct cli_settings *s, const char *what, const struct fpull_sig_check *c);
 
+/* Ctrl-C and SIGTERM (interrupt.c): installed by pull and prefetch before the library
+ * starts a thread (never by login, whose prompt restores the terminal itself); a pull names
+ * its DEST so that what it writes beside DEST goes when it is interrupted. */
+void cli_interrupt_install(void);
+void cli_interrupt_watch_dest(const char *dest);
+
 /* Writes the JSON document v (a cJSON *) on stdout and frees it. */
 void cli_print_json(void *v);
 /* cJSON helpers shared by the commands' JSON output. */
@@ -174,6 +191,6 @@ void *cli_pull_json(const struct fpull_pull_result *r);
 void cli_pull_say_done(const struct cli_settings *s, const struct fpull_pull_result *r);
 
 extern const struct cli_cmd cmd_pull, cmd_prefetch, cmd_inspect, cmd_features, cmd_version,
-    cmd_manifest, cmd_login, cmd_logout, cmd_config, cmd_cache;
+    cmd_manifest, cmd_login, cmd_logout, cmd_config, cmd_cache, cmd_digest, cmd_tags;
 
 #endif

@@ -80,18 +80,27 @@ static int run_ls(const struct cli_settings *s, const char *dir)
     }
     cli_print_json(o);
   } else {
+    /* A reference by digest ends in '@': its digest is DIGEST's (12 digits, as docker
+     * images shows them; --json has every reference and digest whole), so that rows stay
+     * within 80 columns for the usual names. */
     int w = 5;
-    for (size_t i = 0; i < l->n_images; i++)
-      if ((int)strlen(l->images[i].reference) > w)
-        w = (int)strlen(l->images[i].reference);
-    printf("%-*s  %-19s  %9s  %9s  %s\n", w, "IMAGE", "DIGEST", "SIZE", "UNIQUE", "LAST USED");
-    for (size_t i = 0; i < l->n_images; i++) {
+    char(*refs)[300] = calloc(l->n_images ? l->n_images : 1, sizeof *refs);
+    for (size_t i = 0; refs && i < l->n_images; i++) {
+      const char *r = l->images[i].reference, *at = strchr(r, '@');
+      snprintf(refs[i], sizeof refs[i], "%.*s%s", at ? (int)(at - r) : 255, r, at ? "@" : "");
+      if ((int)strlen(refs[i]) > w)
+        w = (int)strlen(refs[i]);
+    }
+    printf("%-*s  %-12s  %8s  %8s  %s\n", w, "IMAGE", "DIGEST", "SIZE", "UNIQUE", "LAST USED");
+    for (size_t i = 0; refs && i < l->n_images; i++) {
       const struct fpull_cache_image *im = &l->images[i];
+      const char *hex = strchr(im->digest, ':');
       char a[32], b[32], when[48];
-      printf("%-*s  %.19s  %9s  %9s  %s%s\n", w, im->reference, im->digest,
+      printf("%-*s  %.12s  %8s  %8s  %s%s\n", w, refs[i], hex ? hex + 1 : im->digest,
              cli_human_bytes(a, sizeof a, im->size), cli_human_bytes(b, sizeof b, im->unique_size),
              ago(when, sizeof when, im->last_use), im->in_use ? " (in use)" : "");
     }
+    free(refs);
   }
   fpull_cache_listing_free(l);
   return 0;

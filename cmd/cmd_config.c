@@ -30,8 +30,8 @@ static int run_config(struct cli_settings *s, int argc, char **argv)
 
 /* clang-format off */
 static const enum cli_opt_id config_opts[] = {
-    OPT_HELP,   OPT_FEATURES, OPT_PLATFORM, OPT_CACHE_DIR, OPT_CERTS_DIR,
-    OPT_CONFIG, OPT_INSECURE, OPT_OFFLINE,  OPT_QUIET,     OPT_VERBOSE,
+    OPT_HELP,  OPT_FEATURES, OPT_PLATFORM, OPT_CACHE_DIR, OPT_CERTS_DIR, OPT_CERT_DIR,
+    OPT_CREDS, OPT_CONFIG,   OPT_INSECURE, OPT_OFFLINE,   OPT_QUIET,     OPT_VERBOSE,
     OPT_POLICY, OPT_REQUIRE_SIGS, OPT_SIG_INDEX, /* signatures (cli_sig.c) */
     0};
 /* clang-format on */

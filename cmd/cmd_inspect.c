@@ -2,6 +2,8 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -26,12 +28,70 @@ static void print_target(FILE *out, const struct fpull_target *t)
   fputc('\n', out);
 }
 
+static int no_trunc; /* --no-trunc: whole digests and feature lists */
+
 static const char *short_digest(const char *d)
 {
-  static char buf[16];
+  static char buf[160];
   const char *hex = strchr(d, ':');
-  snprintf(buf, sizeof buf, "%.12s", hex ? hex + 1 : d);
+  snprintf(buf, sizeof buf, no_trunc ? "%s" : "%.12s", no_trunc ? d : hex ? hex + 1 : d);
   return buf;
+}
+
+/* The width the table fits: the terminal's when stdout is one (80 when it says none), else
+ * $COLUMNS; 0 (whole lines, for scripts and pipes) when neither. */
+static int table_width(void)
+{
+  struct winsize ws;
+  const char *c = getenv("COLUMNS");
+  long n = c ? strtol(c, NULL, 10) : 0;
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+    return ws.ws_col;
+  if (n >= 40 && n <= 1000)
+    return (int)n;
+  return isatty(STDOUT_FILENO) ? 80 : 0;
+}
+
+/* text in a column of width w: cut with a '+' at its end when longer (not with --no-trunc). */
+static void cell(char *out, size_t cap, const char *text, int w)
+{
+  if (no_trunc || (int)strlen(text) <= w)
+    snprintf(out, cap, "%s", text);
+  else
+    snprintf(out, cap, "%.*s+", w - 1, text);
+}
+
+/* STATUS from column col to the width: words wrapped under the column; when the column
+ * leaves under 24, the status goes on lines of its own, indented. */
+static void print_status(const char *status, int col, int width)
+{
+  if (no_trunc || !width) {
+    printf("%s\n", status);
+    return;
+  }
+  int indent = col;
+  if (width - col < 24) {
+    printf("\n");
+    indent = 6;
+    printf("%*s", indent, "");
+  }
+  int at = indent;
+  for (const char *p = status; *p;) {
+    size_t w = strcspn(p, " ");
+    if (at > indent && at + 1 + (int)w > width - 1) {
+      printf("\n%*s", indent, "");
+      at = indent;
+    } else if (at > indent) {
+      putchar(' ');
+      at++;
+    }
+    printf("%.*s", (int)w, p);
+    at += (int)w;
+    p += w;
+    while (*p == ' ')
+      p++;
+  }
+  putchar('\n');
 }
 
 /* Where an entry of a nested index came from, and a platform its config gave. */
@@ -46,25 +106,87 @@ static void origin_note(char *status, size_t sz, const struct fpull_inspect_resu
              short_digest(r->entries[o->parent].digest));
 }
 
-static void print_table(const struct fpull_inspect_result *r, const struct fpull_target *t,
-                        const struct fpull_tagdb *tagdb)
+static void entry_platform(char *plat, size_t ps, char *feats, size_t fs,
+                           const struct fpull_descriptor *d)
 {
+  snprintf(plat, ps, "-");
+  feats[0] = '\0';
+  if (d->platform)
+    snprintf(plat, ps, "%s/%s%s%s", d->platform->os ? d->platform->os : "?",
+             d->platform->architecture ? d->platform->architecture : "?",
+             d->platform->variant ? "/" : "", d->platform->variant ? d->platform->variant : "");
+  for (size_t j = 0; d->platform && d->platform->features && d->platform->features[j]; j++) {
+    size_t l = strlen(feats);
+    snprintf(feats + l, fs - l, "%s%s", j ? "," : "", d->platform->features[j]);
+  }
+  if (!feats[0])
+    snprintf(feats, fs, "-");
+}
+
+/* A single-platform image: what it is, in a few lines, from its config. */
+static void print_single(const struct fpull_inspect_result *r, const struct fpull_pull_opts *o)
+{
+  char sz[32];
+  printf("size: %s in %zu layer%s\n", cli_human_bytes(sz, sizeof sz, r->layers_size), r->n_layers,
+         r->n_layers == 1 ? "" : "s");
+  char *json = NULL;
+  size_t len = 0;
+  fpull_err err = {0};
+  if (r->match->chosen < 0 || fpull_image_config_get(&json, &len, r->reference, o, &err) != 0)
+    return;
+  cJSON *c = cJSON_ParseWithLength(json, len);
+  free(json);
+  const cJSON *created = cJSON_GetObjectItemCaseSensitive(c, "created");
+  if (cJSON_IsString(created))
+    printf("created: %s\n", created->valuestring);
+  const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(c, "config");
+  static const char *const keys[] = {"Entrypoint", "Cmd", "WorkingDir", "User", NULL};
+  for (size_t i = 0; keys[i]; i++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, keys[i]);
+    if (cJSON_IsString(v) && *v->valuestring) {
+      printf("%s: %s\n", keys[i], v->valuestring);
+    } else if (cJSON_IsArray(v) && cJSON_GetArraySize(v) > 0) {
+      char *t = cJSON_PrintUnformatted(v);
+      printf("%s: %s\n", keys[i], t);
+      free(t);
+    }
+  }
+  const cJSON *env = cJSON_GetObjectItemCaseSensitive(cfg, "Env");
+  if (cJSON_IsArray(env))
+    printf("Env: %d variable%s\n", cJSON_GetArraySize(env),
+           cJSON_GetArraySize(env) == 1 ? "" : "s");
+  cJSON_Delete(c);
+}
+
+static void print_table(const struct fpull_inspect_result *r, const struct fpull_target *t,
+                        const struct fpull_tagdb *tagdb, const struct fpull_pull_opts *o)
+{
+  int width = table_width();
   printf("%s%s%s\n", r->reference, r->index_digest ? " index " : " (single manifest)",
          r->index_digest ? r->index_digest : "");
   print_target(stdout, t);
-  printf("%-5s %-12s  %-22s %-40s %s\n", "RANK", "DIGEST", "PLATFORM", "FEATURES", "STATUS");
+  if (!r->index_digest)
+    print_single(r, o);
+  /* Columns as wide as their widest cell; FEATURES shares what is left with STATUS. */
+  int pw = 8, fw = 8, dw = no_trunc ? 71 : 12;
+  for (size_t i = 0; i < r->n_entries; i++) {
+    char plat[64], feats[256];
+    entry_platform(plat, sizeof plat, feats, sizeof feats, &r->entries[i]);
+    pw = (int)strlen(plat) > pw ? (int)strlen(plat) : pw;
+    fw = (int)strlen(feats) > fw ? (int)strlen(feats) : fw;
+  }
+  int before = 5 + dw + 2 + pw + 1;
+  int fmax = width - before - 1 - 30;
+  if (!no_trunc && width && fw > fmax)
+    fw = fmax > 8 ? fmax : 8;
+  printf("%-4s %-*s  %-*s %-*s %s\n", "RANK", dw, "DIGEST", pw, "PLATFORM", fw, "FEATURES",
+         "STATUS");
   for (size_t i = 0; i < r->n_entries; i++) {
     const struct fpull_descriptor *d = &r->entries[i];
     const struct fpull_match_entry *m = &r->match->entries[i];
-    char plat[64] = "-", feats[256] = "";
-    if (d->platform)
-      snprintf(plat, sizeof plat, "%s/%s%s%s", d->platform->os ? d->platform->os : "?",
-               d->platform->architecture ? d->platform->architecture : "?",
-               d->platform->variant ? "/" : "", d->platform->variant ? d->platform->variant : "");
-    for (size_t j = 0; d->platform && d->platform->features && d->platform->features[j]; j++) {
-      size_t l = strlen(feats);
-      snprintf(feats + l, sizeof feats - l, "%s%s", j ? "," : "", d->platform->features[j]);
-    }
+    char plat[64], feats[256], fcell[260];
+    entry_platform(plat, sizeof plat, feats, sizeof feats, d);
+    cell(fcell, sizeof fcell, feats, fw);
     char rank[16] = "-";
     if (m->eligible)
       snprintf(rank, sizeof rank, "%d", m->rank);
@@ -83,8 +205,9 @@ static void print_table(const struct fpull_inspect_result *r, const struct fpull
       snprintf(status + l, sizeof status - l, "; signature %s%s%s", sc->state,
                sc->reason ? ": " : "", sc->reason ? sc->reason : "");
     }
-    printf("%-5s %-12s  %-22s %-40s %s\n", rank, short_digest(d->digest), plat,
-           feats[0] ? feats : "-", status);
+    int col =
+        printf("%-4s %-*s  %-*s %-*s ", rank, dw, short_digest(d->digest), pw, plat, fw, fcell);
+    print_status(status, col, width);
   }
   if (r->index_signature)
     printf("index signature: %s%s%s\n", r->index_signature->state,
@@ -143,6 +266,10 @@ static cJSON *inspect_json(const struct fpull_inspect_result *r, const struct fp
   cJSON *tf = cJSON_AddArrayToObject(tj, "features");
   for (size_t i = 0; i < fpull_featureset_count(t->features); i++)
     cJSON_AddItemToArray(tf, cJSON_CreateString(fpull_featureset_get(t->features, i, NULL)));
+  if (!r->index_digest) {
+    cJSON_AddNumberToObject(o, "layers", (double)r->n_layers);
+    cJSON_AddNumberToObject(o, "size", (double)r->layers_size);
+  }
   cJSON *entries = cJSON_AddArrayToObject(o, "entries");
   for (size_t i = 0; i < r->n_entries; i++) {
     const struct fpull_match_entry *m = &r->match->entries[i];
@@ -184,20 +311,25 @@ static cJSON *inspect_json(const struct fpull_inspect_result *r, const struct fp
 
 static int run_inspect(struct cli_settings *s, int argc, char **argv)
 {
+  (void)argc;
   fpull_err err = {0};
   struct cli_env env = {0};
   struct fpull_inspect_result *r = NULL;
+  struct fpull_pull_opts o;
+  no_trunc = s->no_trunc;
   int rc = cli_env_load(&env, s, 1, &err);
   if (rc == 0) {
-    struct fpull_pull_opts o;
     cli_pull_opts(&o, &env, s);
+    o.progress = NULL;
     rc = fpull_inspect(&r, argv[0], &o, &err);
   }
+  int printed = 0;
   if (rc == 0) {
+    printed = 1;
     if (s->json)
       cli_print_json(inspect_json(r, env.target, env.tagdb));
     else
-      print_table(r, env.target, env.tagdb);
+      print_table(r, env.target, env.tagdb, &o);
     /* The same message as pull's: what the user has to change is the same. */
     if (r->match->chosen < 0) {
       rc = fpull_match_no_fit(r->match, r->entries, !r->index_digest, env.target, &err);
@@ -206,14 +338,18 @@ static int run_inspect(struct cli_settings *s, int argc, char **argv)
   }
   fpull_inspect_result_free(r);
   cli_env_free(&env);
+  /* --json fails with an object too, as pull does; a table printed already says it all. */
+  if (rc && s->json && !printed)
+    cli_print_json(cli_pull_error_json(argv[0], &err));
   return rc ? cli_fail(&err) : 0;
 }
 
 /* clang-format off */
 static const enum cli_opt_id inspect_opts[] = {
-    OPT_HELP,     OPT_FEATURES, OPT_PLATFORM, OPT_CACHE_DIR, OPT_CERTS_DIR, OPT_CONFIG,
+    OPT_HELP,     OPT_FEATURES, OPT_PLATFORM, OPT_CACHE_DIR, OPT_CERTS_DIR,
+    OPT_CERT_DIR, OPT_CREDS,    OPT_CONFIG,   OPT_INSECURE,  OPT_OFFLINE,
     OPT_POLICY, OPT_REQUIRE_SIGS, OPT_SIG_INDEX, /* signatures (cli_sig.c) */
-    OPT_INSECURE, OPT_OFFLINE,  OPT_JSON,     OPT_QUIET,     OPT_VERBOSE,   0};
+    OPT_JSON,     OPT_QUIET,    OPT_VERBOSE,  OPT_NO_TRUNC,  0};
 /* clang-format on */
 
 const struct cli_cmd cmd_inspect = {

@@ -70,6 +70,8 @@ static int run_prefetch(struct cli_settings *s, int argc, char **argv)
     return cli_fail(&err);
   struct fpull_pull_opts o;
   cli_pull_opts(&o, &env, s);
+  /* Ctrl-C: one line and 130; the cache keeps the partial downloads to resume. */
+  cli_interrupt_install();
   cJSON *all = cJSON_CreateArray();
   /* Every image is tried; the first failure decides the exit code. */
   int first_rc = 0;
@@ -97,7 +99,7 @@ static int run_prefetch(struct cli_settings *s, int argc, char **argv)
 /* clang-format off */
 static const enum cli_opt_id prefetch_opts[] = {
     OPT_HELP,      OPT_ALL,     OPT_FEATURES, OPT_PLATFORM, OPT_CACHE_DIR,
-    OPT_CERTS_DIR, OPT_CONFIG,  OPT_INSECURE, OPT_OFFLINE,  OPT_JSON,
+    OPT_CERTS_DIR, OPT_CERT_DIR, OPT_CREDS, OPT_CONFIG,  OPT_INSECURE, OPT_OFFLINE,  OPT_JSON,
     OPT_POLICY, OPT_REQUIRE_SIGS, OPT_SIG_INDEX, /* signatures (cli_sig.c) */
     OPT_QUIET,     OPT_VERBOSE, OPT_JOBS,     OPT_PROGRESS, 0};
 /* clang-format on */

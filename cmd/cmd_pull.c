@@ -1,6 +1,8 @@
 /* fpull pull, and the result output that prefetch shares. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -58,10 +60,63 @@ void cli_pull_say_done(const struct cli_settings *s, const struct fpull_pull_res
     fprintf(stderr, ")");
   }
   char down[32], cached[32];
-  fprintf(stderr, ", %zu layers, %s downloaded, %s from cache%s%s\n", r->layers,
-          cli_human_bytes(down, sizeof down, r->bytes_downloaded),
+  fprintf(stderr, ", %zu layer%s, %s downloaded, %s from cache%s%s\n", r->layers,
+          r->layers == 1 ? "" : "s", cli_human_bytes(down, sizeof down, r->bytes_downloaded),
           cli_human_bytes(cached, sizeof cached, r->bytes_from_cache), r->rootfs ? " -> " : "",
           r->rootfs ? r->rootfs : "");
+}
+
+/* DEST in skopeo's transport syntax: TRANSPORT:PATH[:NAME], split at the first ':' after
+ * the transport as skopeo splits it. */
+static const struct {
+  const char *word;
+  enum fpull_layout_kind kind;
+} dest_transports[] = {
+    {"oci", FPULL_LAYOUT_OCI},
+    {"oci-archive", FPULL_LAYOUT_OCI_ARCHIVE},
+    {"docker-archive", FPULL_LAYOUT_DOCKER_ARCHIVE},
+};
+
+struct dest_spec {
+  enum fpull_layout_kind kind; /* 0: a path (a rootfs, bundle or SquashFS file) */
+  char *path;
+  const char *name; /* in path's buffer, or NULL */
+};
+
+static int parse_dest(struct dest_spec *d, const char *dest, enum cli_format format, fpull_err *err)
+{
+  memset(d, 0, sizeof *d);
+  if (!dest)
+    return 0;
+  size_t w = strspn(dest, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_");
+  /* A path with a colon in its first component that exists is a path, as it always was. */
+  struct stat st;
+  if (w == 0 || dest[w] != ':' || lstat(dest, &st) == 0)
+    return 0;
+  for (size_t i = 0; i < sizeof dest_transports / sizeof dest_transports[0]; i++) {
+    if (strlen(dest_transports[i].word) != w || strncmp(dest, dest_transports[i].word, w) != 0)
+      continue;
+    if (format != CLI_FORMAT_DIR)
+      return fpull_err_set(err, FPULL_EUSAGE, "pull: %.*s: writes an image layout, not --format %s",
+                           (int)w + 1, dest, format == CLI_FORMAT_BUNDLE ? "bundle" : "squashfs");
+    d->kind = dest_transports[i].kind;
+    d->path = strdup(dest + w + 1);
+    char *colon = d->path ? strchr(d->path, ':') : NULL;
+    if (colon) {
+      *colon = '\0';
+      d->name = colon + 1;
+    }
+    if (!d->path || !*d->path)
+      return fpull_err_set(err, FPULL_EUSAGE, "pull: %s: no %s after '%.*s'", dest,
+                           d->kind == FPULL_LAYOUT_OCI ? "directory" : "file", (int)w + 1, dest);
+    return 0;
+  }
+  return fpull_err_set(err, FPULL_EUSAGE,
+                       "pull: unknown destination type '%.*s' in %s: fpull writes a path "
+                       "(a rootfs, --format bundle or squashfs), oci:DIR[:TAG], "
+                       "oci-archive:FILE[:TAG] or docker-archive:FILE[:REFERENCE] "
+                       "(./%s names a file with a colon)",
+                       (int)w + 1, dest, dest, dest);
 }
 
 /* --format: what DEST becomes. */
@@ -78,6 +133,24 @@ static int pull_as(enum cli_format format, struct fpull_pull_result **r, const c
   return fpull_pull(r, image, dest, o, err);
 }
 
+/* What an interrupted pull must clear away is named after DEST, the default one too. */
+static void watch_dest(const char *image, const char *dest, enum cli_format format)
+{
+  if (dest) {
+    cli_interrupt_watch_dest(dest);
+    return;
+  }
+  struct fpull_ref *ref = NULL;
+  fpull_err ignored = {0};
+  if (fpull_ref_parse(&ref, image, &ignored) != 0)
+    return;
+  char def[600];
+  snprintf(def, sizeof def, "./%s%s", fpull_ref_basename(ref),
+           format == CLI_FORMAT_SQUASHFS ? ".sqsh" : "");
+  fpull_ref_free(ref);
+  cli_interrupt_watch_dest(def);
+}
+
 static int run_pull(struct cli_settings *s, int argc, char **argv)
 {
   fpull_err err = {0};
@@ -87,13 +160,21 @@ static int run_pull(struct cli_settings *s, int argc, char **argv)
   if (argc > 1 && s->output)
     rc = fpull_err_set(&err, FPULL_EUSAGE,
                        "pull: give DEST either as an argument or with -o, not both");
+  struct dest_spec ds = {0};
+  if (rc == 0)
+    rc = parse_dest(&ds, dest, s->format, &err);
   if (rc == 0)
     rc = cli_env_load(&env, s, 1, &err);
+  if (rc == 0) {
+    cli_interrupt_install();
+    watch_dest(argv[0], ds.kind ? ds.path : dest, s->format);
+  }
   if (rc == 0) {
     struct fpull_pull_opts o;
     cli_pull_opts(&o, &env, s);
     struct fpull_pull_result *r = NULL;
-    rc = pull_as(s->format, &r, argv[0], dest, &o, &err);
+    rc = ds.kind ? fpull_pull_layout(&r, argv[0], ds.kind, ds.path, ds.name, &o, &err)
+                 : pull_as(s->format, &r, argv[0], dest, &o, &err);
     if (rc == 0) {
       cli_pull_say_done(s, r);
       if (s->json)
@@ -102,6 +183,7 @@ static int run_pull(struct cli_settings *s, int argc, char **argv)
     fpull_pull_result_free(r);
   }
   cli_env_free(&env);
+  free(ds.path);
   /* --json fails with an object too, as prefetch's entries do (contract v4). */
   if (rc && s->json)
     cli_print_json(cli_pull_error_json(argv[0], &err));
@@ -112,17 +194,22 @@ static int run_pull(struct cli_settings *s, int argc, char **argv)
 /* clang-format off */
 static const enum cli_opt_id pull_opts[] = {
     OPT_HELP,      OPT_OUTPUT,          OPT_FORCE,      OPT_FEATURES,     OPT_PLATFORM,
-    OPT_CACHE_DIR, OPT_CERTS_DIR,       OPT_CONFIG,     OPT_INSECURE,     OPT_OFFLINE,
+    OPT_CACHE_DIR, OPT_CERTS_DIR, OPT_CERT_DIR, OPT_CREDS,       OPT_CONFIG,     OPT_INSECURE,     OPT_OFFLINE,
     OPT_JSON,      OPT_QUIET,           OPT_VERBOSE,    OPT_JOBS,         OPT_PROGRESS,
     OPT_FORMAT,    OPT_SQFS_COMP,       OPT_SQFS_BLOCK_SIZE, OPT_SQFS_LEVEL, OPT_SQFS_THREADS,
     OPT_POLICY, OPT_REQUIRE_SIGS, OPT_SIG_INDEX, /* signatures (cli_sig.c) */
-    OPT_KEEP_PRIV, OPT_MAX_UNPACKED, 0};
+    OPT_KEEP_PRIV, OPT_MAX_UNPACKED, OPT_PARENTS, 0};
 /* clang-format on */
 
 const struct cli_cmd cmd_pull = {
     .name = "pull",
     .args = "[OPTIONS] IMAGE [DEST]",
     .summary = "choose the entry for this node, download its blobs and unpack them into DEST",
+    .notes = "IMAGE  [docker://][REGISTRY[:PORT]/]REPOSITORY[:TAG][@sha256:HEX]\n"
+             "       docker.io and library/ when no registry is named, :latest without tag\n"
+             "       or digest; a digest is verified against the bytes\n"
+             "DEST   a directory (default ./NAME), the file of --format squashfs, or\n"
+             "       oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:REFERENCE]\n",
     .opts = pull_opts,
     .min_args = 1,
     .max_args = 2,

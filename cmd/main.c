@@ -6,8 +6,8 @@
 #include "fpull/features.h"
 
 static const struct cli_cmd *const commands[] = {
-    &cmd_pull,  &cmd_prefetch, &cmd_inspect, &cmd_features, &cmd_manifest,
-    &cmd_login, &cmd_logout,   &cmd_version, &cmd_config,   &cmd_cache,
+    &cmd_pull,   &cmd_prefetch, &cmd_inspect, &cmd_features, &cmd_manifest, &cmd_login,
+    &cmd_logout, &cmd_version,  &cmd_config,  &cmd_cache,    &cmd_digest,   &cmd_tags,
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -60,7 +60,21 @@ static const struct {
   const char *word, *instead;
 } foreign_words[] = {
     {"images", "'fpull cache ls' lists the cached images"},
-    {"ls", "'fpull cache ls' lists the cached images"},
+    {"ls", "'fpull tags REPOSITORY' lists a repository's tags, 'fpull cache ls' the cached "
+           "images"},
+    {"list-tags", "'fpull tags REPOSITORY' lists a repository's tags"},
+    {"catalog", "'fpull tags REPOSITORY' lists one repository's tags; fpull lists no "
+                "registry's repositories"},
+    {"export", "'fpull pull IMAGE DIR' unpacks the rootfs, 'fpull pull IMAGE "
+               "oci-archive:FILE' writes the image"},
+    {"save", "'fpull pull IMAGE docker-archive:FILE' writes a tar docker load reads"},
+    {"copy", "'fpull pull IMAGE oci:DIR' (or oci-archive:, docker-archive:) writes the image"},
+    {"cp", "'fpull pull IMAGE oci:DIR' (or oci-archive:, docker-archive:) writes the image"},
+    {"load", "fpull writes images, it loads none: 'fpull pull IMAGE docker-archive:FILE' "
+             "makes a tar for docker load"},
+    {"blob", "'fpull prefetch IMAGE' puts an image's blobs into the cache"},
+    {"delete", "fpull deletes nothing in registries; 'fpull cache rm IMAGE' removes an image "
+               "from the cache"},
     {"list", "'fpull cache ls' lists the cached images"},
     {"rm", "'fpull cache rm IMAGE' removes an image from the cache"},
     {"rmi", "'fpull cache rm IMAGE' removes an image from the cache"},

@@ -2,8 +2,12 @@
  * reports: one line redrawn in place, as docker and podman do, with the layer being
  * fetched, the image's totals, the speed and an ETA; cached layers are named as such and
  * never counted as downloaded. */
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,7 +24,73 @@ static struct {
   double last_frame;  /* seconds */
   uint64_t last_step; /* of FRAME_STEPS, at the last frame */
   int unpacking;      /* 1 + the layer being unpacked, 0 before the unpack phase */
+  int shown;          /* columns of the frame on the line */
+  int width;          /* the terminal's columns */
 } bar;
+
+/* ---- the terminal's width: TIOCGWINSZ, else $COLUMNS, else 80; read again on SIGWINCH ---- */
+
+static volatile sig_atomic_t resized = 1;
+
+static void on_winch(int sig)
+{
+  (void)sig;
+  resized = 1;
+}
+
+static int term_width(void)
+{
+  struct winsize ws;
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    return ws.ws_col;
+  const char *c = getenv("COLUMNS");
+  long n = c ? strtol(c, NULL, 10) : 0;
+  return n >= 10 && n <= 1000 ? (int)n : 80;
+}
+
+/* Starts a frame: back to its line's start, erased. A frame that the terminal wrapped
+ * (narrowed since it was drawn) took more rows: go up to its first and erase below. */
+static void frame_start(void)
+{
+  int up = 0;
+  if (resized) {
+    resized = 0;
+    int w = term_width();
+    if (bar.on_line && bar.width && w < bar.width && bar.shown > w)
+      up = (bar.shown - 1) / w;
+    bar.width = w;
+  }
+  if (up > 0)
+    fprintf(stderr, "\r\033[%dA\033[J", up);
+  else
+    fputs("\r\033[K", stderr);
+}
+
+/* Appends to a frame being built. */
+static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+  if (*len >= cap)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf + *len, cap - *len, fmt, ap);
+  va_end(ap);
+  if (n > 0)
+    *len = *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
+}
+
+/* Writes a frame cut to the terminal's width less one column (a full row would move the
+ * cursor to the next one on some terminals). */
+static void frame_put(const char *text, size_t len)
+{
+  int room = (bar.width ? bar.width : 80) - 1;
+  if ((int)len > room)
+    len = (size_t)(room > 0 ? room : 0);
+  fwrite(text, 1, len, stderr);
+  bar.shown = (int)len;
+}
 
 static double now_s(void)
 {
@@ -73,33 +143,48 @@ void cli_progress_break(void)
   }
 }
 
+/* One frame; the layer's own part goes first when the line is too narrow for all. */
 static void draw(const struct fpull_progress *p, double now)
 {
-  char a[32], b[32], c[32];
+  char a[32], b[32], c[32], layer[96] = "", rest[256];
+  size_t ll = 0, rl = 0;
   uint64_t to_fetch = p->bytes_total - p->bytes_cached;
-  fputs("\r\033[K", stderr);
   if (p->event == FPULL_PROGRESS_CACHED)
-    fprintf(stderr, "%.12s cached | ", hex12(p->digest));
+    put(layer, sizeof layer, &ll, "%.12s cached | ", hex12(p->digest));
   else if (p->event == FPULL_PROGRESS_BLOB_DONE)
-    fprintf(stderr, "%.12s done | ", hex12(p->digest));
+    put(layer, sizeof layer, &ll, "%.12s done | ", hex12(p->digest));
   else if (p->event == FPULL_PROGRESS_BYTES)
-    fprintf(stderr, "%.12s %s / %s | ", hex12(p->digest), cli_human_bytes(a, sizeof a, p->done),
-            cli_human_bytes(b, sizeof b, p->total));
-  fprintf(stderr, "%u/%u layers", p->blobs_done, p->blobs_total);
+    put(layer, sizeof layer, &ll, "%.12s %s / %s | ", hex12(p->digest),
+        cli_human_bytes(a, sizeof a, p->done), cli_human_bytes(b, sizeof b, p->total));
+  put(rest, sizeof rest, &rl, "%u/%u layer%s", p->blobs_done, p->blobs_total,
+      p->blobs_total == 1 ? "" : "s");
   if (p->blobs_cached)
-    fprintf(stderr, " (%u cached)", p->blobs_cached);
-  fprintf(stderr, " | %s / %s", cli_human_bytes(a, sizeof a, p->bytes_done),
-          cli_human_bytes(b, sizeof b, to_fetch));
+    put(rest, sizeof rest, &rl, " (%u cached)", p->blobs_cached);
+  /* Bytes resumed from an earlier run are there, but did not arrive now: in the total, not
+   * in the speed. */
+  uint64_t have = p->bytes_done + p->bytes_resumed;
+  put(rest, sizeof rest, &rl, " | %s / %s", cli_human_bytes(a, sizeof a, have),
+      cli_human_bytes(b, sizeof b, to_fetch));
+  if (p->bytes_resumed)
+    put(rest, sizeof rest, &rl, " (%s resumed)", cli_human_bytes(a, sizeof a, p->bytes_resumed));
   double secs = bar.have_byte ? now - bar.first_byte : 0;
   if (secs > 0.05 && p->bytes_done > 0) {
     double rate = (double)p->bytes_done / secs;
-    uint64_t left = to_fetch > p->bytes_done ? to_fetch - p->bytes_done : 0;
-    fprintf(stderr, " | %s/s", cli_human_bytes(a, sizeof a, (uint64_t)rate));
+    uint64_t left = to_fetch > have ? to_fetch - have : 0;
+    put(rest, sizeof rest, &rl, " | %s/s", cli_human_bytes(a, sizeof a, (uint64_t)rate));
     if (left)
-      fprintf(stderr, " | ETA %s", duration(c, sizeof c, (double)left / rate));
+      put(rest, sizeof rest, &rl, " | ETA %s", duration(c, sizeof c, (double)left / rate));
   }
   if (bar.unpacking)
-    fprintf(stderr, " | unpacking %d/%u", bar.unpacking, p->blobs_total);
+    put(rest, sizeof rest, &rl, " | unpacking %d/%u", bar.unpacking, p->blobs_total);
+  frame_start();
+  char line[352];
+  size_t n = 0;
+  /* Without room for both, the image's totals win over the layer's part. */
+  if ((int)(ll + rl) < (bar.width ? bar.width : 80))
+    put(line, sizeof line, &n, "%s", layer);
+  put(line, sizeof line, &n, "%s", rest);
+  frame_put(line, n);
   bar.on_line = 1;
   bar.last_frame = now;
 }
@@ -134,15 +219,21 @@ static void on_progress(void *ud, const struct fpull_progress *p)
     break;
   case FPULL_PROGRESS_FINISH: {
     double secs = bar.have_byte ? now - bar.first_byte : 0;
-    fputs("\r\033[K", stderr);
-    fprintf(stderr, "done: %u layer%s", p->blobs_total, p->blobs_total == 1 ? "" : "s");
+    char line[256];
+    size_t n = 0;
+    put(line, sizeof line, &n, "done: %u layer%s", p->blobs_total, p->blobs_total == 1 ? "" : "s");
     if (p->blobs_cached)
-      fprintf(stderr, " (%u cached, %s)", p->blobs_cached,
-              cli_human_bytes(a, sizeof a, p->bytes_cached));
-    fprintf(stderr, ", %s downloaded", cli_human_bytes(b, sizeof b, p->bytes_done));
+      put(line, sizeof line, &n, " (%u cached, %s)", p->blobs_cached,
+          cli_human_bytes(a, sizeof a, p->bytes_cached));
+    put(line, sizeof line, &n, ", %s downloaded", cli_human_bytes(b, sizeof b, p->bytes_done));
+    if (p->bytes_resumed)
+      put(line, sizeof line, &n, " (and %s resumed)",
+          cli_human_bytes(c, sizeof c, p->bytes_resumed));
     if (p->bytes_done && secs > 0.05)
-      fprintf(stderr, " in %s (%s/s)", duration(c, sizeof c, secs),
-              cli_human_bytes(a, sizeof a, (uint64_t)((double)p->bytes_done / secs)));
+      put(line, sizeof line, &n, " in %s (%s/s)", duration(c, sizeof c, secs),
+          cli_human_bytes(a, sizeof a, (uint64_t)((double)p->bytes_done / secs)));
+    frame_start();
+    frame_put(line, n);
     fputc('\n', stderr);
     bar.on_line = 0;
     break;
@@ -196,6 +287,10 @@ void cli_progress_attach(struct fpull_pull_opts *o, const struct cli_settings *s
   if (s->progress == 1)
     o->progress = on_progress_lines;
   /* The bar only on a terminal: scripts and logs get nothing but the result. */
-  else if (isatty(STDERR_FILENO))
+  else if (isatty(STDERR_FILENO)) {
     o->progress = on_progress;
+    struct sigaction sa = {.sa_handler = on_winch, .sa_flags = SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGWINCH, &sa, NULL);
+  }
 }

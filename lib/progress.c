@@ -78,7 +78,13 @@ static void moved_to(struct fp_progress_sink *ps, uint64_t pos)
 {
   struct fp_progress *p = ps->p;
   pthread_mutex_lock(&p->lock);
-  p->st.bytes_done = p->st.bytes_done + pos - ps->pos;
+  /* Starting over below what an earlier run left takes it out of the resumed bytes. */
+  uint64_t old_run = ps->pos - ps->resumed;
+  if (pos < ps->resumed) {
+    p->st.bytes_resumed -= ps->resumed - pos;
+    ps->resumed = pos;
+  }
+  p->st.bytes_done = p->st.bytes_done - old_run + (pos - ps->resumed);
   ps->pos = pos;
   report(p, FPULL_PROGRESS_BYTES, ps->d, pos);
   pthread_mutex_unlock(&p->lock);
@@ -87,6 +93,7 @@ static void moved_to(struct fp_progress_sink *ps, uint64_t pos)
 static int sink_write(void *ud, const void *data, size_t len, fpull_err *err)
 {
   struct fp_progress_sink *ps = ud;
+  ps->started = 1;
   int rc = ps->inner->write(ps->inner->ud, data, len, err);
   if (rc == 0)
     moved_to(ps, ps->pos + len);
@@ -97,8 +104,19 @@ static int sink_restart(void *ud, uint64_t offset, fpull_err *err)
 {
   struct fp_progress_sink *ps = ud;
   int rc = ps->inner->restart(ps->inner->ud, offset, err);
-  if (rc == 0 && offset != ps->pos)
+  if (rc == 0 && !ps->started && offset > 0) {
+    /* The first request starts where an earlier run's partial download ends: those bytes
+     * are resumed, not received now (a speed counting them would be absurd). */
+    struct fp_progress *p = ps->p;
+    pthread_mutex_lock(&p->lock);
+    ps->resumed = ps->pos = offset;
+    p->st.bytes_resumed += offset;
+    report(p, FPULL_PROGRESS_BYTES, ps->d, offset);
+    pthread_mutex_unlock(&p->lock);
+  } else if (rc == 0 && offset != ps->pos) {
     moved_to(ps, offset);
+  }
+  ps->started = 1;
   return rc;
 }
 

@@ -31,7 +31,9 @@ struct fp_progress_sink {
   const struct fpull_blob_sink *inner;
   struct fp_progress *p;
   const struct fpull_descriptor *d;
-  uint64_t pos; /* bytes of d the inner sink holds */
+  uint64_t pos;     /* bytes of d the inner sink holds */
+  uint64_t resumed; /* of those, kept from an earlier run's partial download */
+  int started;      /* the first restart (the partial's offset) has come */
 };
 /* Returns the sink to use: ps->sink, or inner itself when p is NULL or reports nothing. */
 const struct fpull_blob_sink *fp_progress_sink_wrap(struct fp_progress_sink *ps,

@@ -3,12 +3,15 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cache/cache_use.h"
 #include "cache/cache_verified.h"
 #include "unpack/dest.h"
+#include "opts.h"
 #include "resolve.h"
+#include "space.h"
 #include "util.h"
 #include "fpull/config.h"
 #include "fpull/match.h"
@@ -124,6 +127,26 @@ static int unpack(struct fp_session *s, const struct fp_resolved *r, struct fp_f
   return rc;
 }
 
+/* A rootfs DEST records the manifest it was unpacked from (an xattr on its directory), so
+ * that pulling the same digest again without --force is done already, not an error. */
+#define DEST_DIGEST_XATTR "user.fpull.manifest"
+
+static int dest_holds(const char *dest, const struct fpull_pull_opts *o, const char *digest)
+{
+  char got[FP_DIGEST_MAX] = "";
+  if (!dest || o->unpack.force || o->unpack.format != FPULL_FORMAT_DIR)
+    return 0;
+  ssize_t n = lgetxattr(dest, DEST_DIGEST_XATTR, got, sizeof got - 1);
+  return n > 0 && strcmp(got, digest) == 0;
+}
+
+static void dest_record(const char *dest, const struct fpull_pull_opts *o, const char *digest)
+{
+  /* File systems without user xattrs (older tmpfs) only lose the shortcut. */
+  if (dest && o->unpack.format == FPULL_FORMAT_DIR)
+    (void)lsetxattr(dest, DEST_DIGEST_XATTR, digest, strlen(digest), 0);
+}
+
 static int run(struct fpull_pull_result **out, const char *image, const char *dest,
                const struct fpull_pull_opts *o, fpull_err *err)
 {
@@ -135,7 +158,17 @@ static int run(struct fpull_pull_result **out, const char *image, const char *de
     rc = fp_resolve(&s, &r, 0, err);
   if (rc == 0)
     rc = check_layer_types(r.manifest, err);
-  if (rc == 0) {
+  int already = rc == 0 && dest_holds(dest, o, r.manifest_digest);
+  if (already)
+    fp_info("%s already holds %s: nothing to download or unpack (--force unpacks it again)", dest,
+            r.manifest_digest);
+  /* Disk space, before anything is downloaded or unpacked (lib/space.c). */
+  struct fp_space sp;
+  if (rc == 0 && !already) {
+    fp_space_estimate(&sp, s.cache, r.manifest, dest, o->unpack.format);
+    rc = fp_space_check(&sp, err);
+  }
+  if (rc == 0 && !already) {
     struct fp_fetch *fetch = fp_fetch_start(&s, &r, dest != NULL);
     if (dest)
       rc = unpack(&s, &r, fetch, dest, err);
@@ -147,7 +180,10 @@ static int run(struct fpull_pull_result **out, const char *image, const char *de
       if (err)
         *err = ferr;
     }
+    fp_space_explain(&sp, err);
   }
+  if (rc == 0 && !already)
+    dest_record(dest, o, r.manifest_digest);
   if (rc == 0) {
     fp_cache_note_use(s.cache, s.reference);
     struct fpull_pull_result *res = fp_xcalloc(1, sizeof *res);
@@ -185,6 +221,12 @@ int fpull_pull(struct fpull_pull_result **out, const char *image, const char *de
       return rc;
     dest = def;
   }
+  /* A missing parent of DEST fails before the network (one asked for is created later). */
+  __attribute__((cleanup(fp_dest_free))) struct fp_dest where = {0};
+  if (FP_OPTS_CHECK(o, FPULL_PULL_OPTS, "fpull_pull_opts", NULL) == 0 &&
+      !fp_dest_parents(&o->unpack) &&
+      fp_dest_split(&where, dest, o->unpack.format != FPULL_FORMAT_SQUASHFS, 0, err))
+    return err ? err->code : FPULL_EFAIL;
   return run(out, image, dest, o, err);
 }
 
@@ -281,6 +323,9 @@ int fpull_inspect(struct fpull_inspect_result **out, const char *image,
       res->entries[0].media_type = fp_xstrdup(r.manifest->media_type);
       res->entries[0].digest = fp_xstrdup(r.manifest_digest);
       res->entries[0].platform = steal_pointer(&r.platform);
+      res->n_layers = r.manifest->n_layers;
+      for (size_t i = 0; i < r.manifest->n_layers; i++)
+        res->layers_size += (uint64_t)r.manifest->layers[i].size;
       rc = fpull_match_entries(&res->match, o->target, res->entries, 1, o->tagdb, err);
       if (rc == 0 && r.preflight_why && res->match->entries[0].eligible) {
         /* The GPU preflight refused the image: shown as the entry's reason. */

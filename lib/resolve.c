@@ -39,6 +39,8 @@ static int session_open(struct fp_session *s, const char *image, const struct fp
     return 0;
   struct fpull_registry_opts ro;
   fpull_registry_opts_init(&ro, s->ref->registry, o->config, o->insecure, o->certs_dir);
+  ro.cert_dir = o->version >= 2 ? o->cert_dir : NULL;
+  ro.creds = o->version >= 2 ? o->creds : NULL;
   return fpull_registry_open(&s->reg, s->ref->registry, &ro, err);
 }
 

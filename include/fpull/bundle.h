@@ -13,7 +13,7 @@
  * bundle is built beside dest and renamed into place, so dest appears only complete;
  * opts->unpack.force replaces an existing dest. As root dest stays mode 0700 (its rootfs
  * keeps setuid files, capabilities and devices); rootless it is 0755. (*out)->rootfs is
- * the absolute dest/rootfs. Returns the contract's codes. */
+ * the absolute dest/rootfs. Returns fpull(1)'s exit codes (EXIT STATUS). */
 FPULL_API int fpull_pull_bundle(struct fpull_pull_result **out, const char *image, const char *dest,
                                 const struct fpull_pull_opts *opts, fpull_err *err);
 

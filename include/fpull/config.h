@@ -1,4 +1,4 @@
-/* fpull: the YAML config file (contract, "Config file"). */
+/* fpull: the YAML config file (fpull(1), CONFIGURATION). */
 #ifndef FPULL_CONFIG_H
 #define FPULL_CONFIG_H
 

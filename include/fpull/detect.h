@@ -46,7 +46,7 @@ struct fpull_nvidia_info {
  * ($FPULL_NVIDIA_PROC_VERSION overrides the path) for the driver version. No library, no GPU
  * or an NVML error is not an error: the info is then empty with a note. GPUs are listed only
  * when every one's compute capability could be read. */
-/* Which GPUs count (contract, "Which GPUs count"): a GPU NVML lists but cannot open
+/* Which GPUs count (fpull(1), FEATURES): a GPU NVML lists but cannot open
  * (NVML_ERROR_NO_PERMISSION, a job's device cgroup) is skipped and named in reason;
  * CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES (comma-separated indexes, counted among
  * the GPUs this process may open, or GPU-/MIG- UUIDs and unique prefixes; NVIDIA_: also

@@ -4,7 +4,7 @@
 
 #include "common.h"
 
-/* The codes are the command line's exit codes (contract, "Exit codes"). */
+/* The codes are the command line's exit codes (fpull(1), EXIT STATUS). */
 enum fpull_code {
   FPULL_OK = 0,
   FPULL_EFAIL = 1,      /* any other failure */

@@ -1,5 +1,5 @@
 /* fpull: feature names, CPU tag table, implications, the target platform, and the
- * eligibility and ranking of index entries (contract, "Features and matching"). */
+ * eligibility and ranking of index entries (fpull(1), FEATURES and MATCHING). */
 #ifndef FPULL_FEATURES_H
 #define FPULL_FEATURES_H
 
@@ -68,7 +68,8 @@ FPULL_API size_t fpull_featureset_count(const struct fpull_featureset *fs);
 /* I-th feature in the stable printing order (sorted by name), with its source. */
 FPULL_API const char *fpull_featureset_get(const struct fpull_featureset *fs, size_t i, int *src);
 
-/* ---- names a person gives (contract v3: a typo never selects another image) ---- */
+/* ---- names a person gives (fpull(1), "Names you give": a typo never selects another image) ----
+ */
 /* The name of known (a NULL-terminated list) closest to name within edit distance 2
  * (insertions, deletions, substitutions and swaps of neighbours, case-insensitive), or
  * NULL; ties go to the earlier in known. name itself is no suggestion, nor is a word
@@ -153,7 +154,7 @@ struct fpull_match {
   long chosen; /* index of the chosen entry, -1 when none fits */
 };
 
-/* Applies the contract's eligibility rules and five-step ranking to the n descriptors
+/* Applies fpull(1)'s eligibility rules (MATCHING) and five-step ranking to the n descriptors
  * (entries without platform, attestations and unknown/unknown are never eligible). The
  * caller owns *out; chosen is -1 when nothing fits. Never fails (allocation failure
  * aborts). */

@@ -18,6 +18,7 @@
 #include "policy.h"
 #include "pull.h"
 #include "bundle.h"
+#include "layout.h"
 #include "spec.h"
 #include "login.h"
 #include "components.h"

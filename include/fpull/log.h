@@ -46,6 +46,9 @@ struct fpull_progress {
   uint64_t bytes_cached; /* layer bytes taken from the cache */
   uint64_t bytes_total;  /* the sum of the layers' sizes */
   unsigned layer;        /* FPULL_PROGRESS_UNPACK: which layer, 0-based */
+  /* Added in v4: layer bytes an earlier, interrupted run had downloaded and this one
+   * resumed from (not in bytes_done: they did not arrive now). */
+  uint64_t bytes_resumed;
 };
 typedef void (*fpull_progress_fn)(void *ud, const struct fpull_progress *p);
 

@@ -18,7 +18,7 @@
   "the manifest is Docker schema 1, which fpull does not support (push the image again "           \
   "with a current docker or skopeo)"
 
-/* Largest manifest, index or config accepted (contract and distribution-spec). */
+/* Largest manifest, index or config accepted (fpull(1) and the distribution spec). */
 #define FPULL_MANIFEST_MAX (4u * 1024 * 1024)
 
 enum fpull_doc_kind {

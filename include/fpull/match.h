@@ -6,7 +6,7 @@
 #include "features.h"
 
 /* Why entry i (eligible, rank r) ranks above the entry ranked r + 1, naming the first of
- * the contract's ranking rules that tells them apart: "more features than rank 2 (3 vs 2;
+ * fpull(1)'s ranking rules (MATCHING) that tells them apart: "more features than rank 2 (3 vs 2;
  * rule 1)", "higher variant ... (rule 2)", "more demanding CPU tag ... (rule 3)", "higher
  * compute capability ... (rule 4)", "earlier in the index ... (rule 5)". m, entries and db
  * are those fpull_match_entries was given; the ranks are read as they are now. Returns a

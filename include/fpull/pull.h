@@ -32,6 +32,12 @@ struct fpull_pull_opts {
                              user's or the system's as containers/image finds them */
   int require_signatures; /* no policy found is FPULL_EPOLICY (also the config's) */
   int signature_index;    /* enum fpull_sigindex */
+  /* Version 2: skopeo's --cert-dir, the registry's own CA and client certificate folder
+   * (fpull_registry_opts.cert_dir); NULL: none. */
+  const char *cert_dir;
+  /* Version 2: --creds USER:PASS for the registry (fpull_registry_opts.creds); NULL: the
+   * auth files. */
+  const char *creds;
 };
 #define FPULL_PULL_OPTS_INIT                                                                       \
   {                                                                                                \
@@ -68,7 +74,7 @@ struct fpull_pull_result {
 FPULL_API void fpull_pull_result_free(struct fpull_pull_result *r);
 
 /* Resolves image, chooses the entry, downloads into the cache, unpacks into dest
- * (NULL: ./NAME). Returns the contract's codes. */
+ * (NULL: ./NAME). Returns fpull(1)'s exit codes (EXIT STATUS). */
 FPULL_API int fpull_pull(struct fpull_pull_result **out, const char *image, const char *dest,
                          const struct fpull_pull_opts *opts, fpull_err *err);
 /* The same without a rootfs. */
@@ -79,7 +85,7 @@ FPULL_API int fpull_prefetch(struct fpull_pull_result **out, const char *image,
  * index (attestations and unknown/unknown entries are not images), or of the single
  * manifest, so that nodes of every kind can pull --offline from the cache. os and arch
  * (NULL: any) keep only the entries of that os/architecture. FPULL_ENOMATCH when they
- * leave no entry; otherwise the contract's codes of the first failure. */
+ * leave no entry; otherwise fpull(1)'s exit code of the first failure. */
 FPULL_API int fpull_prefetch_all(struct fpull_pull_result **out, const char *image, const char *os,
                                  const char *arch, const struct fpull_pull_opts *opts,
                                  fpull_err *err);
@@ -90,8 +96,8 @@ FPULL_API int fpull_prefetch_all(struct fpull_pull_result **out, const char *ima
 FPULL_API int fpull_image_config_get(char **json, size_t *len, const char *image,
                                      const struct fpull_pull_opts *opts, fpull_err *err);
 
-/* Where an entry of fpull_inspect came from (contract, "Which index entries are
- * candidates"). */
+/* Where an entry of fpull_inspect came from (fpull(1), "Which entries are
+ * candidates" under MATCHING). */
 struct fpull_entry_origin {
   long parent;              /* the entry (nested index) that listed it; -1: the top index */
   int depth;                /* 1 for the top index's entries */
@@ -111,6 +117,9 @@ struct fpull_inspect_result {
    * is NULL when no policy applies. */
   struct fpull_sig_check **signatures;
   struct fpull_sig_check *index_signature; /* the index's own, when one was checked */
+  /* A single manifest's layers: their count and the sum of their sizes (0 for an index). */
+  size_t n_layers;
+  uint64_t layers_size;
 };
 FPULL_API void fpull_inspect_result_free(struct fpull_inspect_result *r);
 /* Fetches manifests only (and a single manifest's config). Returns FPULL_OK even when

@@ -11,7 +11,7 @@ struct fpull_ref {
   char *digest;     /* "sha256:<64 hex>", "sha512:<128 hex>" or NULL */
 };
 
-/* Parses text per the contract (docker.io normalisation, library/ prefix, :latest).
+/* Parses text as fpull(1) describes IMAGE (docker.io normalisation, library/ prefix, :latest).
  * On success *out is owned by the caller (fpull_ref_free). Errors: FPULL_EUSAGE with
  * the reason. */
 FPULL_API int fpull_ref_parse(struct fpull_ref **out, const char *text, fpull_err *err);

@@ -9,7 +9,7 @@ struct fpull_config;
 /* Options structs grow at the end: version says which layout the caller was compiled
  * with, and the library refuses versions it does not know (FPULL_EUSAGE). Start from
  * FPULL_REGISTRY_OPTS_INIT, then set fields. */
-#define FPULL_REGISTRY_OPTS_VERSION 1
+#define FPULL_REGISTRY_OPTS_VERSION 2
 struct fpull_registry_opts {
   unsigned int version;         /* FPULL_REGISTRY_OPTS_VERSION */
   int insecure;                 /* --insecure or insecure-registries: HTTP and unverified TLS */
@@ -19,6 +19,12 @@ struct fpull_registry_opts {
   int max_tries;                /* per request; 0: the default (5) */
   const struct fpull_config *config; /* may be NULL: its insecure-registries also cover
                                         mirror hosts (an http:// mirror needs that) */
+  /* Version 2: --cert-dir, skopeo's: the registry's own *.crt, client.cert and client.key
+   * directly in it (no HOST:PORT folder), searched before everything else; may be NULL. */
+  const char *cert_dir;
+  /* Version 2: --creds USER:PASS, skopeo's and podman's: used for the registry (not its
+   * mirrors) instead of the auth files; NULL: none. A value without ':' is FPULL_EUSAGE. */
+  const char *creds;
 };
 #define FPULL_REGISTRY_OPTS_INIT                                                                   \
   {                                                                                                \
@@ -55,6 +61,14 @@ FPULL_API void fpull_fetched_free(struct fpull_fetched *f);
  * FPULL_EINTEGRITY. */
 FPULL_API int fpull_registry_get_manifest(struct fpull_fetched **out, fpull_registry *r,
                                           const char *repo, const char *ref, fpull_err *err);
+
+/* GET /v2/REPO/tags/list, page after page (page_size tags a request, "n"; 0: 1000),
+ * following the registry's Link: rel="next". *out is NULL-terminated in the registry's
+ * order; the caller frees it (fpull_strv_free). A name that is no valid tag is left out with
+ * a warning. At most 100000 tags. Errors: FPULL_ENOTFOUND, FPULL_EAUTH, FPULL_ENET,
+ * FPULL_EFAIL (a malformed answer). */
+FPULL_API int fpull_registry_list_tags(char ***out, fpull_registry *r, const char *repo,
+                                       unsigned page_size, fpull_err *err);
 
 /* Where blob bytes go. restart is called before each attempt with the offset that will be
  * requested; when a server ignores a Range request it is called again with 0, and the

@@ -1,4 +1,4 @@
-/* fpull: building a rootfs from layers, safely (contract, "Rootfs"). */
+/* fpull: building a rootfs from layers, safely (fpull(1), ROOTFS). */
 #ifndef FPULL_UNPACK_H
 #define FPULL_UNPACK_H
 
@@ -15,7 +15,7 @@ struct fpull_layer {
   int fd;
 };
 
-/* What pull writes (contract, --format). */
+/* What pull writes (fpull(1), --format). */
 enum fpull_unpack_format {
   FPULL_FORMAT_DIR = 0,      /* DEST is the rootfs */
   FPULL_FORMAT_SQUASHFS = 2, /* DEST is one SquashFS file holding it */
@@ -40,7 +40,7 @@ struct fpull_sqfs_opts {
 /* Options structs grow at the end: version says which layout the caller was compiled
  * with, and the library refuses versions it does not know (FPULL_EUSAGE). Start from
  * FPULL_UNPACK_OPTS_INIT, then set fields. */
-#define FPULL_UNPACK_OPTS_VERSION 1
+#define FPULL_UNPACK_OPTS_VERSION 2
 struct fpull_unpack_opts {
   unsigned int version; /* FPULL_UNPACK_OPTS_VERSION */
   int force;            /* DEST may exist; replaced only once the new rootfs is complete */
@@ -65,6 +65,9 @@ struct fpull_unpack_opts {
    * 0: no limit (fpull_pull: the config's max-unpacked:, if any); FPULL_UNPACK_UNLIMITED:
    * no limit, whatever the config says. */
   uint64_t max_unpacked;
+  /* Version 2: DEST's missing parent directories are created (pull --parents); 0: a
+   * missing parent is FPULL_EFAIL, as with tar -C. Version 1 callers get them created. */
+  int parents;
 };
 #define FPULL_UNPACK_UNLIMITED UINT64_MAX
 #define FPULL_UNPACK_OPTS_INIT                                                                     \

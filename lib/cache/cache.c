@@ -198,6 +198,10 @@ static void cache_freep(fpull_cache **c)
 int fpull_cache_open(fpull_cache **out, const char *dir, fpull_err *err)
 {
   *out = NULL;
+  /* No directory given: the CLI's default without a config (FPULL_CACHE, XDG, HOME). */
+  cleanup_free char *def = dir && *dir ? NULL : fpull_cache_resolve_dir(NULL, NULL);
+  if (def)
+    dir = def;
   if (!dir || !*dir)
     return fpull_err_set(err, FPULL_EFAIL,
                          "no cache directory: none given, and no $FPULL_CACHE, "

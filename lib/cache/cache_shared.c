@@ -88,7 +88,9 @@ int fpull_cache_add_shared(fpull_cache *c, const char *dir, fpull_err *err)
 int fpull_cache_open_with_shared(fpull_cache **out, const char *dir,
                                  const struct fpull_config *config, fpull_err *err)
 {
-  int rc = fpull_cache_open(out, dir, err);
+  /* No directory given: the CLI's default (FPULL_CACHE, the config's cache-dir, XDG). */
+  cleanup_free char *def = dir && *dir ? NULL : fpull_cache_resolve_dir(NULL, config);
+  int rc = fpull_cache_open(out, def ? def : dir, err);
   if (rc)
     return rc;
   cleanup_strv char **shared = fpull_cache_shared_dirs(config);

@@ -179,7 +179,7 @@ static int fetch_token(fpull_registry *r, struct fp_endpoint *ep, const char *sc
     realm_host = fp_xstrndup(h, strcspn(h, "/?#"));
   }
   struct fp_tls tls;
-  rc = fp_tls_find(&tls, realm_host, r->certs_dir, r->config_certs_dir, err);
+  rc = fp_tls_find(&tls, realm_host, NULL, r->certs_dir, r->config_certs_dir, err);
   if (rc)
     return rc;
   int same_host = strcmp(realm_host, ep->hostport) == 0;

@@ -13,6 +13,7 @@ void fp_http_resp_free(struct fp_http_resp *resp)
   free(resp->location);
   free(resp->retry_after);
   free(resp->content_range);
+  free(resp->link);
   free(resp->final_url);
   fp_buf_free(&resp->body);
   memset(resp, 0, sizeof *resp);
@@ -20,8 +21,13 @@ void fp_http_resp_free(struct fp_http_resp *resp)
 
 static void clear_headers(struct fp_http_resp *resp)
 {
-  char **fields[] = {&resp->www_authenticate, &resp->content_type, &resp->docker_content_digest,
-                     &resp->location,         &resp->retry_after,  &resp->content_range};
+  char **fields[] = {&resp->www_authenticate,
+                     &resp->content_type,
+                     &resp->docker_content_digest,
+                     &resp->location,
+                     &resp->retry_after,
+                     &resp->content_range,
+                     &resp->link};
   for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
     free(*fields[i]);
     *fields[i] = NULL;
@@ -75,6 +81,7 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
       {"Location", offsetof(struct fp_http_resp, location)},
       {"Retry-After", offsetof(struct fp_http_resp, retry_after)},
       {"Content-Range", offsetof(struct fp_http_resp, content_range)},
+      {"Link", offsetof(struct fp_http_resp, link)},
   };
   for (size_t i = 0; i < sizeof wanted / sizeof *wanted; i++) {
     const char *v;
@@ -290,7 +297,11 @@ static void setup(CURL *h, const struct fp_http_req *req, const char *url,
   if (req->tls && req->tls->ca_blob) {
     struct curl_blob blob = {req->tls->ca_blob, req->tls->ca_len, CURL_BLOB_NOCOPY};
     curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+  } else if (getenv("SSL_CERT_FILE") && *getenv("SSL_CERT_FILE")) {
+    curl_easy_setopt(h, CURLOPT_CAINFO, fp_tls_system_ca_file());
   }
+  if (fp_tls_system_ca_dir())
+    curl_easy_setopt(h, CURLOPT_CAPATH, fp_tls_system_ca_dir());
   if (req->tls && req->tls->client_cert) {
     curl_easy_setopt(h, CURLOPT_SSLCERT, req->tls->client_cert);
     curl_easy_setopt(h, CURLOPT_SSLKEY, req->tls->client_key);

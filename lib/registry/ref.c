@@ -161,6 +161,23 @@ static int bad(fpull_err *err, const char *text, const char *why)
   return fpull_err_set(err, FPULL_EUSAGE, "invalid reference \"%s\": %s", text, why);
 }
 
+/* Other tools' transports (skopeo's, podman's, Apptainer's): an image in one of them is
+ * not on a registry, and would otherwise read as a tag or a malformed port. */
+static const char *transport_mistake(const char *text)
+{
+  static const char *const other[] = {"oci:",           "oci-archive:", "docker-archive:",
+                                      "docker-daemon:", "dir:",         "containers-storage:",
+                                      "library://",     "shub://",      "oras://",
+                                      "http://",        "https://",     NULL};
+  for (size_t i = 0; other[i]; i++)
+    if (strncmp(text, other[i], strlen(other[i])) == 0)
+      return "fpull pulls from registries only: give REGISTRY/REPOSITORY[:TAG|@DIGEST], "
+             "optionally after docker://";
+  if (strstr(text, "://"))
+    return "unknown transport: only docker:// is accepted before an image name";
+  return NULL;
+}
+
 int fpull_ref_parse(struct fpull_ref **out, const char *text, fpull_err *err)
 {
   *out = NULL;
@@ -172,11 +189,25 @@ int fpull_ref_parse(struct fpull_ref **out, const char *text, fpull_err *err)
     if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
       return bad(err, text, "contains a space or control character");
 
+  /* skopeo's and Apptainer's spelling of a registry image: the transport fpull speaks. */
+  if (strncmp(text, "docker://", 9) == 0)
+    text += 9;
+  if (!*text)
+    return fpull_err_set(err, FPULL_EUSAGE, "invalid reference \"docker://\": empty");
+  const char *why = transport_mistake(text);
+  if (why)
+    return bad(err, text, why);
+
   __attribute__((cleanup(ref_freep))) struct fpull_ref *ref = fp_xcalloc(1, sizeof *ref);
   cleanup_free char *work = fp_xstrdup(text);
-  const char *why;
 
   char *at = strchr(work, '@');
+  if (at && strchr(at, '/')) {
+    /* user@host/img, ssh's habit: a digest has no '/'. */
+    return bad(err, text,
+               "'@' introduces a digest (IMAGE@sha256:...); a user name goes to 'fpull login' "
+               "or --creds, not into the reference");
+  }
   if (at) {
     *at = '\0';
     if ((why = check_digest(at + 1)))

@@ -76,6 +76,7 @@ void fpull_registry_free(fpull_registry *r)
   free(r->host);
   free(r->certs_dir);
   free(r->config_certs_dir);
+  free(r->cert_dir);
   free(r);
 }
 
@@ -92,10 +93,24 @@ static int endpoint_init(struct fp_endpoint *ep, const char *hostport, const cha
   if ((!scheme && lax) || (scheme && strcmp(scheme, "http") == 0))
     ep->http_base = fp_xasprintf("http://%s%s", hostport, prefix);
   ep->verify_tls = !lax;
-  int rc = fp_tls_find(&ep->tls, hostport, opts ? opts->certs_dir : NULL,
+  /* --cert-dir is the registry's own folder, not a mirror's. */
+  const char *cert_dir = !ep->is_mirror && opts && opts->version >= 2 ? opts->cert_dir : NULL;
+  int rc = fp_tls_find(&ep->tls, hostport, cert_dir, opts ? opts->certs_dir : NULL,
                        opts ? opts->config_certs_dir : NULL, err);
   if (rc)
     return rc;
+  /* --creds: the registry's own, given on the command line; never a mirror's. */
+  const char *given = !ep->is_mirror && opts && opts->version >= 2 ? opts->creds : NULL;
+  if (given) {
+    const char *colon = strchr(given, ':');
+    if (!colon || colon == given)
+      return fpull_err_set(err, FPULL_EUSAGE, "--creds takes USER:PASSWORD");
+    memset(&ep->creds, 0, sizeof ep->creds);
+    ep->creds.username = fp_xstrndup(given, (size_t)(colon - given));
+    ep->creds.password = fp_xstrdup(colon + 1);
+    ep->creds.source = fp_xstrdup("--creds");
+    return 0;
+  }
   return fp_creds_lookup(&ep->creds, hostport, err);
 }
 
@@ -142,6 +157,7 @@ int fpull_registry_open(fpull_registry **out, const char *registry,
   r->max_tries = opts && opts->max_tries > 0 ? opts->max_tries : 5;
   r->certs_dir = fp_xstrdup(opts ? opts->certs_dir : NULL);
   r->config_certs_dir = fp_xstrdup(opts ? opts->config_certs_dir : NULL);
+  r->cert_dir = fp_xstrdup(opts && opts->version >= 2 ? opts->cert_dir : NULL);
   for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
     pthread_mutex_init(&r->share_locks[i], NULL);
   pthread_mutex_init(&r->mu, NULL);
@@ -258,6 +274,7 @@ static int ensure_ready(fpull_registry *r, struct fp_endpoint *ep, fpull_err *er
   int rc = FPULL_ENET;
   char last[CURL_ERROR_SIZE + 128] = "";
   int transient = 0, tries = 0, unresolved = 0;
+  char cert_detail[CURL_ERROR_SIZE] = "";
   for (int attempt = 1; attempt <= r->max_tries; attempt++) {
     transient = 0;
     tries = attempt;
@@ -285,6 +302,8 @@ static int ensure_ready(fpull_registry *r, struct fp_endpoint *ep, fpull_err *er
         return rc;
       }
       unresolved = !resp.status && resp.curl == CURLE_COULDNT_RESOLVE_HOST;
+      if (!resp.status && fp_tls_is_cert_error(resp.curl))
+        snprintf(cert_detail, sizeof cert_detail, "%s", fp_curl_describe(&resp));
       if (resp.status)
         snprintf(last, sizeof last, "%s answered HTTP %ld", url, resp.status), transient = 1;
       else if (unresolved) /* the message names the host and is the whole story */
@@ -299,6 +318,9 @@ static int ensure_ready(fpull_registry *r, struct fp_endpoint *ep, fpull_err *er
     sleep_ms(backoff_ms(attempt, NULL));
   }
   pthread_mutex_unlock(&r->mu);
+  /* Trust is not an outage: say what failed and where the CA could go. */
+  if (cert_detail[0])
+    return fp_tls_cert_error(err, r, ep->hostport, cert_detail);
   if (unresolved)
     return fpull_err_set(err, rc, "%s", last);
   char note[32];
@@ -366,6 +388,11 @@ int fp_reg_call(fpull_registry *r, struct fp_endpoint *ep, const struct fp_call 
         fp_http_resp_free(resp);
         return fpull_err_set(err, FPULL_EFAIL, "%s: answer for %s over %zu bytes refused",
                              ep->hostport, c->path, c->max_body);
+      }
+      if (!resp->redirect_refused && fp_tls_is_cert_error(resp->curl)) {
+        rc = fp_tls_cert_error(err, r, ep->hostport, fp_curl_describe(resp));
+        fp_http_resp_free(resp);
+        return rc;
       }
       int transient = !resp->redirect_refused && fp_curl_transient(resp->curl);
       if (transient && c->progress && *c->progress > kept && resumes < FP_MAX_RESUMES) {

@@ -20,8 +20,19 @@ struct fp_tls {
   size_t ca_len;
   char *client_cert, *client_key; /* from the first directory that has both */
 };
-int fp_tls_find(struct fp_tls *out, const char *hostport, const char *certs_dir,
-                const char *config_certs_dir, fpull_err *err);
+/* cert_dir: skopeo's --cert-dir, the host's own folder, first; may be NULL. */
+int fp_tls_find(struct fp_tls *out, const char *hostport, const char *cert_dir,
+                const char *certs_dir, const char *config_certs_dir, fpull_err *err);
+/* Whether a transport failure is the peer's certificate not verifying. */
+int fp_tls_is_cert_error(CURLcode c);
+/* The message of a certificate failure of hostport: what failed (detail, curl's words),
+ * where fpull looked for CAs, and --insecure last. */
+int fp_tls_cert_error(fpull_err *err, const fpull_registry *r, const char *hostport,
+                      const char *detail);
+/* SSL_CERT_FILE's bundle when set, else the system's (what libcurl uses by default). */
+const char *fp_tls_system_ca_file(void);
+/* SSL_CERT_DIR when set: a hashed directory of CAs, used beside the bundle. */
+const char *fp_tls_system_ca_dir(void);
 void fp_tls_free(struct fp_tls *t);
 
 struct fp_token {
@@ -53,6 +64,7 @@ struct fpull_registry {
   char *host; /* API host: "registry-1.docker.io" */
   int max_tries;
   char *certs_dir, *config_certs_dir; /* for token realms on other hosts */
+  char *cert_dir;                     /* --cert-dir, the registry's own */
   struct fp_endpoint *eps;            /* mirrors first, the registry last */
   size_t neps;
   CURLSH *share;
@@ -90,6 +102,7 @@ struct fp_http_resp {
   long status;
   char *www_authenticate, *content_type, *docker_content_digest, *location, *retry_after,
       *content_range;
+  char *link;         /* tags/list's next page */
   struct fp_buf body; /* 2xx body when no sink; error bodies (bounded) otherwise */
   char *final_url;    /* after redirects */
   CURLcode curl;      /* transport error, CURLE_OK when an HTTP answer came */

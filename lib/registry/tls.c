@@ -54,11 +54,73 @@ static void system_ca_init(void)
     snprintf(system_ca_path, sizeof system_ca_path, "%s", "/etc/ssl/certs/ca-certificates.crt");
 }
 
-static const char *system_ca_file(void)
+/* OpenSSL's own variables, which libcurl does not read once it has its built-in bundle
+ * (it always has): honoured here, as skopeo, podman and Go programs honour them. */
+static const char *env_nonempty(const char *name)
 {
+  const char *v = getenv(name);
+  return v && *v ? v : NULL;
+}
+
+const char *fp_tls_system_ca_file(void)
+{
+  const char *env = env_nonempty("SSL_CERT_FILE");
+  if (env)
+    return env;
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, system_ca_init);
   return access(system_ca_path, R_OK) == 0 ? system_ca_path : NULL;
+}
+
+const char *fp_tls_system_ca_dir(void)
+{
+  return env_nonempty("SSL_CERT_DIR");
+}
+
+int fp_tls_is_cert_error(CURLcode c)
+{
+  switch (c) {
+  case CURLE_PEER_FAILED_VERIFICATION:
+  case CURLE_SSL_CACERT_BADFILE:
+  case CURLE_SSL_CERTPROBLEM:
+  case CURLE_SSL_ISSUER_ERROR:
+  case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+int fp_tls_cert_error(fpull_err *err, const fpull_registry *r, const char *hostport,
+                      const char *detail)
+{
+  char where[768] = "";
+  size_t n = 0;
+  const char *home = getenv("HOME");
+  cleanup_free char *user_dir =
+      home && *home ? fp_xasprintf("%s/.config/containers/certs.d", home) : NULL;
+  struct {
+    const char *label, *dir;
+    int own; /* the folder itself, not DIR/HOST */
+  } roots[] = {{"--cert-dir ", r->cert_dir, 1},
+               {"--certs-dir ", r->certs_dir, 0},
+               {"config certs-dir ", r->config_certs_dir, 0},
+               {"", user_dir, 0},
+               {"", "/etc/containers/certs.d", 0},
+               {"", "/etc/docker/certs.d", 0}};
+  for (size_t i = 0; i < sizeof roots / sizeof *roots; i++)
+    if (roots[i].dir && *roots[i].dir && n < sizeof where)
+      n +=
+          (size_t)snprintf(where + n, sizeof where - n, "%s%s%s%s%s", n ? ", " : "", roots[i].label,
+                           roots[i].dir, roots[i].own ? "" : "/", roots[i].own ? "" : hostport);
+  const char *file = fp_tls_system_ca_file(), *dir = fp_tls_system_ca_dir();
+  return fpull_err_set(
+      err, FPULL_ENET,
+      "TLS: the certificate of %s is not trusted (%s); fpull looked for its CA "
+      "(*.crt) in %s, and in %s%s%s%s: put the registry's CA certificate "
+      "there, or use --insecure as the last resort",
+      hostport, detail, where, env_nonempty("SSL_CERT_FILE") ? "SSL_CERT_FILE " : "",
+      file ? file : "(no system bundle)", dir ? " and SSL_CERT_DIR " : "", dir ? dir : "");
 }
 
 static int scan_dir(struct fp_tls *out, struct fp_buf *cas, const char *dir, fpull_err *err)
@@ -98,8 +160,8 @@ static int scan_dir(struct fp_tls *out, struct fp_buf *cas, const char *dir, fpu
   return 0;
 }
 
-int fp_tls_find(struct fp_tls *out, const char *hostport, const char *certs_dir,
-                const char *config_certs_dir, fpull_err *err)
+int fp_tls_find(struct fp_tls *out, const char *hostport, const char *cert_dir,
+                const char *certs_dir, const char *config_certs_dir, fpull_err *err)
 {
   memset(out, 0, sizeof *out);
   const char *home = getenv("HOME");
@@ -108,6 +170,19 @@ int fp_tls_find(struct fp_tls *out, const char *hostport, const char *certs_dir,
   const char *roots[] = {certs_dir, config_certs_dir, user_dir, "/etc/containers/certs.d",
                          "/etc/docker/certs.d"};
   struct fp_buf cas = {.max = 64u << 20};
+  if (cert_dir && *cert_dir) {
+    struct stat st;
+    if (stat(cert_dir, &st) < 0)
+      return fpull_err_set(err, FPULL_EUSAGE, "--cert-dir %s: %s", cert_dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+      return fpull_err_set(err, FPULL_EUSAGE, "--cert-dir %s: not a directory", cert_dir);
+    int rc = scan_dir(out, &cas, cert_dir, err);
+    if (rc) {
+      fp_buf_free(&cas);
+      fp_tls_free(out);
+      return rc;
+    }
+  }
   for (size_t i = 0; i < sizeof roots / sizeof *roots; i++) {
     if (!roots[i] || !*roots[i])
       continue;
@@ -121,7 +196,7 @@ int fp_tls_find(struct fp_tls *out, const char *hostport, const char *certs_dir,
   }
   if (cas.len) {
     /* CURLOPT_CAINFO_BLOB replaces the default bundle: put the system CAs in front. */
-    const char *sys = system_ca_file();
+    const char *sys = fp_tls_system_ca_file();
     struct fp_buf all = {.max = 128u << 20};
     cleanup_free char *sysdata = NULL;
     size_t syslen = 0;

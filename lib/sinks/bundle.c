@@ -194,7 +194,7 @@ int fpull_pull_bundle(struct fpull_pull_result **out, const char *image, const c
     dest = def;
   }
   __attribute__((cleanup(fp_dest_free))) struct fp_dest dd = {0};
-  int rc = fp_dest_split(&dd, dest, 1, err);
+  int rc = fp_dest_split(&dd, dest, 1, fp_dest_parents(&o->unpack), err);
   if (rc)
     return rc;
   rc = build(out, image, dd.parent, dd.base, dest, o, err);

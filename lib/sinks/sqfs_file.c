@@ -148,14 +148,14 @@ static int publish(int pfd, const char *tmp, const char *base, const char *dest,
   return 0;
 }
 
-int fp_image_open(struct fp_image_dest *d, const char *dest, int force, fpull_err *err)
+int fp_image_open(struct fp_image_dest *d, const char *dest, int force, int parents, fpull_err *err)
 {
   memset(d, 0, sizeof *d);
   d->pfd = d->fd = -1;
   d->dest = dest;
   if (!dest || !*dest)
     return fpull_err_set(err, FPULL_EFAIL, "no destination file");
-  int rc = fp_dest_split(&d->where, dest, 0, err);
+  int rc = fp_dest_split(&d->where, dest, 0, parents, err);
   if (rc)
     return rc;
   const char *parent = d->where.parent;

@@ -33,7 +33,8 @@ struct fp_image_dest {
 /* Checks DEST (never a symlink, another user's file or a directory; an existing file only
  * with force), removes temporary files of killed runs and creates ours beside DEST.
  * FPULL_EFAIL naming DEST on failure, with nothing left behind. */
-int fp_image_open(struct fp_image_dest *d, const char *dest, int force, fpull_err *err);
+int fp_image_open(struct fp_image_dest *d, const char *dest, int force, int parents,
+                  fpull_err *err);
 /* Renames the complete image into place (atomically replacing an old one). */
 int fp_image_publish(struct fp_image_dest *d, fpull_err *err);
 /* Closes everything; after a failure (or without publish) the temporary file goes. */

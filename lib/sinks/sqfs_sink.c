@@ -719,7 +719,7 @@ int fpull_unpack_squashfs(const char *dest, const struct fpull_layer *layers, si
     return fpull_err_set(err, FPULL_EUSAGE,
                          "keeping setuid bits, capabilities and devices in an image needs root");
   struct fp_image_dest d;
-  int rc = fp_image_open(&d, dest, o.force, err);
+  int rc = fp_image_open(&d, dest, o.force, fp_dest_parents(opts), err);
   if (!rc) {
     struct sqfs_sink q;
     rc = sink_init(&q, &d, &o, stats, err);

@@ -24,7 +24,12 @@ int fp_dest_default(char **out, const char *image, const char *suffix, fpull_err
   return 0;
 }
 
-int fp_dest_split(struct fp_dest *d, const char *dest, int is_dir, fpull_err *err)
+int fp_dest_parents(const struct fpull_unpack_opts *opts)
+{
+  return !opts || opts->version < 2 || opts->parents;
+}
+
+int fp_dest_split(struct fp_dest *d, const char *dest, int is_dir, int parents, fpull_err *err)
 {
   memset(d, 0, sizeof *d);
   d->buf = fp_xstrdup(dest);
@@ -39,6 +44,14 @@ int fp_dest_split(struct fp_dest *d, const char *dest, int is_dir, fpull_err *er
   if (!*d->base || strcmp(d->base, ".") == 0 || strcmp(d->base, "..") == 0)
     return fpull_err_set(err, FPULL_EFAIL, "%s: the destination must name a %s to create", dest,
                          is_dir ? "directory" : "file");
+  struct stat st;
+  if (!parents) {
+    if (stat(d->parent, &st) < 0 && errno == ENOENT)
+      return fpull_err_set(err, FPULL_EFAIL,
+                           "%s: the directory %s does not exist (--parents creates it)", dest,
+                           d->parent);
+    return 0;
+  }
   if (fp_mkdir_p(d->parent, 0755) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cannot create %s: %s", d->parent, strerror(errno));
   return 0;

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "fpull/error.h"
+#include "fpull/unpack.h"
 
 struct fp_dest {
   char *buf;          /* owns the strings below */
@@ -19,9 +20,12 @@ struct fp_dest {
  * by suffix, as docker and skopeo name what they write. */
 int fp_dest_default(char **out, const char *image, const char *suffix, fpull_err *err);
 
-/* Splits dest into parent and base and creates parent. A directory DEST may end in '/';
- * a file DEST may not. base must be a name, never "", "." or "..". */
-int fp_dest_split(struct fp_dest *d, const char *dest, int is_dir, fpull_err *err);
+/* Splits dest into parent and base; with parents, creates a missing parent (mkdir -p),
+ * else a missing parent is FPULL_EFAIL. A directory DEST may end in '/'; a file DEST may
+ * not. base must be a name, never "", "." or "..". */
+int fp_dest_split(struct fp_dest *d, const char *dest, int is_dir, int parents, fpull_err *err);
+/* Whether opts (a caller's fpull_unpack_opts) asks for DEST's parents to be created. */
+int fp_dest_parents(const struct fpull_unpack_opts *opts);
 void fp_dest_free(struct fp_dest *d);
 
 /* What is at base in pfd must be ours to replace: never a symlink, never another user's,

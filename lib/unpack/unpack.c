@@ -420,7 +420,7 @@ int fpull_unpack_rootfs(const char *dest, const struct fpull_layer *layers, size
     return fpull_err_set(err, FPULL_EFAIL, "no destination directory");
 
   __attribute__((cleanup(fp_dest_free))) struct fp_dest dd = {0};
-  int rc = fp_dest_split(&dd, dest, 1, err);
+  int rc = fp_dest_split(&dd, dest, 1, fp_dest_parents(opts), err);
   if (rc)
     return rc;
   const char *parent = dd.parent, *base = dd.base;

@@ -99,7 +99,7 @@ class CacheCmd(cases.RegistryCase):
         self.assertTrue(lines[0].startswith("IMAGE"), cp.stdout)
         self.assertEqual(len(lines), 3, cp.stdout)
         self.assertIn(self.ref("team/a"), cp.stdout)
-        self.assertIn(self.a["digest"][:19], cp.stdout)
+        self.assertIn(self.a["digest"][7:19], cp.stdout)
         self.assertIn("just now", cp.stdout)
         self.assertIn("1 minute ago", cp.stdout)
 

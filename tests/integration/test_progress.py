@@ -11,7 +11,7 @@ import faultproxy
 import fpull
 import images
 
-FRAME = re.compile(r"^([0-9a-f]{12}) (\S+ \S+) / (\S+ \S+) \| (\d+)/(\d+) layers")
+FRAME = re.compile(r"^([0-9a-f]{12}) (\S+ \S+) / (\S+ \S+) \| (\d+)/(\d+) layers?")
 UNITS = {"B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9}
 
 
@@ -115,7 +115,7 @@ class Progress(cases.RegistryCase):
         start = [i for i, f in enumerate(lines) if f.startswith(ref2 + ": 1 layer, ")]
         self.assertEqual(len(start), 1, shown)
         after = lines[start[0] + 1:]
-        counted = [FRAME.match(f) or re.match(r"()()()(\d+)/(\d+) layers", f) for f in after]
+        counted = [FRAME.match(f) or re.match(r"()()()(\d+)/(\d+) layers?", f) for f in after]
         counted = [m for m in counted if m]
         self.assertTrue(counted, shown)
         for m in counted:

@@ -1083,3 +1083,40 @@ TEST(shared_cache_dirs_env_replaces_config)
   fpull_strv_free(v);
   unsetenv("FPULL_SHARED_CACHES");
 }
+
+/* A library caller that leaves cache_dir unset gets the CLI's default, not an error
+ * (issue 34.8): FPULL_CACHE, else $XDG_CACHE_HOME/fpull, else ~/.cache/fpull. */
+TEST(unset_dir_is_the_clis_default)
+{
+  char home[] = "/tmp/fpull-unit-home-XXXXXX";
+  CHECK(mkdtemp(home) != NULL);
+  char *saved_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+  char *saved_cache = getenv("FPULL_CACHE") ? strdup(getenv("FPULL_CACHE")) : NULL;
+  char *saved_xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+  setenv("HOME", home, 1);
+  unsetenv("FPULL_CACHE");
+  unsetenv("XDG_CACHE_HOME");
+  fpull_cache *c = NULL;
+  fpull_err err = {0};
+  CHECK_INT_EQ(fpull_cache_open(&c, NULL, &err), 0);
+  char want[256];
+  snprintf(want, sizeof want, "%s/.cache/fpull", home);
+  CHECK_STR_EQ(fpull_cache_dir(c), want);
+  fpull_cache_free(c);
+  c = NULL;
+  CHECK_INT_EQ(fpull_cache_open_with_shared(&c, "", NULL, &err), 0);
+  CHECK_STR_EQ(fpull_cache_dir(c), want);
+  fpull_cache_free(c);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", home);
+  CHECK(system(cmd) == 0);
+  if (saved_home)
+    setenv("HOME", saved_home, 1);
+  if (saved_cache)
+    setenv("FPULL_CACHE", saved_cache, 1);
+  if (saved_xdg)
+    setenv("XDG_CACHE_HOME", saved_xdg, 1);
+  free(saved_home);
+  free(saved_cache);
+  free(saved_xdg);
+}

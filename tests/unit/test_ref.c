@@ -27,6 +27,10 @@ static const struct {
     {"a__b/c-d---e/f.g_h", "docker.io", "a__b/c-d---e/f.g_h", "latest", NULL,
      "docker.io/a__b/c-d---e/f.g_h:latest"},
     {"foo:_Tag.-x", "docker.io", "library/foo", "_Tag.-x", NULL, "docker.io/library/foo:_Tag.-x"},
+    /* skopeo's and Apptainer's transport prefix */
+    {"docker://localhost:5000/a/b:t", "localhost:5000", "a/b", "t", NULL, "localhost:5000/a/b:t"},
+    {"docker://ubuntu", "docker.io", "library/ubuntu", "latest", NULL,
+     "docker.io/library/ubuntu:latest"},
 };
 
 TEST(parse_normalises)
@@ -81,6 +85,14 @@ static const struct {
     {"a b", "space"},
     {"ubuntu:../../etc", "registry port must be numeric"},
     {"ubuntu:..x", "invalid character in tag"},
+    {"user@reg.io/img", "a user name goes to 'fpull login'"},
+    {"bob@localhost:5000/x:1", "a user name goes to 'fpull login'"},
+    {"oci:/tmp/layout:tag", "registries only"},
+    {"docker-archive:x.tar", "registries only"},
+    {"oras://reg.io/x", "registries only"},
+    {"podman://reg.io/x", "unknown transport"},
+    {"docker://", "empty"},
+    {"docker://docker://x", "unknown transport"},
 };
 
 TEST(parse_refuses_bad_references)

@@ -891,11 +891,25 @@ static void c_dest(void)
   CHECK(system(fmt("rm -rf '%s'", dest)) == 0);
   CHECK(mkdir(dest, 0755) == 0);
   CHECK(rmdir(dest) == 0);
-  /* DEST given with a trailing slash and in a parent that does not exist yet. */
+  /* DEST given with a trailing slash and in a parent that does not exist yet: an error
+   * naming it, nothing created, unless parents asks for it (pull --parents). */
   char saved[4200];
   strcpy(saved, dest);
   snprintf(dest, sizeof dest, "%.3000s/sub/dir/", base);
-  expect_ok(unpack(&good, 1, NULL, &err, NULL), &err);
+  CHECK_INT_EQ(unpack(&good, 1, NULL, &err, NULL), FPULL_EFAIL);
+  CHECK_CONTAINS(err.msg, "--parents");
+  CHECK_CONTAINS(err.msg, "/sub does not exist");
+  struct stat pst;
+  CHECK(stat(fmt("%s/sub", base), &pst) < 0 && errno == ENOENT);
+  struct fpull_unpack_opts parents = FPULL_UNPACK_OPTS_INIT;
+  parents.parents = 1;
+  expect_ok(unpack(&good, 1, &parents, &err, NULL), &err);
+  CHECK_STR_EQ(read_file(fmt("%s/sub/dir/new", base)), "new");
+  /* A caller built against version 1 of the struct gets its parents created, as before. */
+  CHECK(system(fmt("rm -rf '%s/sub'", base)) == 0);
+  struct fpull_unpack_opts v1 = FPULL_UNPACK_OPTS_INIT;
+  v1.version = 1;
+  expect_ok(unpack(&good, 1, &v1, &err, NULL), &err);
   CHECK_STR_EQ(read_file(fmt("%s/sub/dir/new", base)), "new");
   CHECK(system(fmt("rm -rf '%s/sub'", base)) == 0);
   strcpy(dest, saved);
