@@ -16,6 +16,7 @@ FPULL_PKGS_TEST=(clang clang-format libclang-rt-14-dev
   qemu-user
   slurm-wlm slurmctld slurmd munge libslurm-dev
   runc crun iproute2 mpich libmpich-dev openmpi-bin libopenmpi-dev libpmix2 libpmix-dev
+  debhelper rpm
   squashfs-tools squashfs-tools-ng squashfuse fuse3 fuse-overlayfs)
 # Packages whose maintainer scripts enable and start a daemon: the tests start private
 # ones of their own, and a machine that runs the suite must not be left running the
