@@ -197,9 +197,22 @@ int fpull_ref_parse(struct fpull_ref **out, const char *text, fpull_err *err)
   const char *why = transport_mistake(text);
   if (why)
     return bad(err, text, why);
+  /* REGISTRY#REPOSITORY[:TAG] (enroot's and pyxis's form): the registry, named as such. */
+  cleanup_free char *hashed = NULL;
+  const char *hash = strchr(text, '#');
+  if (hash) {
+    size_t rl = (size_t)(hash - text);
+    if (rl == 0 || !hash[1] || strchr(hash + 1, '#') || memchr(text, '/', rl))
+      return bad(err, text,
+                 "'#' separates a registry from its image (REGISTRY#REPOSITORY[:TAG], as enroot "
+                 "writes it), once");
+    if ((why = check_registry(text, rl)))
+      return bad(err, text, why);
+    hashed = fp_xasprintf("%.*s/%s", (int)rl, text, hash + 1);
+  }
 
   __attribute__((cleanup(ref_freep))) struct fpull_ref *ref = fp_xcalloc(1, sizeof *ref);
-  cleanup_free char *work = fp_xstrdup(text);
+  cleanup_free char *work = fp_xstrdup(hashed ? hashed : text);
 
   char *at = strchr(work, '@');
   if (at && strchr(at, '/')) {
@@ -228,7 +241,8 @@ int fpull_ref_parse(struct fpull_ref **out, const char *text, fpull_err *err)
   char *name = work;
   char *first = strchr(work, '/');
   if (first &&
-      (memchr(work, '.', (size_t)(first - work)) || memchr(work, ':', (size_t)(first - work)) ||
+      (hashed || memchr(work, '.', (size_t)(first - work)) ||
+       memchr(work, ':', (size_t)(first - work)) ||
        ((size_t)(first - work) == 9 && strncmp(work, "localhost", 9) == 0) || work[0] == '[')) {
     if ((why = check_registry(work, (size_t)(first - work))))
       return bad(err, text, why);

@@ -183,3 +183,13 @@ class SlurmJobs(SlurmCase):
         st = os.stat(os.path.join(names, "keep"))
         self.assertEqual(st.st_uid, slurm.NOBODY)
 
+    def test_registry_hash_image_as_pyxis_users_write_it(self):
+        # enroot's REGISTRY#IMAGE, what pyxis users paste, is the registry's image.
+        ref = "%s#hpc/job:1.0" % self.reg.hostport
+        cp = self.srun(["--fpull-image=" + ref, "cat", "/etc/kind"])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "image-job\n"), cp.stderr)
+        self.assertIn(self.digest, cp.stderr)
+        cp = self.srun(["--fpull-image=%s#hpc#job" % self.reg.hostport, "true"])
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertIn("'#' separates a registry from its image", cp.stderr)
+

@@ -31,6 +31,11 @@ static const struct {
     {"docker://localhost:5000/a/b:t", "localhost:5000", "a/b", "t", NULL, "localhost:5000/a/b:t"},
     {"docker://ubuntu", "docker.io", "library/ubuntu", "latest", NULL,
      "docker.io/library/ubuntu:latest"},
+    /* enroot's and pyxis's REGISTRY#IMAGE: the registry, even without a dot */
+    {"nvcr.io#nvidia/pytorch:23.10-py3", "nvcr.io", "nvidia/pytorch", "23.10-py3", NULL,
+     "nvcr.io/nvidia/pytorch:23.10-py3"},
+    {"myregistry#team/app", "myregistry", "team/app", "latest", NULL, "myregistry/team/app:latest"},
+    {"127.0.0.1:5000#x", "127.0.0.1:5000", "x", "latest", NULL, "127.0.0.1:5000/x:latest"},
 };
 
 TEST(parse_normalises)
@@ -93,6 +98,10 @@ static const struct {
     {"podman://reg.io/x", "unknown transport"},
     {"docker://", "empty"},
     {"docker://docker://x", "unknown transport"},
+    {"a#b#c", "'#' separates a registry from its image"},
+    {"#img", "'#' separates a registry from its image"},
+    {"reg/x#img", "'#' separates a registry from its image"},
+    {"reg#", "'#' separates a registry from its image"},
 };
 
 TEST(parse_refuses_bad_references)
