@@ -69,8 +69,13 @@ static int sink_write(void *ud, const void *data, size_t len, fpull_err *err)
     ssize_t n = pwrite(w->fd, p, left, (off_t)at);
     if (n < 0 && errno == EINTR)
       continue;
-    if (n < 0)
+    if (n < 0) {
+      /* A full disk keeps no partial download: it would hold the file system at 100% until
+       * a later pull resumed it, and the space is what the user needs first. */
+      if (errno == ENOSPC || errno == EDQUOT)
+        w->spare = 1;
       return io_error(w, "write", err);
+    }
     p += n;
     left -= (size_t)n;
     at += (uint64_t)n;

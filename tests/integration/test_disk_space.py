@@ -4,6 +4,9 @@ that runs out of space anyway (layers that inflate far beyond the estimate) gets
 numbers. Small tmpfs file systems stand for full disks (root only)."""
 import os
 import subprocess
+import time
+
+import faultproxy
 
 import cases
 import fpull
@@ -71,3 +74,38 @@ class DiskSpace(cases.RegistryCase):
         self.assertIn("No space left on device", line)
         self.assertRegex(line, r"MB free for DEST.*'fpull cache prune'")
         self.assertEqual(os.listdir(small), [])
+
+    def test_cache_full_during_the_download_keeps_no_partial(self):
+        # The space was there when the pull began; another writer takes it meanwhile. The
+        # partial download goes, so that the cache's file system is not left full.
+        cache = self.small_fs("cache", size="8m")
+        proxy = faultproxy.FaultProxy(self.reg.url).start()
+        self.addCleanup(proxy.stop)
+        proxy.add(r"/blobs/", trickle=(65536, 0.1))
+        p = subprocess.Popen([fpull.binary(), "pull", "--cache-dir", cache,
+                              "%s/d/big:t" % proxy.hostport, os.path.join(self.tmp, "r")],
+                             env=fpull.base_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        self.addCleanup(p.kill)
+
+        def partials():
+            return [os.path.join(d, f) for d, _, fs in os.walk(cache) for f in fs
+                    if f.endswith(".partial") and os.path.getsize(os.path.join(d, f)) > 0]
+        for _ in range(300):
+            if partials():
+                break
+            time.sleep(0.05)
+        self.assertTrue(partials(), "no partial download appeared")
+        with open(os.path.join(cache, "filler"), "wb") as f:
+            try:
+                for _ in range(16):
+                    f.write(b"x" * (1 << 20))
+                    f.flush()
+            except OSError:
+                pass
+        _, err = p.communicate(timeout=120)
+        self.assertNotEqual(p.returncode, 0, err)
+        self.assertIn("No space left on device", err)
+        self.assertEqual(partials(), [])
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "r")))
+
