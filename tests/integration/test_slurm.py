@@ -116,6 +116,13 @@ def tools_layer(tools=TOOLS):
     return entries
 
 
+def step_pulls(run_dir):
+    """The fpull processes of steps (their DEST is under run_dir): "PID COMMAND" lines."""
+    cp = subprocess.run(["pgrep", "-u", "nobody", "-a", "-x", "fpull"],
+                        stdout=subprocess.PIPE, text=True)
+    return [ln for ln in cp.stdout.splitlines() if run_dir + "/" in ln]
+
+
 def cpu_seconds(text):
     """Slurm's [D-][HH:]MM:SS[.mmm] as seconds; -1 when it is not that."""
     m = re.match(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$", text)
@@ -1227,10 +1234,7 @@ class SlurmSlowRegistry(SlurmCase):
                          "pull_timeout=%d" % self.PULL_TIMEOUT])
 
     def pulls(self):
-        """This cluster's fpull processes (their DEST is under run_dir)."""
-        cp = subprocess.run(["pgrep", "-u", "nobody", "-a", "-x", "fpull"],
-                            stdout=subprocess.PIPE, text=True)
-        return [ln for ln in cp.stdout.splitlines() if self.run_dir + "/" in ln]
+        return step_pulls(self.run_dir)
 
     def test_trickling_registry_fails_the_step_with_exit_6(self):
         # One byte every 20 s never trips a stall timeout; pull_timeout= ends it.

@@ -16,7 +16,8 @@ import faultproxy
 import fpull
 import images
 import slurm
-from test_slurm import DATA_DIR, PLUGIN, SlurmCase, holders, os_release, tools_layer
+from test_slurm import (DATA_DIR, PLUGIN, SlurmCase, holders, os_release, step_pulls,
+                        tools_layer)
 
 
 class SlurmAttacker(SlurmCase):
@@ -57,14 +58,10 @@ class SlurmAttacker(SlurmCase):
         """(pid, parent pid) of this cluster's step pull, once it runs."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            cp = subprocess.run(["pgrep", "-u", "nobody", "-a", "-x", "fpull"],
-                                stdout=subprocess.PIPE, text=True)
-            for ln in cp.stdout.splitlines():
-                if self.run_dir + "/" in ln:
-                    pid = int(ln.split()[0])
-                    with open("/proc/%d/stat" % pid) as f:
-                        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                    return pid, ppid
+            for ln in step_pulls(self.run_dir):
+                pid = int(ln.split()[0])
+                with open("/proc/%d/stat" % pid) as f:
+                    return pid, int(f.read().rsplit(")", 1)[1].split()[1])
             time.sleep(0.1)
         self.fail("no pull started: " + self.cluster.logs())
 
