@@ -61,6 +61,16 @@ class SlurmCase(cases.RegistryCase):
             if not shutil.which(tool):
                 self.skipTest("%s is not installed (Debian: %s)" % (tool, tool))
 
+    def big_behind_proxy(self, size):
+        """hpc/big:1.0 (the tools, and size bytes of random data) as self.big, behind a
+        fault proxy (self.proxy) that can hold a step's pull."""
+        self.proxy = faultproxy.FaultProxy(self.reg.url).start()
+        self.addCleanup(self.proxy.stop)
+        images.push_image(self.client, "hpc/big", "1.0",
+                          [tools_layer(), os_release("big"),
+                           [{"path": "data/blob", "data": os.urandom(size)}]])
+        self.big = "%s/hpc/big:1.0" % self.proxy.hostport
+
     def start_cluster(self, **kw):
         c = slurm.Cluster(**kw)
         self.addCleanup(c.stop)
@@ -1221,12 +1231,7 @@ class SlurmSlowRegistry(SlurmCase):
     def setUp(self):
         super().setUp()
         self.require_plugin("runc")
-        self.proxy = faultproxy.FaultProxy(self.reg.url).start()
-        self.addCleanup(self.proxy.stop)
-        images.push_image(self.client, "hpc/big", "1.0",
-                          [tools_layer(), os_release("big"),
-                           [{"path": "data/blob", "data": os.urandom(1 << 20)}]])
-        self.big = "%s/hpc/big:1.0" % self.proxy.hostport
+        self.big_behind_proxy(1 << 20)
         self.cluster = self.start_cluster(
             plugin=PLUGIN,
             plugin_args=["run_dir=" + self.run_dir, "config=" + self.config,

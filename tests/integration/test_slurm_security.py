@@ -12,7 +12,6 @@ import subprocess
 import threading
 import time
 
-import faultproxy
 import fpull
 import images
 import slurm
@@ -29,12 +28,7 @@ class SlurmAttacker(SlurmCase):
     def setUp(self):
         super().setUp()
         self.require_plugin("runc")
-        self.proxy = faultproxy.FaultProxy(self.reg.url).start()
-        self.addCleanup(self.proxy.stop)
-        images.push_image(self.client, "hpc/big", "1.0",
-                          [tools_layer(), os_release("big"),
-                           [{"path": "data/blob", "data": os.urandom(2 << 20)}]])
-        self.big = "%s/hpc/big:1.0" % self.proxy.hostport
+        self.big_behind_proxy(2 << 20)
         args = ["run_dir=" + self.run_dir, "config=" + self.config, "data_dir=" + DATA_DIR,
                 "fpull=" + fpull.binary()]
         if self._testMethodName == "test_max_unpacked_bounds_a_steps_pull":
