@@ -5,9 +5,7 @@ its own, a step's pull is bounded, run_dir is refused where others could make it
 and the tasks of a step share one user namespace (issue 30, item 1)."""
 import errno
 import os
-import re
 import shutil
-import stat
 import subprocess
 import threading
 import time
