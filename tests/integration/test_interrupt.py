@@ -75,10 +75,8 @@ class Interrupt(cases.RegistryCase):
     def interrupt_mid_pull(self, extra, dest, sig, code):
         p, master = self.start_on_pty(["pull", "--cache-dir", self.cache] + extra +
                                       [self.ref, dest])
-        # Until a frame wider than 80 columns is on the screen: the first ones, before the
-        # speed and the time left are known, are shorter.
-        shown = self.read_pty(master, until=lambda s: any(
-            len(f) > 80 for f in visible_frames(s) if "layers |" in f))
+        shown = self.read_pty(master, until=lambda s: re.search(r"\d+\.\d kB / 2\.0 MB", s)
+                              is not None)
         self.assertTrue(self.beside(), "nothing was being written beside DEST yet:\n" + shown)
         p.send_signal(sig)
         shown += self.read_pty(master, timeout=20)
