@@ -123,13 +123,21 @@ def main():
             check(cp.returncode == 0, "pull exits 0 (%d)" % cp.returncode)
             got = open(os.path.join(dest, "entry")).read().strip() if cp.returncode == 0 else None
             check(got == "this-gpu", "the entry built for this GPU and driver is chosen (%s)" % got)
-            # The same index for a login node without GPUs: the generic entry.
-            dest2 = os.path.join(tmp, "rootfs-cpu")
-            cp = subprocess.run([fpull, "pull", "-q", "--platform", "linux/amd64", ref, dest2], env=env, capture_output=True,
-                                text=True)
-            got = open(os.path.join(dest2, "entry")).read().strip() if cp.returncode == 0 else cp.stderr
-            check(got == "generic", "--platform linux/amd64 (a node without GPUs) gets the "
+            # The same index for a login node without GPUs (--features replaces what was
+            # detected): the generic entry.
+            def pull_entry(name, *opts):
+                d = os.path.join(tmp, name)
+                cp = subprocess.run([fpull, "pull", "-q"] + list(opts) + [ref, d], env=env,
+                                    capture_output=True, text=True)
+                return open(os.path.join(d, "entry")).read().strip() if cp.returncode == 0 \
+                    else cp.stderr.strip()
+            got = pull_entry("rootfs-cpu", "--features", "x86-64-v2")
+            check(got == "generic", "--features x86-64-v2 (a node without GPUs) gets the "
                   "generic entry (%s)" % got)
+            # Contract v5: --platform with no features on the host's own os/architecture
+            # constrains, it does not erase: the GPU is still this node's.
+            got = pull_entry("rootfs-platform", "--platform", "linux/amd64")
+            check(got == "this-gpu", "--platform linux/amd64 keeps the detected GPU (%s)" % got)
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0
 
