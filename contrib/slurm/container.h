@@ -48,6 +48,7 @@ struct fp_slurm_request {
   const char *name;     /* --fpull-name: a container kept for later steps, or NULL */
   const char *term;     /* the job's TERM */
   const char *pmix_dir; /* Slurm's PMIx server directory of the step, or NULL */
+  const char *script;   /* the batch step's script (slurmd's spool), mounted read-only, or NULL */
   const char *holder;   /* the holder program's path (hold.c) */
   int info_fd;          /* (the runner's own) */
 };

@@ -51,6 +51,7 @@ int fp_slurm_request_pack(struct fp_buf *out, const struct fp_slurm_request *r)
   put(out, "save", r->save);
   put(out, "holder", r->holder);
   put(out, "pmix_dir", r->pmix_dir);
+  put(out, "script", r->script);
   return out->len <= FP_SLURM_REQUEST_MAX ? 0 : -1;
 }
 
@@ -122,6 +123,7 @@ int fp_slurm_request_unpack(struct fp_slurm_request *r, struct fp_slurm_settings
     STR("save", r->save)
     STR("holder", r->holder)
     STR("pmix_dir", r->pmix_dir)
+    STR("script", r->script)
     else bad = 1;
 #undef NUM
 #undef STR

@@ -549,6 +549,12 @@ static int write_spec(struct runner *rn, char **workdir, char ***env)
     cJSON_AddItemToArray(o, cJSON_CreateString("noexec"));
     cJSON_AddItemToArray(mounts, pm);
   }
+  /* The batch script runs inside: slurmstepd execs it by its path in slurmd's spool. */
+  if (rc == 0 && r->script) {
+    cJSON *sc = bind_mount(r->script, r->script, 1);
+    cJSON_AddItemToArray(cJSON_GetObjectItem(sc, "options"), cJSON_CreateString("nodev"));
+    cJSON_AddItemToArray(mounts, sc);
+  }
   if (rc == 0)
     rc = add_mounts(mounts, "--fpull-mounts", r->mounts);
   if (rc == 0 && (mkdir(rn->bundle, 0700) == 0 || errno == EEXIST))
@@ -990,13 +996,13 @@ static int from_name(struct runner *rn, cJSON **res, int *lock, int *reused)
 }
 
 /* A kept tree is shared by the user's steps and jobs: each step writes into a layer of its
- * own over it (fuse-overlayfs, in the step's bundle, gone with the step), or, with
- * --fpull-readonly, nowhere. The tree stays as fpull unpacked it, and FPULL_IMAGE_DIGEST
- * names what the step runs. */
+ * own over it (fuse-overlayfs, in the step's bundle, gone with the step). With
+ * --fpull-readonly too: the runtime makes the mount points of the home, the batch script
+ * and the site's mounts before it turns the root read-only, and they must land in the
+ * step's layer. The tree stays as fpull unpacked it, and FPULL_IMAGE_DIGEST names what the
+ * step runs. */
 static int keep_pristine(struct runner *rn, const char *image)
 {
-  if (rn->r->readonly)
-    return 0;
   static char merged[PATH_MAX + 16];
   cleanup_free char *lower = fp_xasprintf("%s/rootfs", rn->tree);
   if (mkdir(rn->bundle, 0700) < 0 && errno != EEXIST) {
@@ -1150,7 +1156,7 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
                    "for users (it needs squashfuse, fuse-overlayfs and a /dev/fuse users may "
                    "open): unpacked instead",
                    r->image);
-    int store = r->s->store_max && (r->readonly || fp_slurm_overlay_mountable());
+    int store = r->s->store_max && fp_slurm_overlay_mountable();
     if (r->s->store_max && !store && !squashfs && !r->quiet)
       fp_slurm_say("fpull: %s: store_max=: this node cannot put a writable layer over a kept "
                    "image for users (it needs fuse-overlayfs and a /dev/fuse users may open): "

@@ -15,7 +15,8 @@
  * is killed; job epilog (root)               removes the job's directory without crossing a mount
  * point.
  *
- * A batch script runs on the node as usual; its srun steps inherit --fpull-image.
+ * A batch script given --fpull-image runs inside that image, as with pyxis; its srun steps
+ * inherit the option and may name another image, or none (on the node).
  * plugstack.conf arguments: settings.h (docs/cluster.md).
  */
 #include <errno.h>
@@ -213,8 +214,10 @@ static int job_ids(spank_t sp, uint32_t *job_id, uid_t *uid, gid_t *gid)
   return *job_id ? 0 : -1;
 }
 
-/* A step whose tasks run in the image: not the batch script, the extern or an interactive
- * step (their processes are Slurm's own or the user's shell on the node). */
+/* A step whose tasks run in the image: any but the extern and an interactive step (their
+ * processes are Slurm's own or the user's shell on the node). The batch script runs in the
+ * image sbatch named, as pyxis does; its steps inherit the option (Slurm exports it) and may
+ * name another image, or none. */
 static int container_step(spank_t sp, uint32_t *step_id)
 {
   const char *image = option(sp, FP_OPT_IMAGE);
@@ -222,8 +225,7 @@ static int container_step(spank_t sp, uint32_t *step_id)
     return 0;
   if (spank_get_item(sp, S_JOB_STEPID, step_id) != ESPANK_SUCCESS)
     return 0;
-  return *step_id != SLURM_BATCH_SCRIPT && *step_id != SLURM_EXTERN_CONT &&
-         *step_id != SLURM_INTERACTIVE_STEP;
+  return *step_id != SLURM_EXTERN_CONT && *step_id != SLURM_INTERACTIVE_STEP;
 }
 
 static int fail(const fpull_err *err)
@@ -337,6 +339,17 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     r.save = option(sp, FP_OPT_SAVE);
   char pmix[PATH_MAX];
   r.pmix_dir = pmix_dir(sp, r.job_id, r.step_id, pmix, sizeof pmix);
+  int argc = 0;
+  char **argv = NULL;
+  if (step_id == SLURM_BATCH_SCRIPT &&
+      (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 || !argv[0])) {
+    fpull_err_set(&err, FPULL_EFAIL, "the batch script's path is unknown");
+    return fail(&err);
+  }
+  if (step_id == SLURM_BATCH_SCRIPT) {
+    r.script = argv[0];
+    r.ntasks = 1; /* the script, whatever the job's task count says */
+  }
   if (fp_slurm_container_start(&container, &r, &err) != 0)
     return fail(&err);
   in_container = 1;

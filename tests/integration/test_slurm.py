@@ -434,20 +434,62 @@ class SlurmPlugin(SlurmCase):
                       "users may open): unpacked instead" % self.other_ref, cp.stderr)
         self.assert_clean()
 
-    def test_batch_steps_use_the_image(self):
-        # The batch script runs on the node; its steps inherit --fpull-image, and a step
-        # that names another image gets that one (issue 20 item 7).
+    def test_batch_script_runs_in_the_image(self):
+        # As pyxis (its tests/sbatch/sbatch.bats): sbatch's --fpull-image runs the script
+        # itself inside, the option given on the command line or on an #SBATCH line (issue
+        # 30 item 4). The script's path is slurmd's spool, mounted read-only.
+        script = ('cat /etc/kind; id -u; pwd\n'
+                  'echo "kind=$APP_KIND digest=$FPULL_IMAGE_DIGEST"\n'
+                  'touch "$0" 2>/dev/null && echo script-writable || echo script-read-only\n')
+        for kind, options, head in (
+                ("v2", ["--fpull-image=" + self.os_ref, "--fpull-features=x86-64-v2"], ""),
+                ("v3", [], "#SBATCH --fpull-image=%s\n#SBATCH --fpull-features=x86-64-v3\n"
+                 % self.os_ref)):
+            job, rec, out = self.submit(options, head + script)
+            self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
+            lines = [ln for ln in out.splitlines() if not ln.startswith("fpull: ")]
+            self.assertEqual(lines, ["image-" + kind, str(slurm.NOBODY), "/tmp",
+                                     "kind=%s digest=%s" % (kind, self.images[kind]["digest"]),
+                                     "script-read-only"], out)
+        self.assert_clean()
+
+    def test_batch_script_without_an_image_runs_on_the_node(self):
+        # A job without --fpull-image, and one whose batch step says none: the node's /.
+        for options in ([], ["--fpull-image=none"]):
+            job, rec, out = self.submit(options, 'test -e /etc/kind && echo image || echo node\n')
+            self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
+            self.assertEqual(out.splitlines(), ["node"], out)
+        self.assert_clean()
+
+    def test_batch_steps_inherit_the_image_or_name_another_or_none(self):
+        # The script runs in an image that has Slurm's client (srun, its plugins and
+        # libraries, this plugin) with the cluster's configuration and munge socket mounted,
+        # as a site would mount them: its steps inherit --fpull-image, and a step may name
+        # another image or none, the node itself (issue 30 item 4).
+        slurm_dir = "/usr/lib/x86_64-linux-gnu/slurm-wlm"
+        tools = [os.path.join(slurm_dir, f) for f in sorted(os.listdir(slurm_dir))
+                 if f.endswith(".so")]
+        client = tools_layer(TOOLS + ("/usr/bin/srun", PLUGIN) + tuple(tools))
+        # What an image of a distribution has: root (slurm.conf's SlurmUser) and localhost.
+        client += [{"path": "etc/hosts", "data": open("/etc/hosts").read()},
+                   {"path": "etc/passwd", "data": "root:x:0:0:root:/root:/bin/sh\n"},
+                   {"path": "etc/group", "data": "root:x:0:\n"}]
+        ref = "%s/hpc/client:1.0" % self.reg.hostport
+        images.push_image(self.client, "hpc/client", "1.0", [client, os_release("client")],
+                          config_extra={"config": {"Env": ["PATH=/usr/bin:/bin"]}})
+        site = ",".join("%s:%s:ro" % (d, d) for d in (self.cluster.workdir,
+                                                        os.path.dirname(PLUGIN)))
         job, rec, out = self.submit(
-            ["--fpull-image=" + self.os_ref, "--fpull-features=x86-64-v2"],
-            'test -e /etc/kind && echo batch-in-image || echo batch-on-node\n'
+            ["--fpull-image=" + ref, "--fpull-mounts=" + site],
+            'cat /etc/kind\n'
             'srun cat /etc/kind\n'
             'srun --fpull-image=%s cat /etc/kind\n'
-            'srun cat /etc/kind\n' % self.other_ref)
+            'srun --fpull-image=none sh -c "test -e /etc/kind && echo image || echo node"\n'
+            % self.other_ref)
         self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
         # (Slurm's own "srun: ... step creation temporarily disabled" lines aside.)
-        lines = [ln for ln in out.splitlines() if not ln.startswith(("fpull: ", self.os_ref,
-                                                                    self.other_ref, "srun: "))]
-        self.assertEqual(lines, ["batch-on-node", "image-v2", "other", "image-v2"], out)
+        lines = [ln for ln in out.splitlines() if not ln.startswith(("fpull: ", "srun: "))]
+        self.assertEqual(lines, ["client", "client", "other", "node"], out)
         self.assert_clean()
 
     def test_bad_image_fails_the_step_not_the_node(self):
@@ -569,9 +611,9 @@ class SlurmPlugin(SlurmCase):
 
     def test_steps_started_at_once_each_get_their_container(self):
         job, rec, out = self.submit(
-            ["--fpull-image=" + self.other_ref, "-n", "3", "-O"],
-            "for i in 1 2 3; do srun -n 1 --exact cat /etc/kind >%s/$SLURM_JOB_ID.$i & done\n"
-            "wait\n" % self.cluster.outdir)
+            ["-n", "3", "-O"],
+            "for i in 1 2 3; do srun --fpull-image=%s -n 1 --exact cat /etc/kind "
+            ">%s/$SLURM_JOB_ID.$i & done\nwait\n" % (self.other_ref, self.cluster.outdir))
         self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
         for i in (1, 2, 3):
             with open(os.path.join(self.cluster.outdir, "%s.%d" % (job, i))) as f:
@@ -627,8 +669,8 @@ class SlurmPlugin(SlurmCase):
 
     def test_steps_trees_go_with_the_steps(self):
         # A long job's steps do not pile up trees: each goes with its step.
-        job, rec, out = self.submit(["--fpull-image=" + self.other_ref],
-                                    "srun true\nsrun true\nls %s/$SLURM_JOB_ID\n" % self.run_dir)
+        job, rec, out = self.submit([], "srun --fpull-image={0} true\nsrun --fpull-image={0} true\n"
+                                        "ls {1}/$SLURM_JOB_ID\n".format(self.other_ref, self.run_dir))
         self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
         self.assertEqual(out.splitlines()[-1:], ["cache"], out)
 
@@ -649,8 +691,9 @@ class SlurmPlugin(SlurmCase):
     def test_epilog_leaves_nothing_behind(self):
         # The step's tree, its runtime state and the job's cache (nobody has no home) are
         # gone when the job is; nothing is left mounted.
-        job, rec, out = self.submit(["--fpull-image=" + self.other_ref],
-                                    "srun cat /etc/kind\nsrun -n 2 cat /etc/kind\n")
+        job, rec, out = self.submit([], "srun --fpull-image={0} cat /etc/kind\n"
+                                        "srun --fpull-image={0} -n 2 cat /etc/kind\n".format(
+                                            self.other_ref))
         self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
         self.assert_clean()
         with open("/proc/self/mountinfo") as f:
@@ -674,9 +717,9 @@ class SlurmPlugin(SlurmCase):
         ready = os.path.join(self.cluster.outdir, "ready-%s" % os.urandom(4).hex())
         go = ready + ".go"
         cp, job = self.cluster.sbatch(
-            ["--fpull-image=" + self.other_ref],
-            'srun true\nmkdir %s/$SLURM_JOB_ID/mnt && touch %s\n'
-            'while [ ! -e %s ]; do sleep 0.2; done\n' % (self.run_dir, ready, go))
+            [],
+            'srun --fpull-image=%s true\nmkdir %s/$SLURM_JOB_ID/mnt && touch %s\n'
+            'while [ ! -e %s ]; do sleep 0.2; done\n' % (self.other_ref, self.run_dir, ready, go))
         self.assertEqual(cp.returncode, 0, cp.stderr)
         for _ in range(300):
             if os.path.exists(ready):
@@ -1014,15 +1057,19 @@ class SlurmSqshMount(SlurmCase):
         self.assertEqual(self.node_mounts(), [])
 
     def test_batch_job_steps_and_the_epilog(self):
-        job, rec = self.cluster.sbatch(["--fpull-image=" + self.sqsh],
-                                       "srun cat /etc/kind\nsrun -n 2 cat /etc/kind\n",
-                                       user="nobody")
-        self.assertEqual(job.returncode, 0, job.stderr)
-        state = self.cluster.wait(rec)
-        out = self.cluster.output(rec)
-        self.assertEqual(state["JobState"], "COMPLETED", out + self.cluster.logs())
-        self.assertEqual([ln for ln in out.splitlines() if not ln.startswith("fpull: ")],
-                         ["sq", "sq", "sq"], out)
+        # The script in the mounted image, then a host script's steps in it.
+        for options, script, want in (
+                (["--fpull-image=" + self.sqsh], "cat /etc/kind\n", ["sq"]),
+                ([], "srun --fpull-image={0} cat /etc/kind\n"
+                     "srun --fpull-image={0} -n 2 cat /etc/kind\n".format(self.sqsh),
+                 ["sq", "sq", "sq"])):
+            job, rec = self.cluster.sbatch(options, script, user="nobody")
+            self.assertEqual(job.returncode, 0, job.stderr)
+            state = self.cluster.wait(rec)
+            out = self.cluster.output(rec)
+            self.assertEqual(state["JobState"], "COMPLETED", out + self.cluster.logs())
+            self.assertEqual([ln for ln in out.splitlines() if not ln.startswith("fpull: ")],
+                             want, out)
         self.assertEqual(self.node_mounts(), [])
         self.assertEqual(os.listdir(self.run_dir) if os.path.isdir(self.run_dir) else [], [])
 
@@ -1173,6 +1220,33 @@ class SlurmStore(SlurmCase):
         self.assertEqual((cp.returncode, cp.stdout), (0, "read-only\n"), cp.stderr)
         self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
         self.assertEqual(sorted(os.listdir(self.run_dir)), ["store"])
+        self.assertEqual(holders(self.run_dir), [])
+
+    def test_batch_script_in_a_kept_image_leaves_it_untouched(self):
+        # The script's mount point (slurmd's spool path) and the home's are made in the
+        # step's layer, never in the kept tree; read-only too.
+        self.start("1G")
+        cp = self.srun("hpc/a:1.0", "cat", "/etc/kind")
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        hexa = self.a["digest"].split(":")[1]
+        rootfs = os.path.join(self.run_dir, "store", str(slurm.NOBODY), hexa, "rootfs")
+
+        def tree():
+            return sorted(os.path.join(d, n) for d, dirs, files in os.walk(rootfs)
+                          for n in dirs + files)
+        before = tree()
+        for options in ([], ["--fpull-readonly"]):
+            cp, job = self.cluster.sbatch(
+                ["--fpull-image=%s/hpc/a:1.0" % self.reg.hostport] + options,
+                'cat /etc/kind; touch /x 2>/dev/null && echo rw || echo ro\n')
+            self.assertEqual(cp.returncode, 0, cp.stderr)
+            rec = self.cluster.wait(job)
+            out = self.cluster.output(job)
+            self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
+            self.assertEqual([ln for ln in out.splitlines() if not ln.startswith("fpull: ")],
+                             ["a", "ro" if options else "rw"], out)
+            self.assertEqual(tree(), before, options)
+        self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
         self.assertEqual(holders(self.run_dir), [])
 
     def test_least_recently_used_is_evicted_never_one_in_use(self):

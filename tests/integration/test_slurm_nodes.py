@@ -117,12 +117,15 @@ class NodesJobs(NodesCase):
         self.assert_clean()
 
     def test_sbatch_on_two_nodes_script_and_steps(self):
+        # A host script whose steps name the image (the script itself in an image:
+        # test_slurm.test_batch_script_runs_in_the_image, and below).
         cp, job = self.cluster.sbatch(
-            ["-N2", "--fpull-image=" + self.ref],
+            ["-N2"],
             'echo "script on $SLURMD_NODENAME kind=$(cat /etc/kind 2>/dev/null || '
             'echo host)"\n'
-            'srun sh -c \'echo "step on $SLURMD_NODENAME $(cat /etc/kind)"\'\n'
-            'srun -N1 -n1 sh -c \'echo "small step $(cat /etc/kind)"\'\n')
+            'srun --fpull-image={0} sh -c \'echo "step on $SLURMD_NODENAME $(cat /etc/kind)"\'\n'
+            'srun --fpull-image={0} -N1 -n1 sh -c \'echo "small step $(cat /etc/kind)"\'\n'
+            .format(self.ref))
         self.assertEqual(cp.returncode, 0, cp.stderr)
         rec = self.cluster.wait(job)
         out = self.cluster.output(job)
@@ -137,6 +140,16 @@ class NodesJobs(NodesCase):
         self.assertEqual(sorted(ln for ln in lines if ln.startswith("step on")),
                          ["step on %s image-os" % n for n in nodes], out)
         self.assertIn("small step image-os", lines)
+        # With sbatch's --fpull-image the script runs in the image, on the first node.
+        cp, job = self.cluster.sbatch(
+            ["-N2", "--fpull-image=" + self.ref],
+            'echo "script on $SLURMD_NODENAME kind=$(cat /etc/kind)"\n')
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        rec = self.cluster.wait(job)
+        out = self.cluster.output(job)
+        self.assertEqual((rec["JobState"], rec["ExitCode"]), ("COMPLETED", "0:0"), out)
+        first = slurm_nodes_expand(rec["NodeList"], self.cluster.env())[0]
+        self.assertIn("script on %s kind=image-os" % first, out.splitlines(), out)
         self.assert_clean()
 
     def test_salloc_on_two_nodes(self):
