@@ -38,6 +38,7 @@
 #include "container.h"
 #include "job_dir.h"
 #include "settings.h"
+#include "task_env.h"
 #include "util.h"
 
 SPANK_PLUGIN(fpull, 1);
@@ -356,56 +357,6 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   return 0;
 }
 
-/* The job's value of these wins over the image's: Slurm's, the MPI launchers', the GPUs
- * the job was given, fpull's, and the site's env_passthrough= names. */
-static const char *env_option; /* --fpull-env's names */
-
-static int listed(const char *list, const char *name, size_t len)
-{
-  for (const char *p = list; p && *p;) {
-    size_t n = strcspn(p, ",");
-    if (n == len && strncmp(p, name, len) == 0)
-      return 1;
-    p += n + (p[n] == ',');
-  }
-  return 0;
-}
-
-static int passes_through(const char *name, size_t len)
-{
-  if (listed(env_option, name, len) || listed("TERM", name, len))
-    return 1;
-  static const char *const prefixes[] = {"SLURM_", "PMI", "FPULL_", NULL};
-  for (size_t i = 0; prefixes[i]; i++)
-    if (len >= strlen(prefixes[i]) && strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
-      return 1;
-  /* NVIDIA's, and AMD's as Slurm's gres/gpu sets them (ROCm reads ROCR_ and HIP_). */
-  static const char *const gpus[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                                     "HIP_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", NULL};
-  for (size_t i = 0; gpus[i]; i++)
-    if (len == strlen(gpus[i]) && strncmp(name, gpus[i], len) == 0)
-      return 1;
-  return listed(settings.env_passthrough, name, len);
-}
-
-static void merge_env(spank_t sp)
-{
-  env_option = option(sp, FP_OPT_ENV);
-  for (size_t i = 0; container.env && container.env[i]; i++) {
-    const char *kv = container.env[i];
-    const char *eq = strchr(kv, '=');
-    size_t klen = (size_t)(eq - kv);
-    cleanup_free char *name = fp_xstrndup(kv, klen);
-    char buf[8];
-    int have = spank_getenv(sp, name, buf, sizeof buf) != ESPANK_ENV_NOEXIST;
-    spank_setenv(sp, name, eq + 1, !(have && passes_through(name, klen)));
-  }
-  spank_setenv(sp, "FPULL_IMAGE_DIGEST", container.digest, 1);
-  /* The user's home, where it is mounted, is HOME (the image's would be a throw-away). */
-  if (container.home)
-    spank_setenv(sp, "HOME", container.home, 1);
-}
-
 /* --fpull-workdir, else the image's WorkingDir, else /. */
 static const char *workdir(spank_t sp)
 {
@@ -413,51 +364,6 @@ static const char *workdir(spank_t sp)
   if (wd && *wd)
     return wd;
   return container.workdir ? container.workdir : "/";
-}
-
-/* --fpull-entrypoint: the task runs ENTRYPOINT... COMMAND ARGS... (as pyxis). SPANK gives
- * the task's argv (S_JOB_ARGV) as an array it owns, which a plugin cannot lengthen, and
- * Slurm execs it after task_init. So only its first element changes: to a script, in a
- * memfd this task inherits (it is on no file system, the container's or the host's), that
- * execs the Entrypoint with the command's first word and then the rest ("$@"). The
- * script's interpreter is the image's /bin/sh. */
-static int entrypoint_wrap(spank_t sp, char **entry, fpull_err *err)
-{
-  int argc = 0;
-  char **argv = NULL;
-  if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 || !argv ||
-      !argv[0])
-    return fpull_err_set(err, FPULL_EFAIL, "--fpull-entrypoint: the task's command is unknown");
-  struct fp_buf b = {0};
-  static const char head[] = "#!/bin/sh\nexec";
-  fp_buf_append(&b, head, sizeof head - 1);
-  size_t ne = fpull_strv_len(entry);
-  for (size_t i = 0; i <= ne; i++) {
-    const char *w = i < ne ? entry[i] : argv[0];
-    fp_buf_append(&b, " '", 2);
-    for (const char *q = w; *q; q++) {
-      if (*q == '\'')
-        fp_buf_append(&b, "'\\''", 4);
-      else
-        fp_buf_append(&b, q, 1);
-    }
-    fp_buf_append(&b, "'", 1);
-  }
-  fp_buf_append(&b, " \"$@\"\n", 6);
-  int fd = memfd_create("fpull-entrypoint", 0);
-  int ok = fd >= 0 && write(fd, b.data, b.len) == (ssize_t)b.len;
-  fp_buf_free(&b);
-  if (!ok) {
-    int e = errno;
-    if (fd >= 0)
-      close(fd);
-    return fpull_err_set(err, FPULL_EFAIL, "--fpull-entrypoint: %s", strerror(e));
-  }
-  /* Slurm execs right after the plugins' task_init: the path must outlive this call. */
-  static char path[64];
-  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  argv[0] = path;
-  return 0;
 }
 
 static int remap_root(spank_t sp)
@@ -491,8 +397,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
       fpull_err_set(&err, FPULL_EFAIL, "working directory %s: %s", workdir(sp), strerror(errno));
       fail(&err);
     } else {
-      merge_env(sp);
-      if (container.entrypoint && entrypoint_wrap(sp, container.entrypoint, &err) != 0)
+      fp_slurm_task_env(sp, &container, option(sp, FP_OPT_ENV), settings.env_passthrough);
+      if (container.entrypoint && fp_slurm_task_entrypoint(sp, container.entrypoint, &err) != 0)
         fail(&err);
     }
     fp_slurm_container_free(&container);
