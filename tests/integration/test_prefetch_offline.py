@@ -2,7 +2,6 @@
 import concurrent.futures
 import json
 import os
-import re
 import tempfile
 import unittest
 
@@ -27,16 +26,6 @@ class PrefetchOffline(cases.RegistryCase):
 
     def ref(self, tag="v1", repo="hpc/app"):
         return "%s/%s:%s" % (self.reg.hostport, repo, tag)
-
-    def blob_gets(self):
-        """GETs of blobs seen by the registry, per digest (from its access log)."""
-        counts = {}
-        with open(self.reg.log_path) as f:
-            for line in f:
-                m = re.search(r'"GET /v2/[^ ]+/blobs/(sha256:[0-9a-f]{64}) HTTP', line)
-                if m:
-                    counts[m.group(1)] = counts.get(m.group(1), 0) + 1
-        return counts
 
     def test_prefetch_fills_cache_without_rootfs(self):
         cp, doc = fpull.run_json(["prefetch", "--cache-dir", self.cache, self.ref()],
@@ -103,7 +92,7 @@ class PrefetchOffline(cases.RegistryCase):
             results = list(ex.map(one, range(8)))
         for cp in results:
             self.assertEqual(cp.returncode, 0, cp.stderr)
-        gets = self.blob_gets()
+        gets = self.reg.blob_gets()
         wanted = [l["digest"] for l in self.img["layers"]] + [self.img["config_digest"]]
         for d in wanted:
             self.assertEqual(gets.get(d), 1, (d, gets))

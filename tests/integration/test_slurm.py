@@ -77,13 +77,7 @@ class SlurmCase(cases.RegistryCase):
         return c.start()
 
     def blob_gets(self):
-        counts = {}
-        with open(self.reg.log_path) as f:
-            for line in f:
-                m = re.search(r'"GET /v2/[^ ]+/blobs/(sha256:[0-9a-f]{64}) HTTP', line)
-                if m:
-                    counts[m.group(1)] = counts.get(m.group(1), 0) + 1
-        return counts
+        return self.reg.blob_gets()
 
 
 # Host programs (and their libraries) that the test images carry, so that a task inside
