@@ -11,6 +11,7 @@
 #include "unpack/dest.h"
 #include "opts.h"
 #include "resolve.h"
+#include "sinks/sqfs_config.h"
 #include "space.h"
 #include "util.h"
 #include "fpull/config.h"
@@ -100,8 +101,12 @@ static int unpack(struct fp_session *s, const struct fp_resolved *r, struct fp_f
   uo.wait_layer = wait_layer;
   uo.wait_ud = &wctx;
   struct fpull_unpack_stats st = {0};
+  /* A SquashFS file keeps the image's Env, WorkingDir and Entrypoint as enroot's import
+   * does (sinks/sqfs_config.h): run later from the file alone, it runs as the image. */
+  cleanup_free char *source = fp_sqfs_provenance(s->reference, r->manifest_digest);
+  struct fp_sqfs_image img = {r->config_json, r->config_len, source};
   int rc = uo.format == FPULL_FORMAT_SQUASHFS
-               ? fpull_unpack_squashfs(dest, layers, n, &uo, &st, err)
+               ? fp_unpack_squashfs_image(dest, layers, n, &uo, &img, &st, err)
                : fpull_unpack_rootfs(dest, layers, n, &uo, &st, err);
   if (rc == 0 && uo.format == FPULL_FORMAT_SQUASHFS)
     fp_debug("%s: squashfs image %llu bytes, %llu bytes of data of files later removed "

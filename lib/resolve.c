@@ -73,6 +73,7 @@ void fp_resolved_free(struct fp_resolved *r)
   free(r->manifest_digest);
   fpull_manifest_free(r->manifest);
   fpull_image_config_free(r->config);
+  free(r->config_json);
   fpull_platform_free(r->platform);
   free(r->preflight_why);
   fpull_sig_check_free(r->sig);
@@ -196,6 +197,11 @@ static int load_manifest(struct fp_session *s, struct fp_resolved *r, const stru
   rc = fpull_image_config_parse(&r->config, cfg, cfg_len, err);
   if (rc)
     return fpull_err_prefix(err, "config %s", r->manifest->config.digest);
+  free(r->config_json);
+  r->config_len = cfg_len;
+  r->config_json = fp_xmalloc(cfg_len + 1);
+  memcpy(r->config_json, cfg, cfg_len);
+  r->config_json[cfg_len] = '\0';
   if (why && !fp_preflight_config(cfg, cfg_len, s->opts->target, why))
     return 0;
   size_t nd = fpull_strv_len(r->config->diff_ids);
@@ -397,6 +403,8 @@ static int follow_chosen(struct fp_session *s, struct fp_resolved *r, int gpu, f
     r->manifest = NULL;
     fpull_image_config_free(r->config);
     r->config = NULL;
+    free(r->config_json);
+    r->config_json = NULL;
   }
   return 0;
 }

@@ -32,6 +32,8 @@ struct fp_resolved {
   char *manifest_digest;
   struct fpull_manifest *manifest;
   struct fpull_image_config *config;
+  char *config_json; /* config's bytes, as verified */
+  size_t config_len;
   struct fpull_platform *platform; /* the chosen entry's, or from the config */
   char *preflight_why;             /* a single-manifest image the GPU preflight refused */
   /* For an index: index->manifests is the index flattened (candidates.h), and cands says

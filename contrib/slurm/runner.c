@@ -30,6 +30,7 @@
 #include "container.h"
 #include "request.h"
 #include "run.h"
+#include "sqsh_config.h"
 #include "sqsh_mount.h"
 #include "store.h"
 #include "util.h"
@@ -791,11 +792,57 @@ static int write_bundle_config(const struct runner *rn, const char *text)
   return 0;
 }
 
+/* The bundle's config.json for a .sqsh image: the image config its enroot files keep
+ * (sqsh_config.h), each file that cannot be used said in one line; the default PATH, /
+ * and no Entrypoint where they keep none. --fpull-entrypoint: its Entrypoint as N records.
+ * FPULL_IMAGE_DIGEST stays empty: the file's provenance line is no digest of what runs, and
+ * anyone who can write the file can change it. 0, or -1 after saying why. */
+static int sqsh_config(const struct runner *rn, const char *rootfs, struct fp_buf *info)
+{
+  const struct fp_slurm_request *r = rn->r;
+  struct fp_slurm_sqsh_config c;
+  fpull_err env_err = {0}, rc_err = {0};
+  cleanup_close int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0)
+    fp_slurm_say("fpull: warning: %s: %s: %s: the image's config is not read", r->image, rootfs,
+                 strerror(errno));
+  fp_slurm_sqsh_config_read(&c, root, &env_err, &rc_err);
+  if (env_err.code)
+    fp_slurm_say("fpull: warning: %s: %s: the image's Env is not used", r->image, env_err.msg);
+  if (rc_err.code)
+    fp_slurm_say("fpull: warning: %s: %s: the image's WorkingDir and Entrypoint are not used",
+                 r->image, rc_err.msg);
+  for (size_t i = 0; c.host_refs && c.host_refs[i]; i++)
+    fp_slurm_say("fpull: warning: %s: /etc/environment: %s takes the host's ${VAR}, which only "
+                 "enroot start substitutes: not set",
+                 r->image, c.host_refs[i]);
+  if (r->entrypoint && !c.has_rc && !rc_err.code)
+    fp_slurm_say("fpull: %s: --fpull-entrypoint: the SquashFS file has no /etc/rc (enroot's "
+                 "command script), so no Entrypoint: the command runs as given",
+                 r->image);
+  for (size_t i = 0; r->entrypoint && c.entrypoint && c.entrypoint[i]; i++)
+    send_rec(info, 'N', c.entrypoint[i]);
+  cJSON *spec = cJSON_CreateObject();
+  cJSON *proc = cJSON_AddObjectToObject(spec, "process");
+  cJSON_AddStringToObject(proc, "cwd", c.workdir ? c.workdir : "/");
+  cJSON *env = cJSON_AddArrayToObject(proc, "env");
+  int has_path = 0;
+  for (size_t i = 0; c.env && c.env[i]; i++) {
+    has_path |= strncmp(c.env[i], "PATH=", 5) == 0;
+    cJSON_AddItemToArray(env, cJSON_CreateString(c.env[i]));
+  }
+  if (!has_path)
+    cJSON_AddItemToArray(env, cJSON_CreateString(DEFAULT_PATH));
+  fp_slurm_sqsh_config_free(&c);
+  cleanup_free char *text = cJSON_PrintUnformatted(spec);
+  cJSON_Delete(spec);
+  return text ? write_bundle_config(rn, text) : -1;
+}
+
 /* --fpull-image=/path/file.sqsh (made by fpull pull --format squashfs, enroot import or
- * mksquashfs): extracted as the user into the step's rootfs with unsquashfs (no FUSE mount:
- * a copy per step), with the default PATH and / as the working directory, since a SquashFS
- * file carries no image config. */
-static int from_squashfs(struct runner *rn)
+ * mksquashfs): mounted, or extracted as the user into the step's rootfs with unsquashfs (a
+ * copy per step), and run with the image config its enroot files keep (sqsh_config). */
+static int from_squashfs(struct runner *rn, struct fp_buf *info)
 {
   const struct fp_slurm_request *r = rn->r;
   cleanup_free char *rootfs = fp_xasprintf("%s/rootfs", rn->bundle);
@@ -824,15 +871,12 @@ static int from_squashfs(struct runner *rn)
       return rc == FPULL_EFAIL || rc == 127 ? FPULL_EFAIL : FPULL_EUNSAFE;
     }
   }
-  static const char spec[] = "{\"process\":{\"cwd\":\"/\",\"env\":[\"" DEFAULT_PATH "\"]}}";
-  if (write_bundle_config(rn, spec) != 0)
-    return FPULL_EFAIL;
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   if (!r->quiet)
     fp_slurm_say("fpull: %s: %s (a SquashFS file, %s)", host, r->image,
                  rn->mounted ? "mounted with squashfuse" : "unpacked with unsquashfs");
-  return 0;
+  return sqsh_config(rn, rootfs, info) == 0 ? 0 : FPULL_EFAIL;
 }
 
 /* --fpull-entrypoint: the chosen entry's Entrypoint, from its image config (fpull config,
@@ -1139,14 +1183,9 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
     return FPULL_EPOLICY;
   }
   if (r->image[0] == '/') {
-    rc = from_squashfs(&rn);
+    rc = from_squashfs(&rn, info);
     if (rc)
       return rc;
-    if (r->entrypoint)
-      fp_slurm_say(
-          "fpull: %s: --fpull-entrypoint: a SquashFS file has no image configuration, so no "
-          "Entrypoint: the command runs as given",
-          r->image);
     send_rec(info, 'D', "");
   } else {
     cJSON *res = NULL;

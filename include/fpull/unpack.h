@@ -18,7 +18,9 @@ struct fpull_layer {
 /* What pull writes (fpull(1), --format). */
 enum fpull_unpack_format {
   FPULL_FORMAT_DIR = 0,      /* DEST is the rootfs */
-  FPULL_FORMAT_SQUASHFS = 2, /* DEST is one SquashFS file holding it */
+  FPULL_FORMAT_SQUASHFS = 2, /* DEST is one SquashFS file holding it and, through
+                                fpull_pull, the image's Env, WorkingDir and command in
+                                enroot's files (fpull(1), SQUASHFS OUTPUT) */
 };
 
 /* SquashFS output; zeros are fpull's defaults: zstd at FPULL_SQFS_ZSTD_LEVEL in blocks of
@@ -104,7 +106,8 @@ FPULL_API int fpull_unpack_rootfs(const char *dest, const struct fpull_layer *la
                                   const struct fpull_unpack_opts *opts,
                                   struct fpull_unpack_stats *stats, fpull_err *err);
 
-/* Writes the merged layers as one SquashFS image at dest (a file): the same merge, rules and
+/* Writes the merged layers as one SquashFS image at dest (a file), the layers' tree only (no
+ * image config is given here: fpull_pull adds it): the same merge, rules and
  * verification as fpull_unpack_rootfs, no tree on disk. The image is written beside dest
  * and renamed in when complete; with force a regular file dest is replaced. Errors as
  * fpull_unpack_rootfs, and FPULL_EUSAGE for bad sqfs options. */

@@ -40,6 +40,7 @@
 #include "unpack/inroot.h"
 #include "unpack/sink.h"
 #include "sqfs_blocks.h"
+#include "sqfs_config.h"
 #include "sqfs_data.h"
 #include "sqfs_file.h"
 #include "sqfs_tree.h"
@@ -70,6 +71,7 @@ struct sqfs_sink {
   uint64_t data_start; /* where the first data block goes */
   uint32_t count;      /* inodes numbered */
   struct fpull_unpack_stats *stats;
+  const struct fp_sqfs_image *image; /* the configuration to store too, or NULL */
 };
 
 /* A libsquashfs error as a message; a failed write says why. */
@@ -333,6 +335,80 @@ static int sq_opaque(struct fp_sink *s, const char *dir)
   return fp_mtree_opaque(&((struct sqfs_sink *)s)->tree, dir);
 }
 
+/* ---- the image's configuration, once every layer is in (sqfs_config.h) ---- */
+
+/* data as the regular file path, replacing what the layers left there unless it is a
+ * directory (enroot's import could not write it either: warned). *added: 1 when written. */
+static int add_file(struct sqfs_sink *q, const char *path, const struct fp_buf *data, int *added,
+                    fpull_err *err)
+{
+  *added = 0;
+  const char *base;
+  struct fp_minode *dir = fp_mtree_parent(&q->tree, path, 1, &base);
+  struct fp_mdirent *old = dir ? fp_mtree_lookup(&q->tree, dir, base) : NULL;
+  if (!dir || (old && S_ISDIR(old->ino->mode))) {
+    fp_warn("the image's /%s is not written: %s", path,
+            dir ? "a directory is there" : strerror(errno));
+    return 0;
+  }
+  struct fp_minode *ino = fp_mtree_inode(&q->tree, S_IFREG | 0644);
+  ino->uid = q->euid;
+  ino->gid = q->egid;
+  ino->mtime = q->tree.now;
+  int ret = fp_sqfs_blocks_begin(q->bp, &ino->sq);
+  if (ret)
+    return sq_fail(q, ret, err, "writing the image");
+  fp_mtree_file(&q->tree, ino);
+  if ((data->len && (ret = fp_sqfs_blocks_append(q->bp, data->data, data->len))) ||
+      (ret = fp_sqfs_blocks_end(q->bp)))
+    return sq_fail(q, ret, err, "writing the image");
+  ino->size = data->len;
+  fp_mtree_link(&q->tree, dir, base, ino)->layer = q->tree.layer;
+  *added = 1;
+  return 0;
+}
+
+/* WorkingDir made where the image lacks it, as enroot's import does (enroot start's
+ * `mkdir -p` fails on the read-only image). 1 when made, else 0. */
+static int add_workdir(struct sqfs_sink *q, const char *path)
+{
+  struct fp_minode *ino = fp_mtree_open(&q->tree, path);
+  if (ino && S_ISDIR(ino->mode))
+    return 0;
+  const char *base;
+  struct fp_minode *dir = ino ? NULL : fp_mtree_parent(&q->tree, path, 1, &base);
+  if (!dir || fp_mtree_lookup(&q->tree, dir, base)) {
+    fp_warn("the image's WorkingDir /%s cannot be made: %s", path,
+            ino || dir ? "something else is there" : strerror(errno));
+    return 0;
+  }
+  ino = fp_mtree_inode(&q->tree, S_IFDIR | 0755);
+  ino->uid = q->tree.implicit_uid;
+  ino->gid = q->tree.implicit_gid;
+  ino->mtime = q->tree.now;
+  fp_mtree_link(&q->tree, dir, base, ino)->layer = q->tree.layer;
+  return 1;
+}
+
+static int add_config(struct sqfs_sink *q, fpull_err *err)
+{
+  struct fp_sqfs_config c;
+  int rc = fp_sqfs_config_make(&c, q->image->config, q->image->config_len, q->image->source, err);
+  for (size_t i = 0; rc == 0 && i < FP_SQFS_CONFIG_FILES; i++) {
+    int added;
+    rc = add_file(q, c.files[i].path, &c.files[i].data, &added, err);
+    q->stats->entries += (uint64_t)added;
+  }
+  if (rc == 0 && c.workdir)
+    q->stats->entries += (uint64_t)add_workdir(q, c.workdir);
+  if (rc == 0 && c.dropped)
+    fp_warn("%llu Env entr%s or Volume%s of the image not stored in its /etc/environment or "
+            "/etc/fstab: a newline or character enroot's format cannot hold",
+            (unsigned long long)c.dropped, c.dropped == 1 ? "y" : "ies", c.dropped == 1 ? "" : "s");
+  fp_sqfs_config_free(&c);
+  return rc;
+}
+
 /* ---- the tables, once every layer is in ---- */
 
 static int cmp_dirent(const void *a, const void *b, void *tree)
@@ -495,6 +571,8 @@ static int sq_finish(struct fp_sink *s, fpull_err *err)
   struct sqfs_sink *q = (struct sqfs_sink *)s;
   sqfs_file_t *f = &q->file->base;
   int ret, rc;
+  if (q->image && (rc = add_config(q, err)))
+    return rc;
   if ((ret = fp_sqfs_blocks_finish(q->bp)))
     return sq_fail(q, ret, err, "writing the image");
   q->stats->sqfs_dead_bytes = q->tree.dead_bytes;
@@ -708,6 +786,13 @@ int fpull_unpack_squashfs(const char *dest, const struct fpull_layer *layers, si
                           const struct fpull_unpack_opts *opts, struct fpull_unpack_stats *stats,
                           fpull_err *err)
 {
+  return fp_unpack_squashfs_image(dest, layers, n, opts, NULL, stats, err);
+}
+
+int fp_unpack_squashfs_image(const char *dest, const struct fpull_layer *layers, size_t n,
+                             const struct fpull_unpack_opts *opts, const struct fp_sqfs_image *img,
+                             struct fpull_unpack_stats *stats, fpull_err *err)
+{
   struct fpull_unpack_opts o = {0};
   struct fpull_unpack_stats local;
   if (opts)
@@ -723,6 +808,7 @@ int fpull_unpack_squashfs(const char *dest, const struct fpull_layer *layers, si
   if (!rc) {
     struct sqfs_sink q;
     rc = sink_init(&q, &d, &o, stats, err);
+    q.image = img;
     if (!rc)
       rc = fp_unpack_feed(&q.base, layers, n, &o, stats, err);
     sink_free(&q);

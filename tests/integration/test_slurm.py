@@ -630,11 +630,21 @@ class SlurmPlugin(SlurmCase):
         listing = subprocess.run(["unsquashfs", "-cat", sqsh, "etc/kind"],
                                  stdout=subprocess.PIPE, text=True)
         self.assertEqual(listing.stdout, "image-v2\n")
-        # A later job runs the saved file (extracted with unsquashfs: no registry).
+        # The image config is in the file, where enroot keeps it (and names the entry).
+        rc = subprocess.run(["unsquashfs", "-cat", sqsh, "etc/rc"], stdout=subprocess.PIPE,
+                            text=True).stdout
+        self.assertIn('\ncd "/tmp" && unset OLDPWD || exit 1\n', rc)
+        self.assertTrue(rc.startswith("# enroot-provenance: docker://%s#hpc/os:1.0@%s\n" % (
+            self.reg.hostport, self.images["v2"]["digest"])), rc)
+        # A later job runs the saved file (extracted with unsquashfs: no registry) as the
+        # image: its Env and WorkingDir. The digest stays unsaid: the file's provenance line
+        # is no proof of what it holds.
         self.reg.stop()
         cp = self.srun(["--fpull-image=" + sqsh, "sh", "-c",
-                        'cat /etc/kind; echo "digest=$FPULL_IMAGE_DIGEST"; pwd'])
-        self.assertEqual((cp.returncode, cp.stdout), (0, "image-v2\ndigest=\n/\n"), cp.stderr)
+                        'cat /etc/kind; echo "digest=$FPULL_IMAGE_DIGEST kind=$APP_KIND"; pwd'])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "image-v2\ndigest= kind=v2\n/tmp\n"),
+                         cp.stderr)
+        self.assertNotIn("warning", cp.stderr)
         self.assertRegex(cp.stderr, r"(?m)^fpull: [^ ]+: %s \(a SquashFS file, %s\)$" % (
             sqsh, sqsh_route()))
         self.assert_clean()
@@ -651,6 +661,96 @@ class SlurmPlugin(SlurmCase):
         cp = self.srun(["--fpull-image=" + self.os_ref, "--fpull-save=app.sqsh", "true"])
         self.assertNotEqual(cp.returncode, 0)
         self.assertIn("fpull: --fpull-save=app.sqsh: not an absolute path", cp.stderr)
+
+    def test_saved_file_keeps_the_entrypoint(self):
+        """A file saved from an image with an Entrypoint runs it with --fpull-entrypoint, as
+        the image does, and the command alone without."""
+        if not shutil.which("unsquashfs"):
+            self.skipTest("unsquashfs is not installed (Debian: squashfs-tools)")
+        images.push_image(self.client, "hpc/ent", "1.0", [tools_layer(), os_release("ent")],
+                          config_extra={"config": {"Entrypoint": ["/usr/bin/env", "FROM=it's"],
+                                                   "Cmd": ["id"], "WorkingDir": "/usr/bin"}})
+        out = os.path.join(self.tmp, "saved")
+        os.mkdir(out)
+        shutil.chown(out, "nobody", None)
+        sqsh = os.path.join(out, "ent.sqsh")
+        cp = self.srun(["--fpull-image=%s/hpc/ent:1.0" % self.reg.hostport,
+                        "--fpull-save=" + sqsh, "cat", "/etc/kind"])
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        script = 'echo "${FROM:-none}"; pwd'
+        cp = self.srun(["--fpull-image=" + sqsh, "--fpull-entrypoint", "sh", "-c", script])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "it's\n/usr/bin\n"), cp.stderr)
+        cp = self.srun(["--fpull-image=" + sqsh, "sh", "-c", script])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "none\n/usr/bin\n"), cp.stderr)
+        self.assert_clean()
+
+    def test_sqsh_config_of_enroot_and_hostile_files(self):
+        """A .sqsh made elsewhere (enroot import, pyxis's --container-save: an older enroot's
+        /etc/rc) runs with its image config; one whose /etc/rc or /etc/environment is hostile
+        (a link out of the image, too large, binary) runs with the defaults, each file said
+        in one line, and nothing outside the image is read."""
+        for tool in ("unsquashfs", "mksquashfs"):
+            if not shutil.which(tool):
+                self.skipTest("%s is not installed (Debian: squashfs-tools)" % tool)
+        root = os.path.join(self.tmp, "root")
+        fpull.run(["pull", "-q", "--cache-dir", self.cache, self.other_ref, root], check=0)
+        etc = os.path.join(root, "etc")
+        # A valid rc and environment on the host, which only a link out of the image reaches.
+        host_rc = os.path.join(self.tmp, "host-rc")
+        with open(host_rc, "w") as f:
+            f.write('cd "/proc" || exit 1\nif [ $# -gt 0 ]; then\n exec "$@"\nelse\n'
+                    ' exec id\nfi\n')
+        os.chmod(host_rc, 0o644)
+        variants = {
+            "enroot": {"rc": "# enroot-provenance: docker://hpc/other\n\n"
+                             'cd "/etc" || exit 1\n\nif [ -s /etc/rc.local ]; then\n'
+                             "    . /etc/rc.local\nfi\n\nif [ $# -gt 0 ]; then\n"
+                             "    exec '/usr/bin/env' 'FROM=rc' \"$@\"\nelse\n"
+                             "    exec '/usr/bin/env' 'FROM=rc' '/bin/sh'\nfi\n",
+                       "environment": '# from the image\nAPP="a value"\nDISPLAY=${DISPLAY}\n'},
+            "links": {"rc": ("link", host_rc), "environment": ("link", "/etc/shadow")},
+            "big": {"rc": "#" * (300 << 10) + "\n", "environment": "A=1\0B=2\n"},
+        }
+        files = {}
+        for name, v in variants.items():
+            for f in ("rc", "environment"):
+                p = os.path.join(etc, f)
+                if os.path.lexists(p):
+                    os.unlink(p)
+                if isinstance(v[f], tuple):
+                    os.symlink(v[f][1], p)
+                else:
+                    with open(p, "w") as fh:
+                        fh.write(v[f])
+            files[name] = os.path.join(self.tmp, name + ".sqsh")
+            subprocess.run(["mksquashfs", root, files[name], "-quiet", "-noappend"],
+                           check=True, stdout=subprocess.DEVNULL)
+            os.chmod(files[name], 0o644)
+        script = 'pwd; echo "${FROM:-none} ${APP:-none}"'
+        cp = self.srun(["--fpull-image=" + files["enroot"], "--fpull-entrypoint", "sh", "-c",
+                        script])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "/etc\nrc a value\n"), cp.stderr)
+        self.assertNotIn("warning", cp.stderr)
+        cp = self.srun(["--fpull-image=" + files["links"], "--fpull-entrypoint", "sh", "-c",
+                        script])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "/\nnone none\n"), cp.stderr)
+        warn = [ln for ln in cp.stderr.splitlines() if "warning" in ln]
+        self.assertEqual(warn, [
+            "fpull: warning: %s: /etc/environment: a symbolic link to /etc/shadow, which is "
+            "nothing in the image: No such file or directory: the image's Env is not used"
+            % files["links"],
+            "fpull: warning: %s: /etc/rc: a symbolic link to %s, which is nothing in the image: "
+            "No such file or directory: the image's WorkingDir and Entrypoint are not used"
+            % (files["links"], host_rc)], cp.stderr)
+        cp = self.srun(["--fpull-image=" + files["big"], "sh", "-c", script])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "/\nnone none\n"), cp.stderr)
+        warn = [ln for ln in cp.stderr.splitlines() if "warning" in ln]
+        self.assertEqual(warn, [
+            "fpull: warning: %s: /etc/environment: not text (a NUL byte at offset 3): the "
+            "image's Env is not used" % files["big"],
+            "fpull: warning: %s: /etc/rc: over 256 KiB: the image's WorkingDir and Entrypoint "
+            "are not used" % files["big"]], cp.stderr)
+        self.assert_clean()
 
     def test_failed_task_leaves_no_container_behind(self):
         cp = self.srun(["--fpull-image=" + self.other_ref, "--fpull-workdir=/nonexistent",
@@ -949,7 +1049,9 @@ class SlurmSqshMount(SlurmCase):
         if not os.path.exists("/dev/fuse"):
             self.skipTest("no /dev/fuse: the kernel has no FUSE")
         ref = "%s/hpc/sq:1.0" % self.reg.hostport
-        images.push_image(self.client, "hpc/sq", "1.0", [tools_layer(), os_release("sq")])
+        images.push_image(self.client, "hpc/sq", "1.0", [tools_layer(), os_release("sq")],
+                          config_extra={"config": {"Env": ["PATH=/usr/bin:/bin", "SQ=mounted"],
+                                                   "WorkingDir": "/etc"}})
         self.sqsh = os.path.join(self.tmp, "sq.sqsh")
         cp = fpull.run(["pull", "-q", "--format", "squashfs", "--cache-dir", self.cache, ref,
                         self.sqsh], check=0)
@@ -983,11 +1085,13 @@ class SlurmSqshMount(SlurmCase):
                          cp.stdout)
         self.assertRegex(cp.stderr, r"(?m)^fpull: [^ ]+: %s \(a SquashFS file, mounted with "
                                     r"squashfuse\)$" % re.escape(self.sqsh))
-        # The task's / is the overlay on the mounted file.
+        # The task's / is the overlay on the mounted file; the image config is read from
+        # the file's /etc/environment and /etc/rc through it.
         cp = self.srun("--fpull-image=" + self.sqsh, "sh", "-c",
-                       "cat /proc/self/mountinfo")
+                       'echo "$SQ $(pwd)"; cat /proc/self/mountinfo')
         self.assertEqual(cp.returncode, 0, cp.stderr)
-        root = [ln.split(" - ")[1].split()[0] for ln in cp.stdout.splitlines()
+        self.assertEqual(cp.stdout.splitlines()[0], "mounted /etc", cp.stdout)
+        root = [ln.split(" - ")[1].split()[0] for ln in cp.stdout.splitlines()[1:]
                 if ln.split()[4] == "/"]
         self.assertEqual(root, ["fuse.fuse-overlayfs"], cp.stdout)
         # The file itself is untouched, and when the steps are done nothing stays mounted.

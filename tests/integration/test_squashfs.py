@@ -4,6 +4,7 @@ image holds exactly the tree of the directory output, read back through sqfs2tar
 codes for bad content and options; atomic publish."""
 import os
 import random
+import re
 import shutil
 import stat
 import subprocess
@@ -11,7 +12,7 @@ import subprocess
 import fpull
 import images
 import test_fixtures
-from sqfs_trees import walk_tar, walk_tree
+from sqfs_trees import walk_tar, walk_tree, without_config
 from test_pull_basic import LAYERS, PullTestCase
 
 SQFS_TOOLS = ("sqfs2tar", "unsquashfs", "squashfuse")
@@ -69,11 +70,15 @@ class SquashfsCase(PullTestCase):
         return cp.stdout
 
     def assert_same_tree(self, d, img, unsquashfs=True):
+        """The image holds the directory output's tree, and besides it only the image's
+        configuration files (SquashfsImageConfig checks those)."""
         want = walk_tree(d)
         got = walk_tar(self.sqfs2tar(img))
-        self.assertEqual(sorted(got[0]), sorted(want[0]))
-        for rel in want[0]:
-            self.assertEqual(got[0][rel], want[0][rel], rel)
+        entries = len(got[0])
+        tree, want_tree = without_config(got[0], want[0])
+        self.assertEqual(sorted(tree), sorted(want_tree))
+        for rel in want_tree:
+            self.assertEqual(tree[rel], want_tree[rel], rel)
         self.assertEqual(got[1], want[1], "hardlink groups")
         if not unsquashfs:
             return want[0]
@@ -82,7 +87,7 @@ class SquashfsCase(PullTestCase):
                             stderr=subprocess.PIPE, text=True, errors="replace")
         self.assertEqual(cp.returncode, 0, cp.stderr)
         self.assertEqual(len([l for l in cp.stdout.splitlines() if "squashfs-root/" in l]),
-                         len(want[0]), cp.stdout)
+                         entries, cp.stdout)
         return want[0]
 
     def assert_kernel_mount_is(self, d, img, name=""):
@@ -98,7 +103,9 @@ class SquashfsCase(PullTestCase):
         if cp.returncode != 0:
             self.skipTest("the kernel cannot mount squashfs here: %s" % cp.stderr.strip())
         try:
-            self.assertEqual(walk_tree(mnt), walk_tree(d))
+            got, want = walk_tree(mnt), walk_tree(d)
+            self.assertEqual(without_config(got[0], want[0]), (want[0], want[0]))
+            self.assertEqual(got[1], want[1])
         finally:
             subprocess.run(["umount", mnt], stderr=subprocess.DEVNULL)
 
@@ -170,16 +177,16 @@ class SquashfsTree(SquashfsCase):
         if cp.returncode != 0:
             self.skipTest("squashfuse cannot mount here: %s" % cp.stderr.strip())
         try:
-            want, got = walk_tree(d), walk_tree(mnt)
-            self.assertEqual(sorted(got[0]), sorted(want[0]))
-            for rel in want[0]:
-                w = dict(want[0][rel])
+            got, want = without_config(walk_tree(mnt)[0], walk_tree(d)[0])
+            self.assertEqual(sorted(got), sorted(want))
+            for rel in want:
+                w = dict(want[rel])
                 # squashfuse does not pass security.* attributes through FUSE (sqfs2tar
                 # above shows the image holds them).
                 if "xattrs" in w:
                     w["xattrs"] = {k: v for k, v in w["xattrs"].items()
                                    if not k.startswith("security.")}
-                self.assertEqual(got[0][rel], w, rel)
+                self.assertEqual(got[rel], w, rel)
         finally:
             # fusermount3 comes with fuse3 (scripts/deps.sh); root can also umount.
             um = ["fusermount3", "-u"] if shutil.which("fusermount3") else ["umount"]
@@ -472,7 +479,8 @@ class SquashfsRules(SquashfsCase):
         cp = self.fpull(["pull", "-v", "--format", "squashfs", ref, self.path("img.sqsh")],
                         check=0)
         self.assertIn("200000 bytes of data of files later removed", cp.stderr)
-        self.assertEqual(walk_tar(self.sqfs2tar(self.path("img.sqsh")))[0], {})
+        self.assertEqual(without_config(walk_tar(self.sqfs2tar(self.path("img.sqsh")))[0], {}),
+                         ({}, {}))
 
     def test_sqfs_completion_offers_values(self):
         import test_completion
@@ -481,3 +489,139 @@ class SquashfsRules(SquashfsCase):
         self.assertEqual(test_completion.complete(["fpull", "pull", "--sqfs-comp", ""]),
                          {"zstd", "gzip", "xz", "lz4", "none"})
         self.assertIn("--sqfs-threads", test_completion.complete(["fpull", "pull", "--sqfs"]))
+
+
+# An image config whose strings try every way out of their place in enroot's files.
+HOSTILE_CONFIG = {
+    "Env": ["PATH=/usr/bin:/bin", "QUOTED=\"q\"", "SPACED=a b ", "HOSTREF=${HOME}",
+            "BAD=x\nEVIL=1"],
+    "WorkingDir": "/srv/my \"app\" $x `y`",
+    "Entrypoint": ["/bin/ent", "it's"],
+    "Cmd": ["run", "$HOME", "`x`", "a\nb"],
+    "Labels": {"a\nb": "v", "org.x": "multi\nline\r"},
+    "Volumes": {"/data": {}, "/bad vol": {}, "rel": {}},
+}
+
+RC_TAIL = """
+
+if [ -s /etc/rc.local ]; then
+    . /etc/rc.local
+fi
+
+if [ $# -gt 0 ]; then
+    exec %s "$@"
+else
+    exec %s %s
+fi
+"""
+
+
+class SquashfsImageConfig(SquashfsCase):
+    """Issue 30.8: the SquashFS output keeps the image's Env, WorkingDir, Entrypoint and
+    Cmd (and Volumes) as enroot's import stores them, so that the file alone runs as the
+    image did; the dir and bundle outputs do not get them."""
+    tools = ("unsquashfs", "sqfs2tar", "dash")
+
+    def cat(self, img, path):
+        cp = subprocess.run(["unsquashfs", "-cat", img, path], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        return cp.stdout.decode()
+
+    def push_config(self, config, layers=None, repo="cfg/img"):
+        layers = layers or [[{"path": "hello", "data": "hi\n"}]]
+        return images.push_image(self.client, repo, "tag", layers,
+                                 config_extra={"config": config})
+
+    def run_rc(self, rc, *args):
+        """rc run by dash with its paths moved below a scratch root and each exec printing
+        its words: what the words are after a real sh has read the quoting."""
+        root = self.path("rcroot")
+        os.makedirs(root, exist_ok=True)
+        text = (rc.replace('mkdir -p "', 'mkdir -p "$ROOT').replace('cd "', 'cd "$ROOT')
+                .replace("/etc/rc.local", '"$ROOT"/etc/rc.local')
+                .replace("exec ", "pwd; printf '[%s]' "))
+        cp = subprocess.run(["dash", "-c", text, "sh"] + list(args), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={"ROOT": root})
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        return cp.stdout.replace(root, "ROOT")
+
+    def test_sqfs_stores_env_workdir_entrypoint_as_enroot_does(self):
+        img_desc = self.push_config(HOSTILE_CONFIG)
+        ref = self.ref("cfg/img", "tag")
+        img, d = self.path("img.sqsh"), self.path("dirout")
+        cp = self.fpull(["pull", "-v", "--format", "squashfs", ref, img], check=0)
+        # Three strings cannot be written in enroot's formats: said once, not fatal.
+        self.assertIn("fpull: warning: 3 Env entries or Volumes of the image not stored in "
+                      "its /etc/environment or /etc/fstab", cp.stderr)
+        self.assertEqual(self.cat(img, "etc/environment"),
+                         'PATH=/usr/bin:/bin\nQUOTED=""q""\nSPACED=a b \nHOSTREF=${HOME}\n')
+        prov = "docker://%s#cfg/img:tag@%s" % (self.reg.hostport, img_desc["digest"])
+        wd = '"/srv/my \\"app\\" \\$x \\`y\\`"'
+        entry = "'/bin/ent' 'it'\\''s'"
+        self.assertEqual(self.cat(img, "etc/rc"),
+                         "# enroot-provenance: %s\n# a b v\n# org.x multi line \n\n"
+                         "mkdir -p %s 2> /dev/null\ncd %s && unset OLDPWD || exit 1" % (
+                             prov, wd, wd)
+                         + RC_TAIL % (entry, entry, "'run' '$HOME' '`x`' 'a\nb'"))
+        self.assertEqual(self.cat(img, "etc/fstab"),
+                         "${ENROOT_ROOTFS}/data /data none x-create=dir,bind,rw,nosuid,nodev\n")
+        self.assertEqual(self.cat(img, "etc/rc.local"),
+                         "# This file is sourced by /etc/rc when the container starts.\n"
+                         "# It can be used to manipulate the entrypoint or the command of the "
+                         "container.\n")
+        # A real sh reads the words back as the image config has them.
+        rc = self.cat(img, "etc/rc")
+        here = 'ROOT/srv/my "app" $x `y`\n'
+        self.assertEqual(self.run_rc(rc), here + "[/bin/ent][it's][run][$HOME][`x`][a\nb]")
+        self.assertEqual(self.run_rc(rc, "x y", "z"), here + "[/bin/ent][it's][x y][z]")
+        # WorkingDir is in the image (enroot start cannot make it in a read-only image), and
+        # the five entries are counted with the layers'.
+        tree = walk_tar(self.sqfs2tar(img))[0]
+        self.assertEqual(tree['srv/my "app" $x `y`']["kind"], "dir")
+        self.assertEqual(tree["etc/rc"]["mode"], 0o644)
+        self.fpull(["pull", ref, d], check=0)
+        self.assertEqual(len(tree), len(walk_tree(d)[0]) + 7)  # and etc/, srv/
+        n = re.search(r"(\d+) entries, ", cp.stderr)
+        self.assertIsNotNone(n, cp.stderr)
+        cpd = self.fpull(["pull", "-v", "--force", ref, d], check=0)
+        self.assertEqual(int(n.group(1)), int(re.search(r"(\d+) entries, ", cpd.stderr).group(1))
+                         + 5)
+        # The directory output is the layers' tree only.
+        self.assertFalse(os.path.lexists(os.path.join(d, "etc", "rc")))
+
+    def test_sqfs_image_without_command_gets_enroots_default(self):
+        self.push_config({})
+        img = self.path("img.sqsh")
+        self.fpull(["pull", "--format", "squashfs", self.ref("cfg/img", "tag"), img], check=0)
+        self.assertEqual(self.cat(img, "etc/environment"), "")
+        self.assertEqual(self.cat(img, "etc/fstab"), "")
+        rc = self.cat(img, "etc/rc")
+        self.assertIn('\nmkdir -p "/" 2> /dev/null\ncd "/" && unset OLDPWD || exit 1\n', rc)
+        self.assertTrue(rc.endswith(RC_TAIL % ("", "", "'/bin/sh'")), rc)
+        self.assertEqual(self.run_rc(rc), "ROOT\n[/bin/sh]")
+
+    def test_sqfs_replaces_the_images_own_files(self):
+        # As enroot's import: the image's /etc/environment and /etc/rc are not its config
+        # (OCI runtimes never read them), and enroot start would read or run them.
+        own = [{"path": "etc/passwd", "data": "root:x:0:0::/root:/bin/sh\n"},
+               {"path": "etc/environment", "data": "FROM_IMAGE=1\n"},
+               {"path": "etc/rc", "type": "symlink", "target": "/etc/passwd"},
+               {"path": "etc/rc.local", "data": "touch /var/lock/subsys/local\n"},
+               {"path": "etc/fstab", "data": "/dev/sda1 / ext4 defaults 0 1\n"}]
+        self.push_config({"Env": ["A=1"], "Cmd": ["/bin/true"]}, [own])
+        ref = self.ref("cfg/img", "tag")
+        img, d = self.path("img.sqsh"), self.path("dirout")
+        self.fpull(["pull", "--format", "squashfs", ref, img], check=0)
+        self.fpull(["pull", ref, d], check=0)
+        self.assertEqual(self.cat(img, "etc/environment"), "A=1\n")
+        self.assertTrue(self.cat(img, "etc/rc").endswith(RC_TAIL % ("", "", "'/bin/true'")))
+        self.assertEqual(self.cat(img, "etc/fstab"), "")
+        self.assertNotIn("subsys", self.cat(img, "etc/rc.local"))
+        tree = walk_tar(self.sqfs2tar(img))[0]
+        self.assertEqual(tree["etc/rc"]["kind"], "file")
+        self.assertEqual(self.cat(img, "etc/passwd"), "root:x:0:0::/root:/bin/sh\n")
+        # The other outputs keep the layers' files as they are.
+        self.assertEqual(self.read(d, "etc/environment"), b"FROM_IMAGE=1\n")
+        self.assertEqual(os.readlink(os.path.join(d, "etc", "rc")), "/etc/passwd")
+
