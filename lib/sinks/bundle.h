@@ -3,6 +3,7 @@
 #ifndef FP_BUNDLE_H
 #define FP_BUNDLE_H
 
+#include <cjson/cJSON.h>
 #include <stddef.h>
 
 #include "fpull/error.h"
@@ -15,5 +16,8 @@
  * naming a user or group the rootfs does not have. */
 int fp_bundle_spec(char **out, const char *json, size_t len, int rootfs_fd, int rootless,
                    fpull_err *err);
+
+/* A runtime-spec uidMappings/gidMappings array: HOST as the namespace's root, alone. */
+cJSON *fp_bundle_id_map(unsigned host);
 
 #endif

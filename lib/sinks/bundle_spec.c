@@ -157,7 +157,7 @@ static cJSON *mounts(int rootless)
   return m;
 }
 
-static cJSON *id_map(unsigned host)
+cJSON *fp_bundle_id_map(unsigned host)
 {
   cJSON *a = cJSON_CreateArray();
   cJSON *e = cJSON_CreateObject();
@@ -172,8 +172,8 @@ static cJSON *linux_section(int rootless)
 {
   cJSON *l = cJSON_CreateObject();
   if (rootless) {
-    cJSON_AddItemToObject(l, "uidMappings", id_map((unsigned)geteuid()));
-    cJSON_AddItemToObject(l, "gidMappings", id_map((unsigned)getegid()));
+    cJSON_AddItemToObject(l, "uidMappings", fp_bundle_id_map((unsigned)geteuid()));
+    cJSON_AddItemToObject(l, "gidMappings", fp_bundle_id_map((unsigned)getegid()));
   } else {
     cJSON *dev = cJSON_CreateObject();
     cJSON_AddFalseToObject(dev, "allow");
