@@ -13,6 +13,7 @@
 
 #include "run.h"
 #include "sinks/bundle.h"
+#include "unpack/inroot.h"
 #include "runner.h"
 
 static cJSON *bind_mount(const char *src, const char *dst, int ro)
@@ -161,6 +162,27 @@ static void add_identity(struct runner *rn, cJSON *mounts, const char *rootfs)
   cJSON_AddItemToArray(mounts, bind_mount(group, "/etc/group", 1));
 }
 
+/* The image's WorkingDir, made in the container's root when the layers lack it, as docker
+ * and runc make it: the tasks enter it after they join. In the step's own tree or layer,
+ * never a kept one; resolved inside the root. Said when it cannot be made (the tasks then
+ * fail on it, naming it). */
+static void make_workdir(const char *rootfs, const char *workdir)
+{
+  char clean[FP_PATH_MAX + 1];
+  const char *why = NULL, *base = NULL;
+  cleanup_close int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0 || fp_path_clean(workdir, clean, &why) != 0 || !clean[0])
+    return;
+  struct fp_root rt;
+  fp_root_init(&rt, root, 0);
+  cleanup_close int dir = fp_inroot_open(&rt, clean, 0);
+  if (dir >= 0)
+    return;
+  cleanup_close int parent = fp_inroot_parent(&rt, clean, 1, &base);
+  if (parent < 0 || (mkdirat(parent, base, 0755) < 0 && errno != EEXIST))
+    fp_slurm_say("fpull: the image's WorkingDir %s cannot be made: %s", workdir, strerror(errno));
+}
+
 /* Writes the container's config.json: the image's rootfs, the user's id as the user
  * namespace's only one (runc needs a root inside: the user's uid is it; tasks that are not
  * to be root nest their own, see fp_slurm_container_join), user and mount namespaces only
@@ -202,6 +224,8 @@ int fp_runner_write_spec(struct runner *rn, char **workdir, char ***env)
   cJSON *root = cJSON_AddObjectToObject(spec, "root");
   /* A kept tree is shared by the user's steps: named by its absolute path. */
   cJSON_AddStringToObject(root, "path", rn->rootfs ? rn->rootfs : own ? "rootfs" : rootfs);
+  if (*workdir)
+    make_workdir(rn->rootfs ? rn->rootfs : rootfs, *workdir);
   if (r->readonly)
     cJSON_AddTrueToObject(root, "readonly");
   cJSON *p = cJSON_AddObjectToObject(spec, "process");

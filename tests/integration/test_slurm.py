@@ -486,6 +486,17 @@ class SlurmPlugin(SlurmCase):
         self.assertEqual(lines, ["client", "client", "other", "node"], out)
         self.assert_clean()
 
+    def test_a_working_directory_the_layers_lack_is_made(self):
+        # As docker and runc do: the image's WorkingDir is made in the step's tree (found
+        # when saved .sqsh files started to keep it, issue 30 item 8).
+        images.push_image(self.client, "hpc/wd", "1.0", [tools_layer(), os_release("wd")],
+                          config_extra={"config": {"WorkingDir": "/work/made"}})
+        cp = self.srun(["--fpull-image=%s/hpc/wd:1.0" % self.reg.hostport, "pwd"])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "/work/made\n"), cp.stderr)
+        # --fpull-workdir is the user's word: a missing one fails the step, naming it
+        # (test_failed_task_leaves_no_container_behind).
+        self.assert_clean()
+
     def test_bad_image_fails_the_step_not_the_node(self):
         bad = "%s/hpc/os:nope" % self.reg.hostport
         cp = self.srun(["--fpull-image=" + bad, "echo", "ran"])
