@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fpull/config.h>
@@ -261,9 +262,12 @@ static int mount_one(struct fp_slurm_mount *m, const char *what, const char *ite
     flags = strchr(dst, ':');
     if (flags)
       *flags++ = '\0';
+  } else {
+    /* pyxis's short form: SRC alone is mounted at the same path inside. */
+    dst = src;
   }
-  if (!dst || !*src || !*dst)
-    return fpull_err_set(err, FPULL_EUSAGE, "%s: '%s': not SRC:DST[:FLAGS]", what, item);
+  if (!*src || !*dst)
+    return fpull_err_set(err, FPULL_EUSAGE, "%s: '%s': not SRC[:DST[:FLAGS]]", what, item);
   if (src[0] != '/' || dst[0] != '/')
     return fpull_err_set(err, FPULL_EUSAGE, "%s: '%s': SRC and DST must be absolute paths", what,
                          item);
@@ -271,8 +275,8 @@ static int mount_one(struct fp_slurm_mount *m, const char *what, const char *ite
     return fpull_err_set(err, FPULL_EUSAGE, "%s: '%s': DST must not contain '..'", what, item);
   /* pyxis writes FLAG+FLAG: ro or rw, and the propagation and restriction flags of a bind
    * mount. */
-  static const char *const known[] = {"ro",     "rw",     "private", "rprivate",
-                                      "slave",  "rslave", "shared",  "rshared",
+  static const char *const known[] = {"ro",     "rw",     "private", "rprivate",   "slave",
+                                      "rslave", "shared", "rshared", "unbindable", "runbindable",
                                       "nosuid", "nodev",  "noexec",  NULL};
   m->options = NULL;
   for (char *f = flags; f;) {
@@ -476,8 +480,16 @@ int fp_slurm_option_check(int opt, const char *value, const struct fp_slurm_sett
   }
   case FP_OPT_WORKDIR:
     return check_path("--fpull-workdir", value, err);
-  case FP_OPT_SAVE:
-    return check_path("--fpull-save", value, err);
+  case FP_OPT_SAVE: {
+    int rc = check_path("--fpull-save", value, err);
+    struct stat st;
+    /* A directory is no file to write: said at submit, not as a warning after the step. */
+    if (rc == 0 &&
+        (value[strlen(value) - 1] == '/' || (stat(value, &st) == 0 && S_ISDIR(st.st_mode))))
+      rc = fpull_err_set(err, FPULL_EUSAGE, "--fpull-save=%s: a directory (give the file to write)",
+                         value);
+    return rc;
+  }
   case FP_OPT_PULL:
     if (fp_slurm_pull_parse(value) >= 0)
       return 0;
