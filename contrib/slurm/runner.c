@@ -139,6 +139,10 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   envp_array = rn.envp;
 
   int rc;
+  if (!r->image[0] && !r->name) {
+    fp_slurm_say("fpull: no image to run");
+    return FPULL_EUSAGE;
+  }
   if (r->image[0] == '/' && r->s->policy) {
     /* A SquashFS file carries no signature the site's policy could check. */
     fp_slurm_say("fpull: %s: the site's signature policy (%s) admits registry images only: a "

@@ -170,7 +170,20 @@ int fp_runner_pull_squashfs(struct runner *rn, cJSON **res)
  * directory, gone with the job) or of the user's later jobs on this node (global: in the
  * user's store directory). An existing name is run as it is, without a pull; its "digest"
  * file says what it was made from. NAME.lock: exclusive while the tree is made, shared
- * while a step runs in it. */
+ * while a step runs in it, so that steps of one name run at once. Without an image (the
+ * name alone), only an existing name runs. */
+static int name_exists(const char *digestp, const char *config, char **digest)
+{
+  size_t len = 0;
+  if (fp_read_file(digestp, 128, digest, &len) == 0 && access(config, F_OK) == 0) {
+    (*digest)[strcspn(*digest, "\n")] = '\0';
+    return 1;
+  }
+  free(*digest);
+  *digest = NULL;
+  return 0;
+}
+
 int fp_runner_from_name(struct runner *rn, cJSON **res, int *lock, int *reused)
 {
   const struct fp_slurm_request *r = rn->r;
@@ -184,20 +197,33 @@ int fp_runner_from_name(struct runner *rn, cJSON **res, int *lock, int *reused)
     fp_slurm_say("fpull: %s: %s", base, strerror(errno));
     return FPULL_EFAIL;
   }
+  cleanup_free char *config = fp_xasprintf("%s/config.json", rn->tree);
+  char *digest = NULL;
+  /* Shared first: a name that exists is run at once, beside the steps running in it; only
+   * making it takes the lock alone (and looks again: another step may have made it). */
   int fd = open(lockp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+  int ok = fd >= 0 && flock(fd, LOCK_SH) == 0;
+  int exists = ok && name_exists(digestp, config, &digest);
+  if (ok && !exists && r->image[0]) {
+    ok = flock(fd, LOCK_EX) == 0;
+    exists = ok && name_exists(digestp, config, &digest);
+  }
+  if (!ok) {
     fp_slurm_say("fpull: %s: %s", lockp, strerror(errno));
     if (fd >= 0)
       close(fd);
     return FPULL_EFAIL;
   }
-  char *digest = NULL;
-  size_t len = 0;
-  cleanup_free char *config = fp_xasprintf("%s/config.json", rn->tree);
+  if (!exists && !r->image[0]) {
+    fp_slurm_say("fpull: --fpull-name=%s: no container of that name %s (the first step that "
+                 "names it needs --fpull-image)",
+                 r->name, r->s->container_scope_global ? "on this node" : "in this job");
+    close(fd);
+    return FPULL_ENOTFOUND;
+  }
   int rc = 0;
-  if (fp_read_file(digestp, 128, &digest, &len) == 0 && access(config, F_OK) == 0) {
+  if (exists) {
     *reused = 1;
-    digest[strcspn(digest, "\n")] = '\0';
     *res = cJSON_CreateObject();
     cJSON_AddStringToObject(*res, "manifest_digest", digest);
     if (!r->quiet) {

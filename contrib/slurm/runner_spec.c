@@ -30,6 +30,32 @@ static cJSON *bind_mount(const char *src, const char *dst, int ro)
   return m;
 }
 
+static size_t trimmed(const char *p)
+{
+  size_t n = p ? strlen(p) : 0;
+  while (n > 1 && p[n - 1] == '/')
+    n--;
+  return n;
+}
+
+/* Whether a mount listed so far is at dst (a trailing "/" aside); with drop, each such one
+ * is dropped (umount:DST). */
+static int mounted_at(cJSON *arr, const char *dst, int drop)
+{
+  size_t n = trimmed(dst);
+  int found = 0;
+  for (int i = cJSON_GetArraySize(arr) - 1; i >= 0; i--) {
+    const char *d =
+        cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, i), "destination"));
+    if (d && trimmed(d) == n && strncmp(d, dst, n) == 0) {
+      found = 1;
+      if (drop)
+        cJSON_DeleteItemFromArray(arr, i);
+    }
+  }
+  return found;
+}
+
 static int add_mounts(cJSON *arr, const char *what, const char *spec)
 {
   struct fp_slurm_mount *m = NULL;
@@ -41,6 +67,23 @@ static int add_mounts(cJSON *arr, const char *what, const char *spec)
   }
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) {
+    if (m[i].kind == FP_MOUNT_UMOUNT) {
+      mounted_at(arr, m[i].dst, 1);
+      continue;
+    }
+    if (m[i].kind == FP_MOUNT_TMPFS) {
+      cJSON *t = cJSON_CreateObject();
+      cJSON_AddStringToObject(t, "destination", m[i].dst);
+      cJSON_AddStringToObject(t, "type", "tmpfs");
+      cJSON_AddStringToObject(t, "source", "tmpfs");
+      cJSON *o = cJSON_AddArrayToObject(t, "options");
+      cJSON_AddItemToArray(o, cJSON_CreateString("nosuid"));
+      cJSON_AddItemToArray(o, cJSON_CreateString("nodev"));
+      for (size_t j = 0; m[i].options && m[i].options[j]; j++)
+        cJSON_AddItemToArray(o, cJSON_CreateString(m[i].options[j]));
+      cJSON_AddItemToArray(arr, t);
+      continue;
+    }
     /* Said here, as the user and in fpull's words, rather than by the runtime. */
     if (access(m[i].src, F_OK) != 0) {
       fp_slurm_say("fpull: %s: %s: %s", what, m[i].src, strerror(errno));
@@ -280,6 +323,9 @@ int fp_runner_write_spec(struct runner *rn, char **workdir, char ***env)
   }
   if (rc == 0)
     rc = add_mounts(mounts, "--fpull-mounts", r->mounts);
+  /* umount:HOME took the home away: HOME stays the job's, not a path that is not there. */
+  if (rn->home_mounted && !mounted_at(mounts, r->home, 0))
+    rn->home_mounted = 0;
   if (rc == 0 && (mkdir(rn->bundle, 0700) == 0 || errno == EEXIST))
     add_identity(rn, mounts, own ? rootfs : rootfs);
   cJSON *linux_ = cJSON_AddObjectToObject(spec, "linux");

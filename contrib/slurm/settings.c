@@ -252,6 +252,35 @@ static int has_dotdot(const char *p)
   return 0;
 }
 
+/* A tmpfs's options as pyxis passes them to mount(8): the kernel's own tmpfs options
+ * (huge=within_size, size=1G, mode=1777, ...) and the generic ones. */
+static int tmpfs_options(struct fp_slurm_mount *m, const char *what, const char *item, char *flags,
+                         fpull_err *err)
+{
+  static const char *const keys[] = {"size",  "nr_blocks", "nr_inodes", "mode",    "uid",
+                                     "gid",   "huge",      "mpol",      "ro",      "rw",
+                                     "nodev", "noexec",    "nosuid",    "noatime", NULL};
+  for (char *f = flags; f;) {
+    char *next = strchr(f, '+');
+    if (next)
+      *next++ = '\0';
+    size_t klen = strcspn(f, "=");
+    size_t i = 0;
+    while (keys[i] && (strlen(keys[i]) != klen || strncmp(keys[i], f, klen) != 0))
+      i++;
+    if (!keys[i] || !f[0]) {
+      cleanup_free char *key = fp_xstrndup(f, klen);
+      const char *near = fpull_suggest(key, keys);
+      return fpull_err_set(err, FPULL_EUSAGE, "%s: '%s': unknown tmpfs option '%s'%s%s%s", what,
+                           item, f, near ? " (did you mean '" : "", near ? near : "",
+                           near ? "'?)" : "");
+    }
+    m->options = fp_strv_push(m->options, f);
+    f = next;
+  }
+  return 0;
+}
+
 static int mount_one(struct fp_slurm_mount *m, const char *what, const char *item, fpull_err *err)
 {
   cleanup_free char *copy = fp_xstrdup(item);
@@ -265,6 +294,25 @@ static int mount_one(struct fp_slurm_mount *m, const char *what, const char *ite
   } else {
     /* pyxis's short form: SRC alone is mounted at the same path inside. */
     dst = src;
+  }
+  m->kind = strcmp(src, "tmpfs") == 0 && dst != src    ? FP_MOUNT_TMPFS
+            : strcmp(src, "umount") == 0 && dst != src ? FP_MOUNT_UMOUNT
+                                                       : FP_MOUNT_BIND;
+  if (m->kind != FP_MOUNT_BIND) {
+    if (dst[0] != '/' || has_dotdot(dst))
+      return fpull_err_set(err, FPULL_EUSAGE, "%s: '%s': DST must be an absolute path without '..'",
+                           what, item);
+    if (m->kind == FP_MOUNT_UMOUNT && flags)
+      return fpull_err_set(err, FPULL_EUSAGE, "%s: '%s': umount:DST takes no flags", what, item);
+    m->options = NULL;
+    if (m->kind == FP_MOUNT_TMPFS && tmpfs_options(m, what, item, flags, err) != 0) {
+      fpull_strv_free(m->options);
+      m->options = NULL;
+      return FPULL_EUSAGE;
+    }
+    m->src = fp_xstrdup(src);
+    m->dst = fp_xstrdup(dst);
+    return 0;
   }
   if (!*src || !*dst)
     return fpull_err_set(err, FPULL_EUSAGE, "%s: '%s': not SRC[:DST[:FLAGS]]", what, item);
@@ -412,7 +460,7 @@ static int check_env_names(const char *value, fpull_err *err)
 static int check_mount_sources(const struct fp_slurm_mount *m, size_t n, fpull_err *err)
 {
   for (size_t i = 0; i < n; i++)
-    if (access(m[i].src, F_OK) != 0)
+    if (m[i].kind == FP_MOUNT_BIND && access(m[i].src, F_OK) != 0)
       return fpull_err_set(err, FPULL_EUSAGE, "--fpull-mounts: %s: %s", m[i].src, strerror(errno));
   return 0;
 }

@@ -80,14 +80,24 @@ enum fp_slurm_opt {
 };
 
 /* One bind mount of --fpull-mounts or mounts=. */
+enum fp_slurm_mount_kind {
+  FP_MOUNT_BIND,   /* SRC[:DST[:FLAGS]] */
+  FP_MOUNT_TMPFS,  /* tmpfs:DST[:OPTION[+OPTION...]]: a tmpfs of the step's own */
+  FP_MOUNT_UMOUNT, /* umount:DST: no mount at DST of those listed before (the site's, the
+                      home, ...) */
+};
+
 struct fp_slurm_mount {
-  char *src, *dst;
+  enum fp_slurm_mount_kind kind;
+  char *src, *dst; /* src: the bind mount's, else "tmpfs" or "umount" */
   int ro;
-  char **options; /* the OCI mount options besides rbind and ro (nosuid, rprivate, ...) */
+  char **options; /* the OCI mount options besides rbind and ro (nosuid, rprivate, ...); a
+                     tmpfs's (size=, mode=, huge=, ...) */
 };
 
 /* Parses SRC:DST[:FLAG[+FLAG...]][,...] (FLAG: ro, rw, and pyxis's propagation and
- * nosuid/nodev/noexec flags) into *out (n entries; free with fp_slurm_mounts_free).
+ * nosuid/nodev/noexec flags), and pyxis's tmpfs:DST[:OPTIONS] and umount:DST, into *out
+ * (n entries; free with fp_slurm_mounts_free).
  * what names the option for messages ("--fpull-mounts"). SRC and DST are absolute; a DST
  * with a ".." component is refused (runc keeps a symlink in DST inside the rootfs). */
 int fp_slurm_mounts_parse(struct fp_slurm_mount **out, size_t *n, const char *what,

@@ -1,7 +1,7 @@
 /* fpull's Slurm SPANK plugin, in the spirit of pyxis: the tasks of a step run inside an
  * image fpull chose for the node.
  *
- *   srun [--fpull-image=IMAGE] [--fpull-features=LIST] [--fpull-mounts=SRC:DST[:ro|rw],...]
+ *   srun [--fpull-image=IMAGE] [--fpull-features=LIST] [--fpull-mounts=SRC[:DST[:FLAGS]],...]
  *        [--fpull-workdir=DIR] [--[no-]fpull-mount-home] [--fpull-remap-root] [--fpull-entrypoint]
  *        [--fpull-pull=always|missing|newer|never] cmd ...
  *
@@ -37,6 +37,7 @@
 
 #include "container.h"
 #include "job_dir.h"
+#include "seccomp.h"
 #include "settings.h"
 #include "task_env.h"
 #include "util.h"
@@ -59,7 +60,7 @@ static struct spank_option fpull_options[] = {
      "how the image is kept on the node: an unpacked tree (dir, the default), or one SquashFS "
      "file mounted for the step (squashfs)",
      1, FP_OPT_FORMAT, check_option},
-    {"fpull-mounts", "SRC:DST[:FLAG[+FLAG]][,...]",
+    {"fpull-mounts", "SRC[:DST[:FLAG[+FLAG]]][,...]",
      "bind mounts into the container (FLAG: ro, rw, rprivate, rslave, nosuid, nodev, noexec, ...)",
      1, FP_OPT_MOUNTS, check_option},
     {"fpull-workdir", "DIR",
@@ -221,8 +222,10 @@ static int job_ids(spank_t sp, uint32_t *job_id, uid_t *uid, gid_t *gid)
  * name another image, or none. */
 static int container_step(spank_t sp, uint32_t *step_id)
 {
+  /* --fpull-name alone runs in that container (it must exist), as pyxis's does. */
   const char *image = option(sp, FP_OPT_IMAGE);
-  if (spank_context() != S_CTX_REMOTE || !image || fp_slurm_image_is_none(image))
+  if (spank_context() != S_CTX_REMOTE ||
+      (image ? fp_slurm_image_is_none(image) : !option(sp, FP_OPT_NAME)))
     return 0;
   if (spank_get_item(sp, S_JOB_STEPID, step_id) != ESPANK_SUCCESS)
     return 0;
@@ -295,6 +298,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   char home[PATH_MAX], dc[PATH_MAX], xc[PATH_MAX], xh[PATH_MAX], fc[PATH_MAX], gpus[1024],
       term[256];
   r.image = option(sp, FP_OPT_IMAGE);
+  if (!r.image)
+    r.image = ""; /* --fpull-name alone: the runner runs that container or says none is */
   /* A relative NAME.sqsh is in the directory the step was started from. */
   char cwd[PATH_MAX], image[PATH_MAX * 2 + 2];
   if (r.image && r.image[0] != '/' && fp_slurm_is_sqsh_name(r.image) &&
@@ -398,7 +403,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
       fail(&err);
     } else {
       fp_slurm_task_env(sp, &container, option(sp, FP_OPT_ENV), settings.env_passthrough);
-      if (container.entrypoint && fp_slurm_task_entrypoint(sp, container.entrypoint, &err) != 0)
+      if ((container.entrypoint && fp_slurm_task_entrypoint(sp, container.entrypoint, &err) != 0) ||
+          fp_slurm_task_seccomp(&err) != 0)
         fail(&err);
     }
     fp_slurm_container_free(&container);
@@ -423,7 +429,9 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
   uint32_t step_id = 0, job_id = 0;
   uid_t uid = 0;
   gid_t gid = 0;
-  if (in_container && settings_ok && container_step(sp, &step_id) &&
+  /* in_container: user_init started this step's container (the options cannot be read
+   * here: spank_option_getopt is not valid in slurm_spank_exit). */
+  if (in_container && settings_ok && spank_get_item(sp, S_JOB_STEPID, &step_id) == ESPANK_SUCCESS &&
       job_ids(sp, &job_id, &uid, &gid) == 0) {
     /* The step's tree goes with the step (the namespaces, and so its mounts, went with the
      * tasks); the epilog removes what is left of the job. */

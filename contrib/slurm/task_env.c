@@ -41,9 +41,30 @@ static int passes_through(const char *name, size_t len, const char *names, const
   return listed(site, name, len);
 }
 
+/* The host's locale names a locale the image may lack (perl and others then complain on
+ * every start): dropped unless --fpull-env keeps them, as pyxis does; the image's own
+ * apply. */
+static const char *const host_locale[] = {"LANG", "LANGUAGE", "LC_ALL", NULL};
+
+/* Slurm's PMIx server says which of its modules the tasks' PMIx client is to use; the
+ * client in the image, another build of PMIx, may otherwise pick others (as enroot's PMI
+ * hook, the job's own PMIX_MCA_* first). */
+static const char *const pmix_modules[][2] = {{"PMIX_PTL_MODULE", "PMIX_MCA_ptl"},
+                                              {"PMIX_SECURITY_MODE", "PMIX_MCA_psec"},
+                                              {"PMIX_GDS_MODULE", "PMIX_MCA_gds"}};
+
 void fp_slurm_task_env(spank_t sp, const struct fp_slurm_container *c, const char *names,
                        const char *site)
 {
+  for (size_t i = 0; host_locale[i]; i++)
+    if (!listed(names, host_locale[i], strlen(host_locale[i])))
+      spank_unsetenv(sp, host_locale[i]);
+  for (size_t i = 0; i < sizeof pmix_modules / sizeof pmix_modules[0]; i++) {
+    char val[256], have[8];
+    if (spank_getenv(sp, pmix_modules[i][0], val, sizeof val) == ESPANK_SUCCESS && val[0] &&
+        spank_getenv(sp, pmix_modules[i][1], have, sizeof have) == ESPANK_ENV_NOEXIST)
+      spank_setenv(sp, pmix_modules[i][1], val, 0);
+  }
   for (size_t i = 0; c->env && c->env[i]; i++) {
     const char *kv = c->env[i];
     const char *eq = strchr(kv, '=');

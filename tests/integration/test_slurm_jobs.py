@@ -134,6 +134,38 @@ class SlurmJobs(SlurmCase):
         self.assertNotEqual(cp.returncode, 0)
         self.assertIn("--fpull-mounts: /nonexistent/d: No such file or directory", cp.stderr)
         self.assertNotIn("runc", cp.stderr)
+        # A tmpfs of the step's own, with pyxis's options; a misspelt one is refused.
+        cp = self.srun(["--fpull-image=" + self.ref, "--fpull-mounts=tmpfs:/scratch:size=1M",
+                        "sh", "-c", "grep ' /scratch ' /proc/self/mounts"])
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertRegex(cp.stdout, r"^tmpfs /scratch tmpfs \S*nosuid,nodev\S*size=1024k")
+        cp = self.srun(["--fpull-image=" + self.ref, "--fpull-mounts=tmpfs:/scratch:sise=1M",
+                        "true"])
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertIn("unknown tmpfs option 'sise=1M' (did you mean 'size'?)", cp.stderr)
+
+    def test_chown_and_setuid_succeed_without_effect(self):
+        # The seccomp filter pyxis and enroot give tasks, so that a package manager runs as
+        # the remapped root: chown to the package's owner "succeeds", the file stays the
+        # user's on the node, and a non-remapped task gets the same filter.
+        images.push_image(self.client, "hpc/pkg", "1.0",
+                          [tools_layer(TOOLS + ("/usr/bin/chown", "/usr/bin/stat")),
+                           os_release("pkg")])
+        ref = "%s/hpc/pkg:1.0" % self.reg.hostport
+        shared = os.path.join(self.tmp, "shared")
+        os.mkdir(shared)
+        os.chmod(shared, 0o777)
+        script = ("touch /shared/f && chown 123:456 /shared/f && echo chowned; "
+                  "stat -c %u /shared/f; grep '^Seccomp:' /proc/self/status")
+        for remap, inside in (("--fpull-remap-root", "0"),
+                              ("--no-fpull-remap-root", str(slurm.NOBODY))):
+            cp = self.srun(["--fpull-image=" + ref, remap, "--fpull-mounts=%s:/shared" % shared,
+                            "sh", "-c", script])
+            self.assertEqual(cp.returncode, 0, cp.stderr)
+            self.assertEqual(cp.stdout.split(), ["chowned", inside, "Seccomp:", "2"], remap)
+            st = os.stat(os.path.join(shared, "f"))
+            self.assertEqual((st.st_uid, st.st_gid), (slurm.NOBODY, slurm.NOBODY), remap)
+            os.unlink(os.path.join(shared, "f"))
 
     def test_site_defaults_for_remap_root_and_the_entrypoint(self):
         # remap_root=yes, execute_entrypoint=yes: the defaults; the job's options win.

@@ -80,29 +80,15 @@ DF_SAVE = ("--fpull-save writes the image as pulled, not as the step left it, an
            "absolute path")
 DF_WORKDIR = "--fpull-workdir must be an absolute path: a relative one is refused at submit"
 
-G1 = ("G1: --fpull-name without --fpull-image runs the step on the node itself; pyxis runs it "
-      "in the named container, or fails when there is none")
-G2 = ("G2: a step's tree stays in run_dir/JOBID until the job's epilog; pyxis removes a "
-      "step's unnamed container when the step ends")
-G3 = ("G3: the job's LANG, LANGUAGE and LC_ALL reach the tasks; pyxis drops them unless "
-      "--container-env names them")
-G4 = ("G4: no seccomp filter; pyxis's makes a task's chown, setuid and setgid family calls "
-      "succeed, so that package managers work as a remapped root")
-G5 = ("G5: PMIX_MCA_psec and PMIX_MCA_gds are not set from Slurm's PMIX_SECURITY_MODE and "
-      "PMIX_GDS_MODULE, as enroot's PMI hook sets them")
-G6 = "G6: --fpull-mounts has no tmpfs:DST[:OPTIONS] and no umount:DST form"
-G7 = ("G7: a step that names a container another step of the job is running in waits until "
-      "that step ends (the runner takes NAME.lock exclusively before it looks, and a running "
-      "step holds it shared); pyxis runs both at once")
-
-# Ported steps that name a container name the image too: G1 (the name alone runs on the node).
-NAMED = "later steps name the image too (G1)"
+# Ported steps that name a container name the image too (the name alone runs in an existing
+# container, as pyxis's: "invalid arg: --container-name without --container-image").
+NAMED = "later steps name the image too"
 
 PYXIS = [
     ("concurrency.bats", "concurrent container creation", "ported", ""),
     ("concurrency.bats", "concurrent container reuse", "ported",
      "0.1 s apart, not 0 to 1 s; no :no_exec (fpull's only behaviour); the steps of one name "
-     "run one after the other (G7); " + NAMED),
+     "run at once, each in a container of its own on the name's tree; " + NAMED),
     ("docker_image.bats", "Docker Hub ubuntu:12.04", "ported", ""),
     ("docker_image.bats", "Docker Hub ubuntu:14.04", "ported", ""),
     ("docker_image.bats", "Docker Hub ubuntu:16.04", "ported", ""),
@@ -134,7 +120,7 @@ PYXIS = [
     ("env.bats", "passthrough of environment variable", "ported", ""),
     ("env.bats", "$TERM special case", "ported", ""),
     ("env.bats", "$HOME special case", "differs", DF_HOME),
-    ("env.bats", "$LANG special case", "gap", G3),
+    ("env.bats", "$LANG special case", "ported", ""),
     ("env.bats", "nvidia/cuda:10.2-base with $NVIDIA_VISIBLE_DEVICES=0", "n/a", NA_GPU),
     ("env.bats", "ubuntu:18.04 with $NVIDIA_VISIBLE_DEVICES=all", "n/a", NA_GPU),
     ("env.bats", "ubuntu:18.04 with $NVIDIA_DRIVER_CAPABILITIES=utility,compute", "n/a", NA_GPU),
@@ -159,18 +145,18 @@ PYXIS = [
     "READONLY: command line precedence",
     "ENV environment variable", "ENV: command line precedence")] + [
     ("exec.bats", "enroot exec", "n/a", NA_ENROOT),
-    ("exec.bats", "attach to running container", "gap", G7),
+    ("exec.bats", "attach to running container", "differs", DF_ATTACH),
     ("exec.bats", "attach to running unnamed container", "n/a", NA_ATTACH_UNNAMED),
-    ("exec.bats", "attach to running container after directory change", "gap", G7),
-    ("exec.bats", "attach to running container with --container--mounts", "gap", G7),
+    ("exec.bats", "attach to running container after directory change", "ported", ""),
+    ("exec.bats", "attach to running container with --container--mounts", "differs", DF_ATTACH),
     ("exec.bats", "--container-name exec flag on stopped container", "n/a", NA_NAME_FLAGS),
-    ("exec.bats", "--container-name no_exec flag on running container", "gap", G7),
+    ("exec.bats", "--container-name no_exec flag on running container", "differs", DF_ATTACH),
     ("invalid_args.bats", "invalid arg: --container-image= (without argument)", "ported", ""),
     ("invalid_args.bats", "invalid arg: --container-image=<very long invalid image name>",
      "ported", ""),
     ("invalid_args.bats", "invalid arg: --container-image=./", "ported", ""),
     ("invalid_args.bats", "invalid arg: --container-image=/dev/urandom", "ported", ""),
-    ("invalid_args.bats", "invalid arg: --container-name without --container-image", "gap", G1),
+    ("invalid_args.bats", "invalid arg: --container-name without --container-image", "ported", ""),
     ("invalid_args.bats", "invalid arg: --container-name=/tmp/foo", "ported", ""),
     ("invalid_args.bats", "invalid arg: --container-name=:exec", "ported", ""),
     ("invalid_args.bats", "invalid arg: --container-name=<very long name>", "ported", ""),
@@ -199,8 +185,8 @@ PYXIS = [
     ("mounts.bats", "--container-mounts path escape attempt", "ported",
      "refused at submit, in fpull's words"),
     ("mounts.bats", "--container-mounts short-form", "ported", ""),
-    ("mounts.bats", "--container-mounts tmpfs", "gap", G6),
-    ("mounts.bats", "--container-mounts tmpfs huge pages", "gap", G6),
+    ("mounts.bats", "--container-mounts tmpfs", "ported", ""),
+    ("mounts.bats", "--container-mounts tmpfs huge pages", "ported", ""),
     ("mounts.bats", "--container-mounts devpts", "ported", ""),
     ("mounts.bats", "--container-mounts invalid target", "ported", ""),
     ("mounts.bats", "--container-mounts space in source path", "ported", ""),
@@ -209,29 +195,29 @@ PYXIS = [
     ("mounts.bats", "--container-mounts non-existent source path", "ported", "fpull's message"),
     ("mounts.bats", "--container-mounts non-existent source with valid mount", "ported",
      "fpull's message"),
-    ("mounts.bats", "--container-mounts umount", "gap", G6),
+    ("mounts.bats", "--container-mounts umount", "differs", DF_HOME),
     ("mpi.bats", "PMIx mount", "ported", ""),
-    ("mpi.bats", "PMIx environment variables", "gap", G5),
+    ("mpi.bats", "PMIx environment variables", "ported", ""),
     ("mpi.bats", "PMIx Horovod", "n/a", NA_HOROVOD),
     ("mpi.bats", "PMI2 file descriptor", "ported", ""),
     ("mpi.bats", "PMI2 environment variables", "ported", ""),
 ] + [("mpi4py.bats", "mpi4py: " + n, "n/a", NA_ARCHIVE) for n in (
     "ubuntu:20.04", "ubuntu:22.04", "ubuntu:24.04", "ubuntu:26.04",
     "nvcr.io/nvidia/pytorch:26.02-py3", "nvcr.io/nvidia/pytorch:26.03-py3")] + [
-    ("name.bats", "unnamed container cleanup", "gap", G2),
+    ("name.bats", "unnamed container cleanup", "ported", ""),
     ("name.bats", "named container persistence", "ported",
      "apt-get install file: root writes /usr/bin/file (no archive here); " + NAMED),
     ("name.bats", "named container manual remove", "n/a", NA_ENROOT),
     ("name.bats", "--container-name create flag", "n/a", NA_NAME_FLAGS),
-    ("name.bats", "container cleanup after job cancellation", "gap", G2),
+    ("name.bats", "container cleanup after job cancellation", "ported", ""),
     ("path.bats", "redis-server PATH resolution", "ported", ""),
     ("path.bats", "rabbitmq PATH resolution", "ported", ""),
     ("pytorch.bats", "nvcr.io PyTorch environment variables", "n/a", NA_PYTORCH),
     ("pytorch.bats", "Docker Hub PyTorch environment variables", "n/a", NA_PYTORCH),
     ("remap_root.bats", "--container-remap-root uid map", "ported", ""),
     ("remap_root.bats", "--no-container-remap-root uid map", "differs", DF_UIDMAP),
-    ("remap_root.bats", "--container-remap-root seccomp", "gap", G4),
-    ("remap_root.bats", "--no-container-remap-root seccomp", "gap", G4),
+    ("remap_root.bats", "--container-remap-root seccomp", "ported", ""),
+    ("remap_root.bats", "--no-container-remap-root seccomp", "ported", ""),
     ("remap_root.bats", "apt-get install file", "n/a", NA_ARCHIVE),
     ("remap_root.bats", "apt-get install emacs-nox", "n/a", NA_ARCHIVE),
     ("remap_root.bats", "yum install file", "n/a", NA_ARCHIVE),
@@ -248,7 +234,7 @@ PYXIS = [
     ("squashfs_image.bats", "squashfs with --no-container-remap-root", "ported", ""),
     ("squashfs_image.bats", "squashfs with multiple tasks", "ported", ""),
     ("squashfs_image.bats", "squashfs concurrent access", "ported", ""),
-    ("squashfs_image.bats", "squashfs container cleanup", "gap", G2),
+    ("squashfs_image.bats", "squashfs container cleanup", "ported", ""),
     ("squashfs_image.bats", "squashfs nonexistent file", "ported", ""),
     ("ssh.bats", "ssh to container running sshd", "n/a", NA_ARCHIVE),
     ("ssh.bats", "attach to container running sshd", "n/a", NA_ARCHIVE),
@@ -909,8 +895,8 @@ def _(t):
 
 
 # -- exec.bats ------------------------------------------------------------------------------
-# Once G7 is closed: "attach to running container after directory change" is ported; the
-# other three are "differs" (DF_ATTACH) with the checks below.
+# "attach to running container after directory change" is ported; the other three differ
+# (DF_ATTACH): a step never joins another's running container.
 def _while_running(t, name, first, second, script="true"):
     """pyxis's pattern: a step in container NAME runs SCRIPT and stays (pyxis: sleep 30 s,
     then the test sleeps 5 s; here until the test says go), and a second step with
