@@ -5,10 +5,13 @@ talking over the nodes' network (each node has a boot_id of its own, so the MPI 
 takes them for two machines)."""
 import glob
 import os
+import re
 import shutil
 import subprocess
+import time
 
 import images
+import slurm_nodes
 from nodes_case import NodesCase
 from test_slurm import os_release, tools_layer
 
@@ -93,10 +96,32 @@ class NodesMPI(NodesCase):
             images.push_index(self.client, "hpc/" + name, "1.0", entries)
         return "%s/hpc/%s:1.0" % (self.reg.hostport, name)
 
+    def srun_mpi(self, args, env=None):
+        """srun ARGS of an MPI program across the nodes. MPICH 4.0 with UCX 1.13 (Debian 12)
+        can deadlock in MPI_Finalize across nodes on a loaded machine: both ranks printed
+        their result, then one spins in UCX's progress while the other waits on Slurm's
+        PMI socket (seen 1 run in 5 to 8 beside the rest of the suite, and as often with
+        the plugin's seccomp filter taken out: the MPI library's, not the container's). A
+        step that ends so, with every rank's line printed, runs once more; twice fails."""
+        for attempt in (1, 2):
+            try:
+                return self.srun(args, env=env, timeout=60)
+            except slurm_nodes.NodesError as ex:
+                text = str(ex)
+                done = len(re.findall(r"(?m)^rank \d+ of 2 on node\d sum 1$", text)) == 2
+                if attempt == 2 or "no end after" not in text or not done:
+                    raise
+                print("MPI_Finalize deadlock after the work was done; once more")
+                self.cluster._cmd(["scancel", "--user=nobody"], check=False, timeout=30)
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline and set(
+                        self.cluster.node_states().values()) != {"idle"}:
+                    time.sleep(0.5)
+
     def run_mpi(self, name, env=None):
         ref = self.mpi_image(name)
-        cp = self.srun(["-N2", "-n2", "--mpi=" + MPI[name][1], "--fpull-image=" + ref,
-                        "/opt/mpi-hello"], env=env, timeout=120)
+        cp = self.srun_mpi(["-N2", "-n2", "--mpi=" + MPI[name][1], "--fpull-image=" + ref,
+                            "/opt/mpi-hello"], env=env)
         self.assertEqual(cp.returncode, 0, cp.stdout + cp.stderr + self.cluster.logs())
         self.assertEqual(sorted(cp.stdout.splitlines()), [
             "rank 0 of 2 on node1 sum 1", "rank 1 of 2 on node2 sum 1"], cp.stderr)
@@ -107,9 +132,8 @@ class NodesMPI(NodesCase):
 
     def test_mpich_pmi2_across_two_nodes_of_two_kinds_each_in_its_own_entry(self):
         ref = self.mpi_image("mpich", kinds=sorted(set(KINDS.values())))
-        cp = self.srun(["-N2", "-n2", "--mpi=pmi2", "--fpull-image=" + ref, "sh", "-c",
-                        'echo "$SLURMD_NODENAME $(cat /etc/kind)"; exec /opt/mpi-hello'],
-                       timeout=120)
+        cp = self.srun_mpi(["-N2", "-n2", "--mpi=pmi2", "--fpull-image=" + ref, "sh", "-c",
+                            'echo "$SLURMD_NODENAME $(cat /etc/kind)"; exec /opt/mpi-hello'])
         self.assertEqual(cp.returncode, 0, cp.stdout + cp.stderr + self.cluster.logs())
         self.assertEqual(sorted(cp.stdout.splitlines()), [
             "node1 x86-64-v2", "node2 x86-64-v3", "rank 0 of 2 on node1 sum 1",

@@ -5,6 +5,7 @@ its own, a step's pull is bounded, run_dir is refused where others could make it
 and the tasks of a step share one user namespace (issue 30, item 1)."""
 import errno
 import os
+import signal
 import shutil
 import subprocess
 import threading
@@ -40,11 +41,21 @@ class SlurmAttacker(SlurmCase):
         self.cluster = self.start_cluster(plugin=PLUGIN, plugin_args=args)
 
     def srun_bg(self, *args):
+        # A session of its own: killing it kills srun too, not only runuser (an srun left
+        # behind outlives the cluster, with its slurmstepd).
         p = subprocess.Popen(["runuser", "-u", "nobody", "--", "srun"] + list(args),
                              env=self.cluster.env(), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-        self.addCleanup(p.kill)
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+        self.addCleanup(self.kill_bg, p)
         return p
+
+    @staticmethod
+    def kill_bg(p):
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait(timeout=60)
 
     def pull_process(self, timeout=60):
         """(pid, parent pid) of this cluster's step pull, once it runs."""
@@ -138,8 +149,7 @@ class SlurmAttacker(SlurmCase):
             ids = [ln.split()[1:] for ln in f if ln.startswith(("Uid:", "Gid:"))]
         self.assertEqual(ids, [[str(slurm.NOBODY)] * 4] * 2)
         self.proxy.clear()
-        p.kill()
-        p.wait(timeout=60)
+        self.kill_bg(p)
 
     def test_max_unpacked_bounds_a_steps_pull(self):
         # The review's finding 5: max_unpacked= is fpull's --max-unpacked for every step.
