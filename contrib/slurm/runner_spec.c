@@ -327,7 +327,7 @@ int fp_runner_write_spec(struct runner *rn, char **workdir, char ***env)
   if (rn->home_mounted && !mounted_at(mounts, r->home, 0))
     rn->home_mounted = 0;
   if (rc == 0 && (mkdir(rn->bundle, 0700) == 0 || errno == EEXIST))
-    add_identity(rn, mounts, own ? rootfs : rootfs);
+    add_identity(rn, mounts, rootfs);
   cJSON *linux_ = cJSON_AddObjectToObject(spec, "linux");
   cJSON_AddItemToObject(linux_, "uidMappings", fp_bundle_id_map((unsigned)r->uid));
   cJSON_AddItemToObject(linux_, "gidMappings", fp_bundle_id_map((unsigned)r->gid));
