@@ -35,11 +35,12 @@
 
 #include <fpull/log.h>
 
-#include "container.h"
+#include "common/settings.h"
+#include "container_start.h"
 #include "job_dir.h"
-#include "seccomp.h"
-#include "settings.h"
-#include "task_env.h"
+#include "task/container.h"
+#include "task/seccomp.h"
+#include "task/task_env.h"
 #include "util.h"
 
 SPANK_PLUGIN(fpull, 1);

@@ -11,10 +11,13 @@
 #include <pwd.h>
 #include <sys/syscall.h>
 
-#include "run.h"
+#include "common/run.h"
 #include "sinks/bundle.h"
 #include "unpack/inroot.h"
-#include "runner.h"
+#include "runner_spec.h"
+#include "stage.h"
+
+#define SPEC_MAX (4u << 20)
 
 static cJSON *bind_mount(const char *src, const char *dst, int ro)
 {

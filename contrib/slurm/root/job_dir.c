@@ -17,9 +17,9 @@
 
 #include "unpack/inroot.h"
 #include "job_dir.h"
-#include "sqsh_mount.h"
+#include "common/fuse_unmount.h"
 #include "tree_remove.h"
-#include "settings.h"
+#include "common/settings.h"
 #include "util.h"
 
 /* Every directory above run_dir must be root's, and none writable by others but through

@@ -6,8 +6,9 @@
 #include <poll.h>
 #include <string.h>
 
-#include "run.h"
-#include "runner.h"
+#include "common/run.h"
+#include "runner_runtime.h"
+#include "stage.h"
 
 /* A runtime or tool not found is run by its name: its exec fails with a line that says so. */
 const char *fp_runner_runtime_path(const char *rt, char *buf, size_t len)
