@@ -98,7 +98,7 @@ static int exec_runner(const struct fp_slurm_request *r, int req, int info, int 
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   char prog[PATH_MAX];
   fp_slurm_program("fpull-slurm-runner", prog, sizeof prog);
-  /* Descriptors 3, 4 and 5 as runner.c expects them; nothing else of slurmstepd's. */
+  /* Descriptors 3, 4 and 5 as runner/runner.c expects them; nothing else of slurmstepd's. */
   int want[3] = {req, info, ack};
   for (int i = 0; i < 3; i++)
     if ((want[i] = fcntl(want[i], F_DUPFD_CLOEXEC, 16)) < 0)

@@ -53,7 +53,7 @@ static int info_publish(const struct fp_slurm_request *r, const struct fp_buf *i
 
 static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, int ack)
 {
-  /* Exec'd with every id the user's (container.c): nothing to drop here. */
+  /* Exec'd with every id the user's (root/container_start.c): nothing to drop here. */
   if (getuid() == 0 || geteuid() == 0) {
     fp_slurm_say("fpull: the runner must not run as root");
     return FPULL_EFAIL;

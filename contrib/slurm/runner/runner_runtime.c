@@ -1,5 +1,5 @@
 /* fpull-slurm-runner: the OCI runtime (runc, crun) as the user: create, start and delete
- * the step's container, whose process is the holder (hold.c). */
+ * the step's container, whose process is the holder (holder/hold.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -69,7 +69,7 @@ int fp_runner_runtime(struct runner *rn, const char *verb, const char *const *ex
 
 static const char *const force[] = {"--force", NULL};
 
-/* The holder (hold.c) as the container's process: created with its program as descriptor
+/* The holder (holder/hold.c) as the container's process: created with its program as descriptor
  * 3 and a pipe as 4, started, and its word read back: its pid and its child's (the
  * nested user namespace's). 0, or an exit code after saying why. */
 int fp_runner_start_holder(struct runner *rn, long *holder, long *nested)

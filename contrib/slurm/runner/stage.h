@@ -40,7 +40,7 @@ struct runner {
 /* stage.c: helpers every stage uses. */
 /* Appends the record "KIND VALUE\0" for the tasks. */
 void fp_runner_send_rec(struct fp_buf *recs, char kind, const char *value);
-/* Runs argv as the user (run.h), its stdout into out when not NULL. */
+/* Runs argv as the user (common/run.h), its stdout into out when not NULL. */
 int fp_runner_run(char *const argv[], char *const envp[], struct fp_buf *out, int quiet);
 /* p is an absolute path of a directory the user may write. */
 int fp_runner_dir_writable(const char *p);
