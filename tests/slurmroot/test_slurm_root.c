@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "job_dir.h"
+#include "root/job_dir.h"
 #include "base/util.h"
 
 #define USER 65534

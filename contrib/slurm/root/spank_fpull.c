@@ -35,11 +35,12 @@
 
 #include <fpull/log.h>
 
-#include "container.h"
+#include "common/settings.h"
+#include "container_start.h"
 #include "job_dir.h"
-#include "seccomp.h"
-#include "settings.h"
-#include "task_env.h"
+#include "task/container.h"
+#include "task/seccomp.h"
+#include "task/task_env.h"
 #include "base/util.h"
 
 SPANK_PLUGIN(fpull, 1);
@@ -378,7 +379,7 @@ static int remap_root(spank_t sp)
                                           : settings.remap_root;
 }
 
-/* As the job's user: waits for the runner, joins the container (container.h). Root's
+/* As the job's user: waits for the runner, joins the container (task/container.h). Root's
  * task_init_privileged has nothing to do for it: nothing the user wrote is read as root. */
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {

@@ -8,11 +8,15 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
-#include "run.h"
+#include "common/run.h"
 #include "sqsh_config.h"
 #include "sqsh_mount.h"
 #include "store.h"
-#include "runner.h"
+#include "runner_image.h"
+#include "runner_pull.h"
+#include "runner_runtime.h"
+#include "runner_spec.h"
+#include "stage.h"
 
 /* The bundle's config.json (what write_spec reads of the image) for an image that came as
  * a SquashFS file, not as fpull's bundle. 0, or -1 after saying why. */

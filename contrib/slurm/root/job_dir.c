@@ -17,9 +17,9 @@
 
 #include "unpack/inroot.h"
 #include "job_dir.h"
-#include "sqsh_mount.h"
+#include "common/fuse_unmount.h"
 #include "tree_remove.h"
-#include "settings.h"
+#include "common/settings.h"
 #include "base/util.h"
 
 /* Every directory above run_dir must be root's, and none writable by others but through
@@ -142,7 +142,7 @@ static int become(uid_t uid, gid_t gid)
 
 /* As the user: a container's holder that a step's runner left (it was killed before it
  * could end it) ends here. Its pids are the P and Q records of the step's info file
- * (runner.c); as the user, only the user's own processes can be killed. */
+ * (runner/runner.c); as the user, only the user's own processes can be killed. */
 static void kill_holder(int job_fd, const char *step)
 {
   /* Only a step directory on the job directory's own mount is looked into. */
