@@ -22,8 +22,8 @@
 
 #include "fake_fuse.h"
 #include "harness.h"
-#include "job_dir.h"
-#include "util.h"
+#include "root/job_dir.h"
+#include "base/util.h"
 
 #define USER 65534 /* the job's user */
 #define OTHER 4242 /* another user of the node */

@@ -80,7 +80,8 @@ static int exec_runner(const struct fp_slurm_request *r, int req, int info, int 
   fpull_err err = {0};
   cleanup_close int run_fd = -1;
   if (fp_slurm_run_dir_open(&run_fd, r->s->run_dir, 1, &err) != 0 ||
-      fp_slurm_job_dir_create(run_fd, r->job_id, r->uid, r->gid, &err) != 0 ||
+      fp_slurm_job_dir_create(run_fd, r->job_id, r->uid, r->gid, r->s->cleanup_timeout, &err) !=
+          0 ||
       ((r->s->store_max || (r->name && r->s->container_scope_global)) &&
        fp_slurm_store_dir_create(run_fd, r->uid, r->gid, &err) != 0)) {
     fp_slurm_say("fpull: %s", err.msg);

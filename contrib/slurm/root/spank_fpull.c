@@ -453,16 +453,20 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
   /* Whether or not the job named an image: one of its steps may have. */
   fpull_err err = {0};
   uint32_t job_id = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
   cleanup_close int run_fd = -1;
   if (settings_load(ac, av) != 0)
     return 0;
   int rc = 0;
-  if (rc == 0 && job_ids(sp, &job_id, NULL, NULL) != 0)
-    rc = fpull_err_set(&err, FPULL_EFAIL, "epilog: no job id");
+  /* The job's uid and gid are Slurm's word, never what a file system reports. */
+  if (rc == 0 && job_ids(sp, &job_id, &uid, &gid) != 0)
+    rc = fpull_err_set(&err, FPULL_EFAIL, "epilog: no job id or user");
   if (rc == 0)
     rc = fp_slurm_run_dir_open(&run_fd, settings.run_dir, 0, &err);
   if (rc == 0)
-    rc = fp_slurm_job_dir_remove(run_fd, settings.run_dir, job_id, settings.cleanup_timeout, &err);
+    rc = fp_slurm_job_dir_remove(run_fd, settings.run_dir, job_id, uid, gid,
+                                 settings.cleanup_timeout, &err);
   if (rc != 0 && rc != FPULL_ENOTFOUND)
     slurm_error("fpull: job %" PRIu32 ": epilog: %s", job_id, err.msg);
   /* What is left is only disk space in run_dir; draining the node for it would cost more. */
