@@ -67,17 +67,16 @@ static int is_default_dir(const char *dir)
 }
 
 /* Whether a directory of the cache's layout may be written into: the caller's or root's;
- * in a group cache (root group-writable), also a member's, made sticky in the cache's
- * group (the layout a member's first pull makes: others' entries there are theirs alone).
- * Anyone else's could be read, emptied or closed by its owner: a cache root made by
- * another user first (a squatted shared_cache=DIR/UID) would see every private image its
- * victim pulls. */
+ * in a cache root others may write (a group's, or a sticky one for everyone), also another
+ * user's sticky one (the layout whoever pulled first made: the entries of others there are
+ * theirs alone, and every blob is hashed before use). Anyone else's could be read,
+ * emptied or closed by its owner: a cache root made by another user first (a squatted
+ * shared_cache=DIR/UID) would see every private image its victim pulls. */
 static int layout_dir_ok(const struct stat *st, const struct stat *root)
 {
   if (st->st_uid == geteuid() || st->st_uid == 0)
     return 1;
-  return root && (root->st_mode & S_IWGRP) && (st->st_mode & S_ISVTX) && (st->st_mode & S_IWGRP) &&
-         st->st_gid == root->st_gid;
+  return root && (root->st_mode & (S_IWGRP | S_IWOTH)) && (st->st_mode & S_ISVTX);
 }
 
 static int refuse_owner(const char *dir, const char *name, const struct stat *st, fpull_err *err)

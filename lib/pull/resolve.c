@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cache/cache_use.h"
+#include "cache/cache_verified.h"
 #include "registry/blob_memory.h"
 #include "base/opts.h"
 #include "select/preflight.h"
@@ -33,6 +34,10 @@ static int session_open(struct fp_session *s, const char *image, const struct fp
     rc = fpull_cache_open_with_shared(&s->cache, o->cache_dir, o->config, err);
   if (rc)
     return rc;
+  /* Under a policy someone named (a site's, with --policy and --require-signatures) every
+   * blob is hashed: records are the user's own to forge. */
+  if (s->policy && s->policy_named)
+    fp_verified_distrust(s->cache);
   /* What this session uses is pinned against fpull cache prune|rm until it closes. */
   fp_cache_pins_open(s->cache);
   if (o->offline)

@@ -36,6 +36,7 @@ int fp_sig_session_open(struct fp_session *s, fpull_err *err)
   int rc = fpull_policy_load(&s->policy, path, err);
   if (rc)
     return rc;
+  s->policy_named = path != NULL || require;
   if (!s->policy && require)
     return fpull_err_set(err, FPULL_EPOLICY,
                          "signatures are required but no policy was found (--policy, the "
