@@ -504,6 +504,53 @@ int fp_slurm_job_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, ui
   return rc;
 }
 
+int fp_slurm_shared_cache_dir(const char *dir, uid_t uid, gid_t gid, fpull_err *err)
+{
+  cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct stat st;
+  if (dfd < 0 || fstat(dfd, &st) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "shared_cache %s: %s", dir, strerror(errno));
+  /* Where others may add entries, another user could make DIR/UID first and own the
+   * victim's cache (review 4): DIR is root's alone, and root makes each DIR/UID. */
+  if (st.st_uid != 0 || (st.st_mode & 0022))
+    return fpull_err_set(err, FPULL_EFAIL,
+                         "shared_cache %s: refused: it must be root's and writable by root only "
+                         "(the plugin makes DIR/UID for each user)",
+                         dir);
+  char name[32];
+  snprintf(name, sizeof name, "%u", (unsigned)uid);
+  if (mkdirat(dfd, name, 0700) == 0) {
+    /* Root's 0700 until handed over: nobody can mount on it or add to it meanwhile. */
+    cleanup_close int nfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (nfd < 0 || fchown(nfd, uid, gid) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "shared_cache %s/%s: %s", dir, name, strerror(errno));
+  } else if (errno != EEXIST && errno != EACCES && errno != EPERM) {
+    /* EACCES, EPERM: root may not write there (NFS's root_squash); one made by an admin
+     * is checked below. */
+    return fpull_err_set(err, FPULL_EFAIL, "shared_cache %s/%s: %s", dir, name, strerror(errno));
+  }
+  cleanup_free char *what = fp_xasprintf("shared_cache %s/%s", dir, name);
+  cleanup_close int ufd = -1;
+  int rc = open_unmounted(dfd, name, what, &ufd, err);
+  if (rc)
+    return rc;
+  if (ufd < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "%s: missing, and root cannot make it", what);
+  if (fstat(ufd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid)
+    return fpull_err_set(err, FPULL_EFAIL, "%s: refused: not the job's user's directory (uid %u's)",
+                         what, (unsigned)st.st_uid);
+  if (st.st_mode & 0077) {
+    /* The user's own, made by an older setup as their umask said: made private, since the
+     * blobs in it are 0644 and the cache root guards them. */
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", ufd);
+    if (chmod(proc, 0700) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "%s: refused: open to others (mode %04o): %s", what,
+                           (unsigned)(st.st_mode & 07777), strerror(errno));
+  }
+  return 0;
+}
+
 const char *fp_slurm_code_meaning(int code)
 {
   switch (code) {
