@@ -43,7 +43,7 @@ class NodeKinds(NodesCase):
         self.write_config(self.cluster.path("node", "run", "fpull.yaml"), "")
         site = os.path.join(self.cluster.shared, "fpull")
         os.mkdir(site)
-        os.chmod(site, 0o1777)
+        os.chmod(site, 0o755)  # root's: the plugin makes each DIR/UID (issue 39)
         self.mine = os.path.join(site, str(slurm.NOBODY))
 
     def node_features(self, name, features):
