@@ -24,6 +24,10 @@ class SharedCacheOwners(SlurmCase):
         images.push_image(self.client, "hpc/tools", "1.0", [tools_layer(), os_release("tools")])
         self.tools = "%s/hpc/tools:1.0" % self.reg.hostport
         self.site = os.path.join(self.tmp, "site")
+        if self._testMethodName == "test_a_site_directory_reached_through_a_symlink_is_refused":
+            os.mkdir(os.path.join(self.tmp, "real"))
+            os.symlink("real", os.path.join(self.tmp, "link"))
+            self.site = os.path.join(self.tmp, "link", "site")
         os.mkdir(self.site)
         open_site = self._testMethodName == "test_a_site_directory_others_may_write_is_refused"
         os.chmod(self.site, 0o1777 if open_site else 0o755)
@@ -65,3 +69,12 @@ class SharedCacheOwners(SlurmCase):
         self.assertFalse(os.path.exists(self.mine))
         self.assertIn("shared_cache %s: refused: it must be root's and writable by root only"
                       % self.site, cp.stderr)
+
+    def test_a_site_directory_reached_through_a_symlink_is_refused(self):
+        # Where a user could plant a symlink in the admin's path, root would make their
+        # directory wherever it leads.
+        cp = self.srun()
+        self.assertEqual((cp.returncode, cp.stdout), (0, "tools\n"), cp.stderr)
+        self.assertFalse(os.path.exists(self.mine))
+        self.assertIn("shared_cache %s: refused: %s is not a directory of root's"
+                      % (self.site, os.path.join(self.tmp, "link")), cp.stderr)

@@ -506,7 +506,22 @@ int fp_slurm_job_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, ui
 
 int fp_slurm_shared_cache_dir(const char *dir, uid_t uid, gid_t gid, fpull_err *err)
 {
-  cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  /* Every directory above DIR a real one of root's, none that others may write but
+   * through the sticky bit (/scratch), and DIR itself no symlink: a user who could name
+   * where DIR leads (a symlink planted where the admin's path had a gap) would have root
+   * make a directory of theirs there. */
+  cleanup_free char *path = fp_xstrdup(dir);
+  for (char *slash = strrchr(path, '/'); slash && slash != path; slash = strrchr(path, '/')) {
+    *slash = '\0';
+    struct stat ast;
+    if (lstat(path, &ast) < 0 || !S_ISDIR(ast.st_mode) || ast.st_uid != 0 ||
+        ((ast.st_mode & 0002) && !(ast.st_mode & S_ISVTX)))
+      return fpull_err_set(err, FPULL_EFAIL,
+                           "shared_cache %s: refused: %s is not a directory of root's that only "
+                           "root, or only its entries' owners, can change",
+                           dir, path);
+  }
+  cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   struct stat st;
   if (dfd < 0 || fstat(dfd, &st) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "shared_cache %s: %s", dir, strerror(errno));

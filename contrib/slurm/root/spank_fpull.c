@@ -38,6 +38,7 @@
 #include "common/settings.h"
 #include "container_start.h"
 #include "job_dir.h"
+#include "tree_remove.h"
 #include "task/container.h"
 #include "task/seccomp.h"
 #include "task/task_env.h"
@@ -274,8 +275,20 @@ static const char *pmix_dir(spank_t sp, uint32_t job_id, uint32_t step_id, char 
   size_t n = strlen(buf);
   if ((size_t)snprintf(buf + n, len - n, "/pmix.%" PRIu32 ".%" PRIu32, job_id, step_id) >= len - n)
     return NULL;
+  /* The step's PMIx directory may be the user's, who may mount on it: never stat()ed
+   * through a mount (a FUSE daemon that never answers would hold slurmstepd). Only a
+   * directory on its parent's own mount is used. */
+  char *slash = strrchr(buf, '/');
+  *slash = '\0';
+  cleanup_close int parent = open(buf, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  *slash = '/';
+  cleanup_close int fd =
+      parent < 0 ? -1 : openat(parent, slash + 1, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   struct stat st;
-  return stat(buf, &st) == 0 && S_ISDIR(st.st_mode) ? buf : NULL;
+  return fd >= 0 && fp_slurm_mount_id(fd) == fp_slurm_mount_id(parent) && fstat(fd, &st) == 0 &&
+                 S_ISDIR(st.st_mode)
+             ? buf
+             : NULL;
 }
 
 static const char *job_env(spank_t sp, const char *name, char *buf, int len)
