@@ -224,6 +224,17 @@ if [ ! -d "$CACHE" ] && ! mkdir -m 0755 -- "$CACHE"; then
   write_errors
   exit 0
 fi
+# Root's alone: what root writes there (and the partial files it removes) nobody else
+# placed.
+owner_mode=$(stat -L -c '%u %a' -- "$CACHE" 2>/dev/null)
+case $owner_mode in
+'0 '[0-7][0145][0145] | '0 '[0145][0145] | '0 '[0145]) ;;
+*)
+  record "the cache $CACHE must be root's and writable by root only ($owner_mode): not used"
+  write_errors
+  exit 0
+  ;;
+esac
 
 # No credentials: DOCKER_CONFIG names a directory without config.json, and the other
 # sources are unset. A private image fails here (exit 4) and is fetched by the job itself.
