@@ -258,6 +258,12 @@ int fp_runner_from_name(struct runner *rn, cJSON **res, int *lock, int *reused)
   }
   flock(fd, LOCK_SH);
   *lock = fd;
+  /* A name kept across jobs counts towards store_max like a kept tree (its lock's mtime:
+   * its last use). */
+  if (r->s->container_scope_global && r->s->store_max) {
+    futimens(fd, NULL);
+    fp_slurm_store_trim(r->s->run_dir, r->uid, r->name, r->s->store_max);
+  }
   return 0;
 }
 
