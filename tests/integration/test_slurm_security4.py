@@ -78,3 +78,42 @@ class SharedCacheOwners(SlurmCase):
         self.assertFalse(os.path.exists(self.mine))
         self.assertIn("shared_cache %s: refused: %s is not a directory of root's"
                       % (self.site, os.path.join(self.tmp, "link")), cp.stderr)
+
+
+class KeptContainersUnderPolicy(SlurmCase):
+    """Review 4, LOW 5: a container the user keeps on the node (container_scope=global) ran
+    under a reject-everything policy=; now it runs only when the image it was made from
+    passes the site's policy again."""
+
+    def setUp(self):
+        super().setUp()
+        self.require_plugin("runc")
+        images.push_image(self.client, "hpc/tools", "1.0", [tools_layer(), os_release("tools")])
+        self.tools = "%s/hpc/tools:1.0" % self.reg.hostport
+        self.args = ["run_dir=" + self.run_dir, "config=" + self.config,
+                     "data_dir=" + DATA_DIR, "fpull=" + fpull.binary(),
+                     "container_scope=global"]
+
+    def srun(self, *args):
+        return self.cluster._cmd(["srun"] + list(args), check=False, user="nobody")
+
+    def test_a_kept_container_runs_only_if_its_image_passes_the_policy(self):
+        self.cluster = self.start_cluster(plugin=PLUGIN, plugin_args=self.args)
+        cp = self.srun("--fpull-image=" + self.tools, "--fpull-name=kept", "sh", "-c",
+                       "echo mine >/state")
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.cluster.stop()
+        policy = os.path.join(self.tmp, "reject.json")
+        with open(policy, "w") as f:
+            f.write('{"default": [{"type": "reject"}]}')
+        os.chmod(policy, 0o644)
+        self.cluster = self.start_cluster(plugin=PLUGIN,
+                                          plugin_args=self.args + ["policy=" + policy])
+        cp = self.srun("--fpull-image=" + self.tools, "--fpull-name=kept", "cat", "/state")
+        self.assertEqual(cp.returncode, 9, cp.stdout + cp.stderr)
+        self.assertNotIn("mine", cp.stdout)
+        cp = self.srun("--fpull-name=kept", "cat", "/state")
+        self.assertEqual(cp.returncode, 9, cp.stdout + cp.stderr)
+        self.assertNotIn("mine", cp.stdout)
+        self.assertIn("a kept container runs only with the --fpull-image it was made from",
+                      cp.stderr)
