@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -131,10 +132,17 @@ void cli_print_help(const struct cli_cmd *cmd, FILE *out)
   fprintf(out, "\nSee fpull(1) for details.\n");
 }
 
+/* Set by cli_parse: "fpull IMAGE" is pull without the word, and its errors name no command
+ * the user did not type. */
+static int parse_implied;
+
 static int usage_error(const struct cli_cmd *cmd, const char *msg, const char *what)
 {
-  fprintf(stderr, "fpull: %s: %s%s%s (see 'fpull %s --help')\n", cmd->name, msg, what ? " " : "",
-          what ? what : "", cmd->name);
+  if (parse_implied)
+    fprintf(stderr, "fpull: %s%s%s (see 'fpull --help')\n", msg, what ? " " : "", what ? what : "");
+  else
+    fprintf(stderr, "fpull: %s: %s%s%s (see 'fpull %s --help')\n", cmd->name, msg, what ? " " : "",
+            what ? what : "", cmd->name);
   return FPULL_EUSAGE;
 }
 
@@ -160,9 +168,21 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
 
   optind = 1;
   opterr = 0;
+  int implied = parse_implied = strcmp(argv[0], cmd->name) != 0;
   int c;
   while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
     const struct cli_opt *o = NULL;
+    if (c == '?') {
+      /* A flag's --NAME=true is the flag, =false its absence; the rest is refused with
+       * what fpull takes instead (cli_opterr.c). */
+      int id = cli_bad_option(cmd, implied, optopt > 0 && optopt < 256 ? NULL : argv[optind - 1],
+                              optopt, s);
+      if (id < 0)
+        return FPULL_EUSAGE;
+      if (id == 0)
+        continue;
+      c = id;
+    }
     if (c > 0 && c < 256) {
       for (const enum cli_opt_id *id = cmd->opts; *id; id++)
         if (cli_opt_find(*id)->short_name == c)
@@ -172,10 +192,8 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
     }
     if (c == ':')
       return usage_error(cmd, "option needs an argument:", argv[optind - 1]);
-    if (c == '?' || !o) {
-      char bad[3] = {'-', (char)optopt, 0};
-      return usage_error(cmd, "unknown option", optopt ? bad : argv[optind - 1]);
-    }
+    if (!o)
+      return usage_error(cmd, "unknown option", argv[optind - 1]);
     switch (o->id) {
     case OPT_HELP:
       cli_print_help(cmd, stdout);
@@ -267,9 +285,13 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
         break;
       }
       const char *near = fpull_suggest(optarg, format_names);
-      fprintf(stderr, "fpull: %s: unknown --format '%s'%s%s%s (dir, bundle or squashfs)\n",
-              cmd->name, optarg, near ? " (did you mean '" : "", near ? near : "",
-              near ? "'?)" : "");
+      /* skopeo's, podman's and crane's --format is a template or "json": fpull's is what
+       * DEST becomes, and --json is its JSON output. */
+      int json = strcasecmp(optarg, "json") == 0 || strstr(optarg, "{{");
+      fprintf(stderr, "fpull: %s%sunknown --format '%s'%s%s%s (dir, bundle or squashfs%s)\n",
+              implied ? "" : cmd->name, implied ? "" : ": ", optarg, near ? " (did you mean '" : "",
+              near ? near : "", near ? "'?)" : "",
+              json ? "; --json prints the result as JSON" : "");
       return FPULL_EUSAGE;
     }
     case OPT_OLDER_THAN:

@@ -130,6 +130,12 @@ struct cli_cmd {
 int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_settings *s,
               int *first_arg);
 void cli_print_help(const struct cli_cmd *cmd, FILE *out);
+/* A refused option (getopt_long's '?'; arg: the argument, NULL for a short one; optopt_val:
+ * getopt's optopt): a flag's boolean value is taken (its id for true, 0 for false), and
+ * --tls-verify=false sets s->insecure (0); anything else is printed with what fpull takes
+ * instead, and -1 returned. implied: the command was not typed (fpull IMAGE). */
+int cli_bad_option(const struct cli_cmd *cmd, int implied, const char *arg, int optopt_val,
+                   struct cli_settings *s);
 const struct cli_opt *cli_opt_find(enum cli_opt_id id);
 
 /* Prints "fpull: MSG" (the one failure line) and returns err->code. */

@@ -2,6 +2,7 @@
 trip over, typed as they type it: a plain-HTTP registry under a host name, flags given
 values, other tools' option names and typos, regctl's two-word commands, --platform ARCH,
 the no-fit message, and the small things."""
+import json
 import os
 
 import cases
@@ -55,6 +56,104 @@ class PlainHttpByName(cases.RegistryCase):
             f.write('insecure-registries: ["%s:%d"]\n' % (NAME, self.proxy.port))
         fpull.run(["pull", "-q", self.ref, os.path.join(self.tmp, "r2")],
                   env=dict(self.env, FPULL_CONFIG=cfg), check=0)
-        for d in ("r1", "r2"):
+        # skopeo's spelling, and a flag's boolean value.
+        fpull.run(["pull", "-q", "--tls-verify=false", self.ref, os.path.join(self.tmp, "r3")],
+                  env=self.env, check=0)
+        fpull.run(["pull", "-q", "--insecure=true", self.ref, os.path.join(self.tmp, "r4")],
+                  env=self.env, check=0)
+        for d in ("r1", "r2", "r3", "r4"):
             with open(os.path.join(self.tmp, d, "a")) as f:
                 self.assertEqual(f.read(), "a\n")
+        cp = fpull.run(["pull", "-q", "--insecure=false", self.ref, os.path.join(self.tmp, "r5")],
+                       env=self.env)
+        self.assertEqual(cp.returncode, 2, cp.stderr)
+        self.assertIn("speaks plain HTTP", cp.stderr)
+
+
+class OptionWords(cases.RegistryCase):
+    """Items 2 and 3: option errors say what fpull takes instead, never a raw byte."""
+    tmp_prefix = "fpull-43-opts-"
+
+    def setUp(self):
+        super().setUp()
+        self.img = images.push_image(self.client, "o/img", "v1", [layer("a")])
+        self.ref = "%s/o/img:v1" % self.reg.hostport
+        self.env = {"FPULL_CACHE": os.path.join(self.tmp, "cache")}
+
+    def refused(self, argv, *needles):
+        cp = fpull.run(argv, env=self.env, cwd=self.tmp)
+        self.assertEqual(cp.returncode, 2, (argv, cp.stderr))
+        line = fpull.error_line(cp.stderr)
+        self.assertTrue(line.isprintable() and line.isascii(), repr(line))
+        for n in needles:
+            self.assertIn(n, line, argv)
+        self.assertEqual(cp.stdout, "")
+        return line
+
+    def test_a_flag_given_a_value(self):
+        for argv, opt in ((["pull", "--insecure=maybe", self.ref], "--insecure"),
+                          (["inspect", "--json=yes please", self.ref], "--json"),
+                          (["--help=x"], "--help"),
+                          (["pull", "--force=2", self.ref], "--force")):
+            self.refused(argv, "option %s takes no value" % opt)
+        line = self.refused(["pull", "--verbose=2", self.ref], "option --verbose takes no value",
+                            "-vv")
+        self.assertNotIn("\\", line)
+        # The boolean spellings skopeo's flags take.
+        cp = fpull.run(["inspect", "--json=1", self.ref], env=self.env, check=0)
+        self.assertIn(self.img["digest"], json.dumps(json.loads(cp.stdout)))
+        cp = fpull.run(["digest", "--json=false", self.ref], env=self.env, check=0)
+        self.assertEqual(cp.stdout.strip(), self.img["digest"])
+        cp = fpull.run(["pull", "--help=true"], check=0)
+        self.assertIn("Usage: fpull pull", cp.stdout)
+
+    def test_typos_get_did_you_mean(self):
+        self.refused(["pull", "--featurs", "haswell", self.ref], "unknown option --featurs",
+                     "did you mean --features?")
+        self.refused(["inspect", "--no-trunk", self.ref], "unknown option --no-trunk",
+                     "did you mean --no-trunc?")
+        self.refused(["pull", "--platfrom=linux/amd64", self.ref], "unknown option --platfrom",
+                     "did you mean --platform?")
+
+    def test_other_tools_option_names(self):
+        cases_ = [
+            (["inspect", "--format", "json", self.ref], "--json"),
+            (["pull", "--format", "json", self.ref], "--json"),
+            (["inspect", "--format={{json .}}", self.ref], "--json"),
+            (["pull", "--tls-verify", self.ref], "--insecure"),
+            (["pull", "--authfile", "/tmp/auth.json", self.ref], "REGISTRY_AUTH_FILE"),
+            (["pull", "--src-creds", "u:p", self.ref], "--creds USER:PASSWORD"),
+            (["manifest", "inspect", "--creds", "u:p", self.ref], "fpull login"),
+            (["inspect", "--raw", self.ref], "fpull manifest inspect"),
+            (["pull", "--override-arch", "arm64", self.ref], "--platform"),
+            (["pull", "--override-os=linux", self.ref], "--platform"),
+            (["pull", "-a", self.ref], "fpull tags REPOSITORY"),
+            (["pull", "--all-tags", self.ref], "fpull tags REPOSITORY"),
+        ]
+        before = self.reg.log().count("/v2/o/img")
+        for argv, instead in cases_:
+            self.refused(argv, instead)
+        self.assertEqual(self.reg.log().count("/v2/o/img"), before)
+        self.assertEqual(os.listdir(self.tmp), ["cache"] if os.path.exists(
+            os.path.join(self.tmp, "cache")) else [])
+
+    def test_fpull_dash_V_blames_no_command(self):
+        for argv in (["-V"], ["-V", self.ref], ["--featurs", "x", self.ref]):
+            line = self.refused(argv)
+            self.assertTrue(line.startswith("fpull: unknown option "), line)
+            self.assertNotIn("fpull: pull:", line)
+        self.refused(["-V"], "fpull --version")
+
+    def test_regctl_and_crane_two_word_commands(self):
+        before = self.reg.log().count("/v2/")
+        for argv, instead in ((["image", "digest", self.ref], "'fpull digest IMAGE'"),
+                              (["image", "ls"], "'fpull tags REPOSITORY'"),
+                              (["image", "ls", self.ref], "'fpull tags REPOSITORY'"),
+                              (["image", "inspect", self.ref], "'fpull inspect IMAGE'"),
+                              (["image", "config", self.ref], "'fpull config IMAGE'"),
+                              (["repo", "ls", self.reg.hostport], "'fpull tags REPOSITORY'")):
+            line = self.refused(argv, "unknown command '%s %s'" % tuple(argv[:2]), instead,
+                                "use 'fpull pull %s'" % argv[0])
+            self.assertNotIn("(did you mean", line)
+        self.assertEqual(self.reg.log().count("/v2/"), before)
+        self.assertEqual(os.listdir(self.tmp), [])
