@@ -157,3 +157,36 @@ class OptionWords(cases.RegistryCase):
             self.assertNotIn("(did you mean", line)
         self.assertEqual(self.reg.log().count("/v2/"), before)
         self.assertEqual(os.listdir(self.tmp), [])
+
+
+class PlatformArchAlone(cases.RegistryCase):
+    """Item 4: --platform ARCH is linux/ARCH, as docker and containerd parse it."""
+    tmp_prefix = "fpull-43-plat-"
+
+    def setUp(self):
+        super().setUp()
+        amd = images.push_image(self.client, "p/multi", None, [layer("amd64")])
+        arm = images.push_image(self.client, "p/multi", None, [layer("arm64")],
+                                architecture="arm64")
+        images.push_index(self.client, "p/multi", "v1",
+                          [(amd, {"os": "linux", "architecture": "amd64"}),
+                           (arm, {"os": "linux", "architecture": "arm64", "variant": "v8"})])
+        self.ref = "%s/p/multi:v1" % self.reg.hostport
+        self.env = {"FPULL_CACHE": os.path.join(self.tmp, "cache")}
+
+    def test_arch_alone(self):
+        for plat, want in (("arm64", "arm64"), ("aarch64", "arm64"), ("amd64", "amd64"),
+                           ("arm64:cortex-a72", "arm64")):
+            dest = os.path.join(self.tmp, plat.replace(":", "_"))
+            fpull.run(["pull", "-q", "--platform", plat, self.ref, dest], env=self.env, check=0)
+            self.assertEqual(os.listdir(dest), [want], plat)
+        cp, doc = fpull.run_json(["features", "--platform", "arm64"])
+        self.assertEqual((doc["os"], doc["architecture"]), ("linux", "arm64"))
+
+    def test_os_alone_and_typos_refused(self):
+        for plat, needle in (("linux", "an os alone"), ("arm46", 'did you mean "arm64"')):
+            cp = fpull.run(["pull", "--platform", plat, self.ref, os.path.join(self.tmp, "d")],
+                           env=self.env)
+            self.assertEqual(cp.returncode, 2, cp.stderr)
+            self.assertIn(needle, fpull.error_line(cp.stderr))
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "d")))
