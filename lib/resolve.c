@@ -416,6 +416,12 @@ static void note_host_choice(struct fp_session *s, const struct fp_resolved *r)
   const struct fpull_target *t = s->opts->target, *h = t->host;
   struct fpull_match *m = NULL;
   fpull_err e = {0};
+  /* Features given replace the host's on purpose (preparing for another node type): no
+   * note then, only the no-fit error names what they dropped. */
+  int src = 0;
+  if (h && (fpull_featureset_count(t->features) == 0 ||
+            (fpull_featureset_get(t->features, 0, &src) && src == FPULL_SRC_CLI)))
+    return;
   if (!h || fpull_match_entries(&m, h, r->index->manifests, r->index->n_manifests, s->opts->tagdb,
                                 &e) != 0)
     return;

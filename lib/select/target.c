@@ -392,6 +392,17 @@ int fpull_target_build(struct fpull_target **out, const struct fpull_target_opts
       host_os_arch(t);
     if (o->features && (r = add_given_list(t, o->features, FPULL_SRC_CLI, db, names, err)))
       return fpull_err_prefix(err, "--features");
+    /* Given features replace the host's own on its os/architecture: keep what the host
+     * would be, so that a no-fit error and the note name what the replacement dropped
+     * (issue 43.9). A config or environment that would not build one only costs that. */
+    if (on_host(t)) {
+      struct fpull_target_opts ho = *o;
+      ho.platform = NULL;
+      ho.features = NULL;
+      fpull_err herr = {0};
+      if (fpull_target_build(&t->host, &ho, &herr))
+        t->host = NULL;
+    }
   } else {
     host_os_arch(t);
     if ((r = detected_and_configured(t, o, db, names, err)))

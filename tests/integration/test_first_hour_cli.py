@@ -190,3 +190,63 @@ class PlatformArchAlone(cases.RegistryCase):
             self.assertEqual(cp.returncode, 2, cp.stderr)
             self.assertIn(needle, fpull.error_line(cp.stderr))
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "d")))
+
+
+class NoFitNamesTheClosest(cases.RegistryCase):
+    """Item 9: the no-fit error names the closest entry, one excluded by its variant too, and
+    what the given features dropped of this host's own."""
+    tmp_prefix = "fpull-43-fit-"
+
+    def setUp(self):
+        super().setUp()
+        if os.uname().machine != "x86_64":
+            self.skipTest("amd64 entries for the host's own architecture")
+        # The host has haswell and x86-64-v3 whatever its CPU: FPULL_FEATURES adds them.
+        self.env = {"FPULL_CACHE": os.path.join(self.tmp, "cache"),
+                    "FPULL_FEATURES": "haswell"}
+
+    def push(self, tag, *entries):
+        imgs = []
+        for i, plat in enumerate(entries):
+            img = images.push_image(self.client, "f/img", None, [layer("e%d" % i)],
+                                    architecture=plat["architecture"],
+                                    variant=plat.get("variant"))
+            imgs.append((img, dict(plat, os="linux")))
+        images.push_index(self.client, "f/img", tag, imgs)
+        return "%s/f/img:%s" % (self.reg.hostport, tag), [i[0]["digest"] for i in imgs]
+
+    def no_fit(self, ref, *extra):
+        cp = fpull.run(["pull"] + list(extra) + [ref, os.path.join(self.tmp, "d")],
+                       env=self.env)
+        self.assertEqual(cp.returncode, 3, cp.stderr)
+        return fpull.error_line(cp.stderr)
+
+    def test_an_entry_excluded_by_its_variant_is_the_closest(self):
+        ref, (v3, arm) = self.push("v", {"architecture": "amd64", "variant": "v3"},
+                                   {"architecture": "arm64"})
+        line = self.no_fit(ref, "--features", "nvidia-535")
+        self.assertIn("no entry of the index fits linux/amd64/v1; closest is %s, which needs "
+                      "variant v3" % v3, line)
+        self.assertIn("the given features replace this host's own, which have x86-64-v3: "
+                      "give them too", line)
+        # --platform's variant left it out: said so, and no features to give.
+        line = self.no_fit(ref, "--platform", "linux/amd64/v2")
+        self.assertIn("closest is %s, which needs variant v3; this host's own features have "
+                      "x86-64-v3, which --platform left out" % v3, line)
+        self.assertNotIn("given features", line)
+
+    def test_the_features_the_replacement_dropped(self):
+        ref, (hw, arm) = self.push("f", {"architecture": "amd64", "features": ["haswell"]},
+                                   {"architecture": "arm64"})
+        line = self.no_fit(ref, "--features", "nvidia-535")
+        self.assertIn("closest is %s, which needs haswell; the given features replace this "
+                      "host's own, which have haswell: give them too" % hw, line)
+        # Given with them, it fits.
+        fpull.run(["pull", "-q", "--features", "nvidia-535,haswell", ref,
+                   os.path.join(self.tmp, "ok")], env=self.env, check=0)
+
+    def test_one_entry_is_singular(self):
+        ref, _ = self.push("one", {"architecture": "arm64"})
+        line = self.no_fit(ref)
+        self.assertIn("(1 entry)", line)
+        self.assertNotIn("1 entries", line)
