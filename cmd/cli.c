@@ -73,6 +73,14 @@ static const struct cli_opt all_opts[] = {
 
 static const char *const format_names[] = {"dir", "bundle", "squashfs", NULL};
 
+const struct cli_opt *cli_opt_by_name(const char *long_name)
+{
+  for (size_t i = 0; i < sizeof all_opts / sizeof all_opts[0]; i++)
+    if (strcmp(all_opts[i].long_name, long_name) == 0)
+      return &all_opts[i];
+  return NULL;
+}
+
 const struct cli_opt *cli_opt_find(enum cli_opt_id id)
 {
   for (size_t i = 0; i < sizeof all_opts / sizeof all_opts[0]; i++)

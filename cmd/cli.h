@@ -137,6 +137,8 @@ void cli_print_help(const struct cli_cmd *cmd, FILE *out);
 int cli_bad_option(const struct cli_cmd *cmd, int implied, const char *arg, int optopt_val,
                    struct cli_settings *s);
 const struct cli_opt *cli_opt_find(enum cli_opt_id id);
+/* An option of some command by its long name, or NULL. */
+const struct cli_opt *cli_opt_by_name(const char *long_name);
 
 /* Prints "fpull: MSG" (the one failure line) and returns err->code. */
 int cli_fail(const fpull_err *err);
@@ -158,9 +160,10 @@ void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
                    const struct cli_settings *s);
 
 /* The terminal progress display (progress.c): installed only when stderr is a terminal and
- * not -q; cli_progress_break ends a frame left on the line before other output. */
+ * not -q; cli_progress_break ends a frame left on the line before other output (1 when it
+ * ended one). */
 void cli_progress_attach(struct fpull_pull_opts *o, const struct cli_settings *s);
-void cli_progress_break(void);
+int cli_progress_break(void);
 /* n bytes in decimal units as docker shows them ("1.2 GB", "512 B"); returns buf. */
 const char *cli_human_bytes(char *buf, size_t len, uint64_t n);
 /* The --sqfs-* options of --format squashfs: parses one (0, or FPULL_EUSAGE after

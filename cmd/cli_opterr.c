@@ -37,6 +37,13 @@ static const struct {
     {"digestfile", "'fpull digest IMAGE' prints the digest"},
 };
 
+/* fpull's own options that a command has not, and why, where that is not obvious. */
+static const struct {
+  const char *cmd, *name, *why;
+} not_here[] = {
+    {"tags", "offline", "the tag list is the registry's: the cache cannot give it"},
+};
+
 static const char *foreign_hint(const char *name)
 {
   for (size_t i = 0; i < sizeof foreign_opts / sizeof foreign_opts[0]; i++)
@@ -122,6 +129,15 @@ int cli_bad_option(const struct cli_cmd *cmd, int implied, const char *arg, int 
            arg ? arg : "");
   const char *hint = foreign_hint(name);
   if (hint) {
+    say(cmd, implied, what, hint);
+    return -1;
+  }
+  /* An option of other fpull commands: say so, and why where it is not obvious. */
+  if (cli_opt_by_name(name)) {
+    for (size_t i = 0; i < sizeof not_here / sizeof not_here[0]; i++)
+      if (strcmp(cmd->name, not_here[i].cmd) == 0 && strcmp(name, not_here[i].name) == 0)
+        hint = not_here[i].why;
+    snprintf(what, sizeof what, "option --%s is not one of %s's", name, cmd->name);
     say(cmd, implied, what, hint);
     return -1;
   }

@@ -135,12 +135,14 @@ static const char *hex12(const char *digest)
 }
 
 /* Ends a frame left on the line, so that what is printed next starts on a line of its own. */
-void cli_progress_break(void)
+int cli_progress_break(void)
 {
   if (bar.on_line) {
     fputc('\n', stderr);
     bar.on_line = 0;
+    return 1;
   }
+  return 0;
 }
 
 /* One frame; the layer's own part goes first when the line is too narrow for all. */

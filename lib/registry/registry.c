@@ -515,12 +515,17 @@ int fp_reg_map_status(const struct fp_endpoint *ep, const struct fp_http_resp *r
 {
   long s = resp->status;
   cleanup_free char *code = error_code(resp);
+  if ((s == 401 || s == 403) && (ep->creds.password || ep->creds.identity_token))
+    return fpull_err_set(err, FPULL_EAUTH,
+                         "authentication refused by %s for %s (HTTP %ld%s%s); the credentials "
+                         "of %s came from %s",
+                         ep->hostport, repo, s, code ? " " : "", code ? code : "",
+                         ep->creds.username ? ep->creds.username : "(token)",
+                         ep->creds.source ? ep->creds.source : "?");
   if (s == 401 || s == 403)
     return fpull_err_set(err, FPULL_EAUTH, "authentication refused by %s for %s (HTTP %ld%s%s)%s",
                          ep->hostport, repo, s, code ? " " : "", code ? code : "",
-                         ep->creds.password || ep->creds.identity_token
-                             ? ""
-                             : "; no credentials found for it (docker/fpull login)");
+                         "; no credentials found for it (docker/fpull login)");
   if (s == 404)
     return fpull_err_set(err, FPULL_ENOTFOUND, "%s not found in %s/%s%s%s%s", what, ep->hostport,
                          repo, code ? " (" : "", code ? code : "", code ? ")" : "");

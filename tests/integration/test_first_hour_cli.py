@@ -2,13 +2,24 @@
 trip over, typed as they type it: a plain-HTTP registry under a host name, flags given
 values, other tools' option names and typos, regctl's two-word commands, --platform ARCH,
 the no-fit message, and the small things."""
+import base64
+import fcntl
 import json
 import os
+import re
+import select
+import subprocess
+import tempfile
+import termios
+import time
+import unittest
 
 import cases
 import faultproxy
 import fpull
 import images
+import pki
+import registry
 
 NAME = "lab.fpull.test"
 
@@ -250,3 +261,91 @@ class NoFitNamesTheClosest(cases.RegistryCase):
         line = self.no_fit(ref)
         self.assertIn("(1 entry)", line)
         self.assertNotIn("1 entries", line)
+
+
+class SmallThings(cases.RegistryCase):
+    """Item 11: the small things, each as a user meets it."""
+    tmp_prefix = "fpull-43-small-"
+
+    def test_help_tags_lists_only_what_tags_takes(self):
+        cp = fpull.run(["help", "tags"], check=0)
+        self.assertNotIn("--offline", cp.stdout)
+        cp = fpull.run(["tags", "--offline", "%s/x/y" % self.reg.hostport])
+        self.assertEqual(cp.returncode, 2, cp.stderr)
+        line = fpull.error_line(cp.stderr)
+        self.assertIn("option --offline is not one of tags's", line)
+        self.assertIn("the tag list is the registry's", line)
+
+    def test_ctrl_c_line_starts_on_a_row_of_its_own(self):
+        img = images.push_image(self.client, "i/big", "t", [
+            [{"path": "big", "type": "file", "data": os.urandom(1000000)}]])
+        proxy = faultproxy.FaultProxy(self.reg.url).start()
+        self.addCleanup(proxy.stop)
+        proxy.add(r"/blobs/", trickle=(16384, 0.05))
+        master, slave = os.openpty()
+        self.addCleanup(os.close, master)
+
+        def controlling_terminal():
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        # As typed at a shell: the terminal is the pull's controlling terminal, and Ctrl-C is
+        # the byte the terminal turns into SIGINT and echoes as "^C". -q: no bar to end.
+        p = subprocess.Popen([fpull.binary(), "pull", "-q", "--cache-dir",
+                              os.path.join(self.tmp, "c"), "%s/i/big:t" % proxy.hostport,
+                              os.path.join(self.tmp, "r")],
+                             stdin=slave, stdout=subprocess.PIPE, stderr=slave,
+                             start_new_session=True, preexec_fn=controlling_terminal,
+                             env=fpull.base_env())
+        os.close(slave)
+        end = time.time() + 30
+        while not proxy.count(r"/blobs/sha256:%s" % img["layers"][0]["digest"][7:]) and \
+                time.time() < end:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        os.write(master, b"\x03")
+        self.assertEqual(p.wait(timeout=30), 130)
+        shown = b""
+        while select.select([master], [], [], 0.5)[0]:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            shown += data
+        shown = shown.decode(errors="replace")
+        self.assertIn("^C", shown)
+        self.assertRegex(shown, r"\^C\r?\nfpull: interrupted \(SIGINT\)")
+        p.stdout.close()
+
+
+class WrongCredentials(unittest.TestCase):
+    """Item 11: a refused login names where the credentials came from."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="fpull-43-creds-")
+        self.addCleanup(fpull.rmtree, self.tmp)
+        ca = pki.CA(os.path.join(self.tmp, "pki"))
+        cert, key = ca.issue("registry", ips=["127.0.0.1"])
+        pw = os.path.join(self.tmp, "htpasswd")
+        out = subprocess.run(["htpasswd", "-Bbn", "bob", "b0b-Secret"], check=True,
+                             capture_output=True, text=True).stdout
+        with open(pw, "w") as f:
+            f.write(out)
+        self.reg = registry.Registry(tls=(cert, key),
+                                     auth={"htpasswd": {"realm": "t", "path": pw}}).start()
+        self.addCleanup(self.reg.stop)
+        self.ref = "%s/b/img:v1" % self.reg.hostport
+
+    def test_the_source_is_named(self):
+        auth = os.path.join(self.tmp, "auth.json")
+        with open(auth, "w") as f:
+            json.dump({"auths": {self.reg.hostport: {
+                "auth": base64.b64encode(b"bob:stale").decode()}}}, f)
+        cp = fpull.run(["pull", self.ref, os.path.join(self.tmp, "r")],
+                       env={"REGISTRY_AUTH_FILE": auth})
+        self.assertEqual(cp.returncode, 4, cp.stderr)
+        self.assertIn("the credentials of bob came from %s" % auth, fpull.error_line(cp.stderr))
+        cp = fpull.run(["pull", "--creds", "bob:typo", self.ref, os.path.join(self.tmp, "r")])
+        self.assertEqual(cp.returncode, 4, cp.stderr)
+        self.assertIn("the credentials of bob came from --creds", fpull.error_line(cp.stderr))
