@@ -8,6 +8,7 @@ import json
 import os
 import re
 import select
+import struct
 import subprocess
 import tempfile
 import termios
@@ -317,6 +318,42 @@ class SmallThings(cases.RegistryCase):
         self.assertIn("^C", shown)
         self.assertRegex(shown, r"\^C\r?\nfpull: interrupted \(SIGINT\)")
         p.stdout.close()
+
+    def test_done_line_on_a_narrow_terminal_keeps_time_and_speed(self):
+        images.push_image(self.client, "i/slow", "t", [
+            [{"path": "big", "type": "file", "data": os.urandom(300000)}],
+            [{"path": "small", "type": "file", "data": "s"}]])
+        proxy = faultproxy.FaultProxy(self.reg.url).start()
+        self.addCleanup(proxy.stop)
+        proxy.add(r"/blobs/", trickle=(32768, 0.02))
+        master, slave = os.openpty()
+        self.addCleanup(os.close, master)
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 40, 0, 0))
+        p = subprocess.Popen([fpull.binary(), "pull", "--cache-dir", os.path.join(self.tmp, "c"),
+                              "%s/i/slow:t" % proxy.hostport, os.path.join(self.tmp, "r")],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave,
+                             env=fpull.base_env({"COLUMNS": None}))
+        os.close(slave)
+        shown = b""
+        end = time.time() + 60
+        while time.time() < end:
+            if not select.select([master], [], [], 0.2)[0]:
+                if p.poll() is not None:
+                    break
+                continue
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            shown += data
+        self.assertEqual(p.wait(timeout=30), 0, shown)
+        plain = re.sub(r"\x1b\[[0-9]*[A-Za-z]", "", shown.decode(errors="replace"))
+        done = [f for f in re.split(r"[\r\n]+", plain) if f.startswith("done:")]
+        self.assertEqual(len(done), 1, plain)
+        self.assertLessEqual(len(done[0]), 39, done[0])
+        self.assertRegex(done[0], r"^done: \S+ [kM]?B( downloaded)? in \S+ \(\S+ [kM]?B/s\)$")
 
 
 class WrongCredentials(unittest.TestCase):
