@@ -187,6 +187,11 @@ void cli_sig_say(const struct cli_settings *s, const char *what, const struct fp
 void cli_interrupt_install(void);
 void cli_interrupt_watch_dest(const char *dest);
 
+/* What fpull features' summary line names (cmd_features.c): the target's CPU tag with the
+ * largest ISA set, and the newest feature of a kind ("nvidia-", "cuda-"); NULL for none. */
+const char *cli_best_cpu_tag(const struct cli_env *env);
+const char *cli_top_feature(const struct fpull_target *t, const char *prefix);
+
 /* Writes the JSON document v (a cJSON *) on stdout and frees it. */
 void cli_print_json(void *v);
 /* cJSON helpers shared by the commands' JSON output. */

@@ -355,6 +355,31 @@ class SmallThings(cases.RegistryCase):
         self.assertLessEqual(len(done[0]), 39, done[0])
         self.assertRegex(done[0], r"^done: \S+ [kM]?B( downloaded)? in \S+ \(\S+ [kM]?B/s\)$")
 
+    def test_inspect_fits_80_columns_and_summarises_the_target(self):
+        img = images.push_image(self.client, "a-rather-long-team-name/and-its-image", None,
+                                [layer("a")])
+        idx = images.push_index(self.client, "a-rather-long-team-name/and-its-image", "v1.2.3",
+                                [(img, {"os": "linux", "architecture": "amd64",
+                                        "features": ["skylake-avx512"]})])
+        ref = "%s/a-rather-long-team-name/and-its-image:v1.2.3" % self.reg.hostport
+        plat = "linux/amd64:skylake-avx512:nv-compute-9-0:nvidia-550-54-14:cuda-12-4"
+        cp = fpull.run(["inspect", "--platform", plat, ref], env={"COLUMNS": "80"}, check=0)
+        lines = cp.stdout.splitlines()
+        for line in lines:
+            self.assertLessEqual(len(line), 79, repr(line))
+        self.assertEqual(lines[:2], [ref, "index: " + idx["digest"]])
+        target = [l for l in lines if l.startswith("target: ")]
+        self.assertEqual(len(target), 1, cp.stdout)
+        self.assertRegex(target[0], r"^target: linux/amd64/v4 skylake-avx512,nvidia-550-54-14,"
+                                    r"cuda-12-4 \+\d+ more \(-v\)$")
+        self.assertTrue(lines[3].startswith("RANK "), cp.stdout)
+        # -v lists them all, wrapped; a pipe without COLUMNS gets whole lines.
+        cp = fpull.run(["inspect", "-v", "--platform", plat, ref], env={"COLUMNS": "80"},
+                       check=0)
+        self.assertIn("avx512f", cp.stdout)
+        cp = fpull.run(["inspect", "--platform", plat, ref], env={"COLUMNS": None}, check=0)
+        self.assertEqual(cp.stdout.splitlines()[0], "%s index %s" % (ref, idx["digest"]))
+
 
 class WrongCredentials(unittest.TestCase):
     """Item 11: a refused login names where the credentials came from."""
