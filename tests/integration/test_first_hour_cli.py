@@ -380,6 +380,23 @@ class SmallThings(cases.RegistryCase):
         cp = fpull.run(["inspect", "--platform", plat, ref], env={"COLUMNS": None}, check=0)
         self.assertEqual(cp.stdout.splitlines()[0], "%s index %s" % (ref, idx["digest"]))
 
+    def test_manifest_push_checks_every_entry_before_copying(self):
+        images.push_image(self.client, "src/a", "1", [layer("a")])
+        spec = os.path.join(self.tmp, "spec.yaml")
+        with open(spec, "w") as f:
+            f.write("image: %s/tgt/app:v1\nmanifests:\n"
+                    "  - image: %s/src/a:1\n    platform: {os: linux, architecture: amd64}\n"
+                    "  - image: %s/src/gone:1\n    platform: {os: linux, architecture: arm64}\n"
+                    % ((self.reg.hostport,) * 3))
+        cp = fpull.run(["manifest", "push", spec])
+        self.assertEqual(cp.returncode, 5, cp.stderr)
+        self.assertIn("src/gone:1", fpull.error_line(cp.stderr))
+        self.assertNotIn("copying", cp.stderr)
+        # Nothing was written into the target repository: no blob, no manifest.
+        log = self.reg.log()
+        self.assertIn("/v2/src/a/manifests/1", log)
+        self.assertNotRegex(log, r"(PUT|POST|PATCH) /v2/tgt/app/")
+
 
 class WrongCredentials(unittest.TestCase):
     """Item 11: a refused login names where the credentials came from."""
