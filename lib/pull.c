@@ -201,7 +201,10 @@ static int run(struct fpull_pull_result **out, const char *image, const char *de
       res->why = fpull_match_why(r.match, r.index->manifests, (size_t)r.match->chosen, o->tagdb);
     res->layers = r.manifest->n_layers;
     res->bytes_downloaded = s.bytes_downloaded;
-    res->bytes_from_cache = s.bytes_from_cache;
+    /* DEST already holding the image took nothing from the cache: the config read to
+     * choose is no layer put into DEST (issue 43.11: "nothing to unpack", "347 B from
+     * cache"). What had to be downloaded to choose still counts as downloaded. */
+    res->bytes_from_cache = already ? 0 : s.bytes_from_cache;
     if (dest) {
       char abs[PATH_MAX];
       res->rootfs = fp_xstrdup(realpath(dest, abs) ? abs : dest);
