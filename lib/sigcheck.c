@@ -41,6 +41,7 @@ int fp_sig_session_open(struct fp_session *s, fpull_err *err)
                          "signatures are required but no policy was found (--policy, the "
                          "config's policy:, ~/.config/containers/policy.json, "
                          "/etc/containers/policy.json)");
+  s->require_signed = require;
   if (s->policy)
     fp_debug("signature policy: %s", fpull_policy_name(s->policy));
   return 0;
@@ -64,6 +65,8 @@ int fp_sig_enforced(const struct fp_session *s)
 {
   if (!s->policy)
     return 0;
+  if (s->require_signed)
+    return 1;
   struct fp_dref image = {.name = fp_xasprintf("%s/%s", s->ref->registry, s->ref->repository),
                           .tag = s->ref->digest ? NULL : fp_xstrdup(s->ref->tag),
                           .digest = fp_xstrdup(s->ref->digest)};
@@ -309,6 +312,13 @@ static int evaluate(struct fp_session *s, const char *digest, const char *data, 
   fp_dref_clear(&image);
   if (!c->requirement)
     c->requirement = fp_xstrdup("insecureAcceptAnything");
+  /* --require-signatures promises a signature: a rule that accepts without one (an
+   * insecureAcceptAnything scope, a stock accept-anything policy.json) does not do. */
+  if (rc == 0 && !signed_ok && s->require_signed)
+    rc = fpull_err_set(err, FPULL_EPOLICY,
+                       "signatures are required (--require-signatures), but the rule %s accepts "
+                       "it without checking one (give this scope a sigstoreSigned requirement)",
+                       c->requirement);
   c->state = fp_xstrdup(rc == 0 ? (signed_ok ? "verified" : "accepted") : "rejected");
   if (rc == FPULL_EPOLICY) {
     c->reason = fp_xstrdup(err->msg);

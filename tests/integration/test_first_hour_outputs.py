@@ -1,0 +1,115 @@
+"""The first hour, round 2 (issue 43, items 5-8 and 10): what users coming from skopeo,
+crane and cosign tripped over in fpull's outputs, signatures and option set, each through
+the CLI as a user types it, against the real registry."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+import cases
+import fpull
+import images
+import sigstore
+
+REPO = "test/tiny"
+LAYER = [{"path": "hello", "data": "hi\n"}]
+ACCEPT_ALL = {"default": [{"type": "insecureAcceptAnything"}]}
+
+
+class FirstHourCase(cases.RegistryCase):
+    tools = ("openssl",)
+
+    def setUp(self):
+        super().setUp()
+        self.R = self.reg.hostport
+        self.cache = os.path.join(self.tmp, "cache")
+        self.env = {"FPULL_CACHE": self.cache,
+                    "XDG_CONFIG_HOME": os.path.join(self.tmp, "xdg")}
+        self.img = images.push_image(self.client, REPO, "v1", [LAYER])
+        self.digest = self.img["digest"]
+        self.ref = "%s/%s:v1" % (self.R, REPO)
+
+    def write_json(self, name, doc):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        return path
+
+
+class TestRequireSignatures(FirstHourCase):
+    """Item 7: --require-signatures wants a rule that checks a signature; a policy that
+    accepts anything (Debian's stock /etc/containers/policy.json) does not satisfy it."""
+
+    def test_accept_anything_policy_does_not_satisfy_it(self):
+        pol = self.write_json("accept.json", ACCEPT_ALL)
+        dest = os.path.join(self.tmp, "out")
+        cp = fpull.run(["pull", "--policy", pol, "--require-signatures", self.ref, dest],
+                       env=self.env)
+        self.assertEqual(cp.returncode, 9, cp.stderr)
+        line = fpull.error_line(cp.stderr)
+        self.assertIn(pol, line)
+        self.assertIn("insecureAcceptAnything", line)
+        self.assertIn("--require-signatures", line)
+        self.assertFalse(os.path.lexists(dest))
+        # Nothing of the refused image is kept in the cache either.
+        left = [f for _, _, fs in os.walk(os.path.join(self.cache, "tags")) for f in fs]
+        self.assertEqual(left, [])
+        # Without the option the same policy still accepts (as before).
+        cp = fpull.run(["pull", "--policy", pol, self.ref, dest], env=self.env)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+
+    def test_a_found_accept_anything_policy_does_not_count(self):
+        # The policy found without --policy (here the user's; the system's is the same rule).
+        os.makedirs(os.path.join(self.tmp, "xdg", "containers"))
+        pol = os.path.join(self.tmp, "xdg", "containers", "policy.json")
+        with open(pol, "w") as f:
+            json.dump(ACCEPT_ALL, f)
+        cp = fpull.run(["pull", "--require-signatures", self.ref, os.path.join(self.tmp, "o")],
+                       env=self.env)
+        self.assertEqual(cp.returncode, 9, cp.stderr)
+        self.assertIn(pol, fpull.error_line(cp.stderr))
+        # The config's require-signatures: is the same promise.
+        cfg = os.path.join(self.tmp, "config.yaml")
+        with open(cfg, "w") as f:
+            f.write("require-signatures: true\n")
+        cp = fpull.run(["pull", "--config", cfg, self.ref, os.path.join(self.tmp, "o")],
+                       env=self.env)
+        self.assertEqual(cp.returncode, 9, cp.stderr)
+
+    def test_accept_anything_scope_next_to_a_signed_one(self):
+        keydir = tempfile.mkdtemp(prefix="fpull-sigkeys-")
+        self.addCleanup(shutil.rmtree, keydir, True)
+        priv, pub = sigstore.make_key(keydir, "k1")
+        sigstore.sign(self.client, REPO, self.digest, priv, self.ref)
+        images.push_image(self.client, "test/other", "v1", [LAYER])
+        pol = sigstore.policy(os.path.join(self.tmp, "p.json"),
+                              {"%s/%s" % (self.R, REPO): [sigstore.key_req(pub)]},
+                              default=[{"type": "insecureAcceptAnything"}])
+        cp = fpull.run(["pull", "--policy", pol, "--require-signatures", self.ref,
+                        os.path.join(self.tmp, "a")], env=self.env)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertIn("signature verified", cp.stderr)
+        cp = fpull.run(["pull", "--policy", pol, "--require-signatures",
+                        "%s/test/other:v1" % self.R, os.path.join(self.tmp, "b")], env=self.env)
+        self.assertEqual(cp.returncode, 9, cp.stderr)
+        line = fpull.error_line(cp.stderr)
+        self.assertIn(pol, line)
+        self.assertIn("default", line)
+        self.assertIn("insecureAcceptAnything", line)
+
+    def test_inspect_says_no_signature_required(self):
+        pol = self.write_json("accept.json", ACCEPT_ALL)
+        arm = images.push_image(self.client, REPO, None, [LAYER], architecture="arm64")
+        images.push_index(self.client, REPO, "multi", [
+            (self.img, {"os": "linux", "architecture": "amd64"}),
+            (arm, {"os": "linux", "architecture": "arm64"})])
+        cp = fpull.run(["inspect", "--policy", pol, "%s/%s:multi" % (self.R, REPO)],
+                       env=self.env)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertNotIn("signature accepted", cp.stdout)
+        self.assertIn("no signature required", cp.stdout)
+        cp = fpull.run(["inspect", "--policy", pol, "--require-signatures",
+                        "%s/%s:multi" % (self.R, REPO)], env=self.env)
+        self.assertIn("signature rejected", cp.stdout)
+        self.assertNotIn("no signature required", cp.stdout)
