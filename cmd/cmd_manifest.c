@@ -66,6 +66,8 @@ static int sign_pushed(const struct cli_settings *s, const struct fpull_config *
   if (rc == 0) {
     struct fpull_registry_opts ro;
     fpull_registry_opts_init(&ro, ref->registry, config, s->insecure, s->certs_dir);
+    ro.cert_dir = s->cert_dir;
+    ro.creds = s->creds;
     rc = fpull_registry_open(&reg, ref->registry, &ro, err);
   }
   if (rc == 0)
@@ -101,6 +103,8 @@ static int run_push(struct cli_settings *s, const struct fpull_config *config, c
       .insecure = s->insecure,
       .certs_dir = s->certs_dir,
       .config = config,
+      .cert_dir = s->cert_dir,
+      .creds = s->creds,
   };
   __attribute__((cleanup(result_freep))) struct fpull_push_result *r = NULL;
   if (fpull_spec_push(&r, spec, &opts, &err) || (signer && sign_pushed(s, config, signer, r, &err)))
@@ -140,6 +144,8 @@ static int run_inspect(struct cli_settings *s, const struct fpull_config *config
     return cli_fail(&err);
   struct fpull_registry_opts ro;
   fpull_registry_opts_init(&ro, ref->registry, config, s->insecure, s->certs_dir);
+  ro.cert_dir = s->cert_dir;
+  ro.creds = s->creds;
   __attribute__((cleanup(registry_freep))) fpull_registry *reg = NULL;
   if (fpull_registry_open(&reg, ref->registry, &ro, &err))
     return cli_fail(&err);
@@ -188,7 +194,8 @@ static int run_manifest(struct cli_settings *s, int argc, char **argv)
 
 /* clang-format off */
 static const enum cli_opt_id manifest_opts[] = {
-    OPT_HELP,  OPT_TYPE,    OPT_JSON, OPT_INSECURE, OPT_CERTS_DIR, OPT_CONFIG,
+    OPT_HELP,  OPT_TYPE,    OPT_JSON, OPT_INSECURE, OPT_CERTS_DIR, OPT_CERT_DIR, OPT_CREDS,
+    OPT_CONFIG,
     OPT_SIGN_KEY, /* signatures (cli_sig.c) */
     OPT_QUIET, OPT_VERBOSE, 0,
 };

@@ -10,6 +10,8 @@ import tempfile
 import cases
 import fpull
 import images
+import pki
+import registry
 import sigstore
 
 REPO = "test/tiny"
@@ -113,3 +115,76 @@ class TestRequireSignatures(FirstHourCase):
                         "%s/%s:multi" % (self.R, REPO)], env=self.env)
         self.assertIn("signature rejected", cp.stdout)
         self.assertNotIn("no signature required", cp.stdout)
+
+
+class TestCertDirAndCreds(cases.RegistryCase):
+    """Item 10: login and manifest take --cert-dir as pull does, and manifest push takes
+    --creds USER:PASS, against a registry with a private CA and htpasswd."""
+    tools = ("openssl", "htpasswd")
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="fpull-certdir-")
+        self.addCleanup(fpull.rmtree, self.tmp)
+        cases.require_tools(self, *self.tools)
+        ca = pki.CA(os.path.join(self.tmp, "pki"))
+        # A name that is not literally loopback: loopback registries are insecure ones.
+        cert, key = ca.issue("registry", ips=["127.0.0.1"], dns=["registry.fpull.test"])
+        pw = os.path.join(self.tmp, "htpasswd")
+        out = subprocess.run(["htpasswd", "-Bbn", "bob", "b0b-Secret"], check=True,
+                             capture_output=True, text=True).stdout
+        with open(pw, "w") as f:
+            f.write(out)
+        self.reg = registry.Registry(tls=(cert, key),
+                                     auth={"htpasswd": {"realm": "t", "path": pw}}).start()
+        self.addCleanup(self.reg.stop)
+        self.R = "registry.fpull.test:%d" % self.reg.port
+        c = images.Client(self.reg.url, username="bob", password="b0b-Secret", cafile=ca.cert)
+        self.img = images.push_image(c, "b/img", "v1", [LAYER])
+        self.own = os.path.join(self.tmp, "own")
+        os.mkdir(self.own)
+        shutil.copy(ca.cert, os.path.join(self.own, "ca.crt"))
+        self.env = {"DOCKER_CONFIG": os.path.join(self.tmp, "docker"),
+                    "REGISTRY_AUTH_FILE": os.path.join(self.tmp, "auth.json"),
+                    "XDG_RUNTIME_DIR": os.path.join(self.tmp, "run"),
+                    "FPULL_CACHE": os.path.join(self.tmp, "cache"),
+                    "SSL_CERT_FILE": None, "SSL_CERT_DIR": None,
+                    "FPULL_RESOLVE": "registry.fpull.test:%d:127.0.0.1" % self.reg.port}
+
+    def test_login_takes_cert_dir(self):
+        cp = fpull.run(["login", "-u", "bob", "--password-stdin", "--cert-dir", self.own,
+                        self.R], env=self.env, input="b0b-Secret\n")
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertIn("Login Succeeded", cp.stderr)
+        # Without it the private CA is not trusted, as before.
+        cp = fpull.run(["login", "-u", "bob", "--password-stdin", self.R], env=self.env,
+                       input="b0b-Secret\n")
+        self.assertEqual(cp.returncode, 6, cp.stderr)
+        self.assertIn("not trusted", fpull.error_line(cp.stderr))
+
+    def test_manifest_push_takes_creds_and_cert_dir(self):
+        spec = os.path.join(self.tmp, "spec.yaml")
+        target = "%s/b/idx:v1" % self.R
+        with open(spec, "w") as f:
+            f.write("image: %s\ntags: [v1.0]\nmanifests:\n  - image: %s/b/img:v1\n"
+                    "    platform: {os: linux, architecture: amd64}\n" % (target, self.R))
+        keydir = os.path.join(self.tmp, "keys")
+        os.mkdir(keydir)
+        priv, pub = sigstore.make_key(keydir, "k1")
+        cp = fpull.run(["manifest", "push", "--cert-dir", self.own, spec], env=self.env)
+        self.assertEqual(cp.returncode, 4, cp.stderr)  # no credentials anywhere
+        cp = fpull.run(["manifest", "push", "--cert-dir", self.own, "--creds", "bob:b0b-Secret",
+                        "--sign-key", priv, spec], env=self.env)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        digest = cp.stdout.strip()
+        self.assertTrue(digest.startswith("sha256:"), cp.stdout)
+        cp = fpull.run(["manifest", "inspect", "--cert-dir", self.own, "--creds",
+                        "bob:b0b-Secret", target], env=self.env)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertEqual(images.sha256_digest(cp.stdout.encode()), digest)
+        # The signatures went to the same registry with the same credentials.
+        pol = sigstore.policy(os.path.join(self.tmp, "p.json"),
+                              {self.R: [sigstore.key_req(pub)]})
+        cp = fpull.run(["pull", "--policy", pol, "--cert-dir", self.own, "--creds",
+                        "bob:b0b-Secret", target, os.path.join(self.tmp, "out")], env=self.env)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertIn("signature verified", cp.stderr)
