@@ -188,3 +188,94 @@ class TestCertDirAndCreds(cases.RegistryCase):
                         "bob:b0b-Secret", target, os.path.join(self.tmp, "out")], env=self.env)
         self.assertEqual(cp.returncode, 0, cp.stderr)
         self.assertIn("signature verified", cp.stderr)
+
+
+class TestLayoutAddsTags(cases.RegistryCase):
+    """Item 5: oci:DIR:TAG into an existing layout adds the tag, as skopeo does; a tag it
+    has is replaced only with --force, and --force never drops the layout's other tags."""
+    tools = ("skopeo", "umoci")
+
+    def setUp(self):
+        super().setUp()
+        self.cache = os.path.join(self.tmp, "cache")
+        self.a = images.push_image(self.client, "lay/a", "v1",
+                                   [[{"path": "etc/hello", "data": "a\n"}]])
+        self.b = images.push_image(self.client, "lay/b", "v1",
+                                   [[{"path": "etc/hello", "data": "b\n"}]])
+        self.lay = os.path.join(self.tmp, "lay")
+
+    def pull(self, repo, tag=None, *extra):
+        dest = "oci:" + self.lay + (":" + tag if tag else "")
+        return fpull.run(["pull", "-q", "--platform", "linux/amd64", "--cache-dir", self.cache] +
+                         list(extra) + ["%s/%s:v1" % (self.reg.hostport, repo), dest])
+
+    def digest(self, tag):
+        cp = subprocess.run(["skopeo", "inspect", "oci:%s:%s" % (self.lay, tag)],
+                            capture_output=True, text=True, check=True)
+        return json.loads(cp.stdout)["Digest"]
+
+    def umoci_tags(self):
+        cp = subprocess.run(["umoci", "ls", "--layout", self.lay], capture_output=True,
+                            text=True, check=True)
+        return sorted(cp.stdout.split())
+
+    def umoci_hello(self, tag):
+        out = os.path.join(self.tmp, "unpacked-" + tag)
+        shutil.rmtree(out, True)
+        subprocess.run(["umoci", "unpack", "--image", "%s:%s" % (self.lay, tag), out],
+                       check=True, capture_output=True)
+        with open(os.path.join(out, "rootfs", "etc", "hello")) as f:
+            return f.read()
+
+    def test_second_tag_is_added(self):
+        self.assertEqual(self.pull("lay/a", "one").returncode, 0)
+        cp = self.pull("lay/b", "two")
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertEqual(self.umoci_tags(), ["one", "two"])
+        self.assertEqual(self.digest("one"), self.a["digest"])
+        self.assertEqual(self.digest("two"), self.b["digest"])
+        self.assertEqual(self.umoci_hello("one"), "a\n")
+        self.assertEqual(self.umoci_hello("two"), "b\n")
+        # Nothing is left beside the layout or in it but the layout's own files.
+        self.assertEqual([n for n in os.listdir(self.tmp) if n.startswith(".lay")], [])
+        leftovers = [f for _, _, fs in os.walk(self.lay) for f in fs if ".fpull-" in f]
+        self.assertEqual(leftovers, [])
+        # The image's tag is the default name, as for a new layout.
+        cp = self.pull("lay/b")
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertEqual(self.umoci_tags(), ["one", "two", "v1"])
+
+    def test_existing_tag_needs_force_which_keeps_the_others(self):
+        self.assertEqual(self.pull("lay/a", "one").returncode, 0)
+        self.assertEqual(self.pull("lay/a", "keep").returncode, 0)
+        with open(os.path.join(self.lay, "index.json")) as f:
+            before = f.read()
+        cp = self.pull("lay/b", "one")
+        self.assertEqual(cp.returncode, 1, cp.stderr)
+        line = fpull.error_line(cp.stderr)
+        self.assertIn("already has an image named one", line)
+        self.assertIn("--force", line)
+        with open(os.path.join(self.lay, "index.json")) as f:
+            self.assertEqual(f.read(), before)
+        # Refused before anything was downloaded.
+        self.assertFalse(os.path.exists(os.path.join(
+            self.cache, "blobs", "sha256", self.b["layers"][0]["digest"].split(":")[1])))
+        cp = self.pull("lay/b", "one", "--force")
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertEqual(self.umoci_tags(), ["keep", "one"])
+        self.assertEqual(self.digest("one"), self.b["digest"])
+        self.assertEqual(self.digest("keep"), self.a["digest"])
+        self.assertEqual(self.umoci_hello("one"), "b\n")
+        self.assertEqual(self.umoci_hello("keep"), "a\n")
+        # skopeo reads the layout back and copies out of it.
+        subprocess.run(["skopeo", "copy", "-q", "oci:%s:keep" % self.lay,
+                        "oci:%s:k" % os.path.join(self.tmp, "copy")], check=True)
+
+    def test_a_directory_that_is_not_a_layout_still_needs_force(self):
+        os.makedirs(self.lay)
+        with open(os.path.join(self.lay, "mine"), "w") as f:
+            f.write("x")
+        cp = self.pull("lay/a", "one")
+        self.assertEqual(cp.returncode, 1, cp.stderr)
+        self.assertIn("--force", fpull.error_line(cp.stderr))
+        self.assertTrue(os.path.exists(os.path.join(self.lay, "mine")))
