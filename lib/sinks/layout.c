@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "layout.h"
 #include "sqfs_file.h"
 #include "unpack/dest.h"
 #include "unpack/inroot.h"
@@ -514,50 +515,48 @@ static int write_archive(const struct fpull_pull_result *r, const char *dest, co
   return rc;
 }
 
-int fpull_pull_layout(struct fpull_pull_result **out, const char *image,
-                      enum fpull_layout_kind kind, const char *dest, const char *name,
-                      const struct fpull_pull_opts *opts, fpull_err *err)
+int fp_layout_precheck(const char *image, enum fpull_layout_kind kind, const char *dest,
+                       const char *name, const struct fpull_pull_opts *opts, char **tagname,
+                       fpull_err *err)
 {
-  *out = NULL;
+  *tagname = NULL;
   if (kind != FPULL_LAYOUT_OCI && kind != FPULL_LAYOUT_OCI_ARCHIVE &&
       kind != FPULL_LAYOUT_DOCKER_ARCHIVE)
     return fpull_err_set(err, FPULL_EUSAGE, "unknown layout kind %d", (int)kind);
   if (!dest || !*dest)
     return fpull_err_set(err, FPULL_EUSAGE, "no destination given for the layout");
-  cleanup_free char *tagname = NULL;
-  int rc = layout_name(&tagname, image, name, kind, err);
-  /* What is at dest is checked before the network, and again before the rename. */
-  if (rc == 0) {
-    __attribute__((cleanup(fp_dest_free))) struct fp_dest dd = {0};
-    rc = fp_dest_split(&dd, dest, kind == FPULL_LAYOUT_OCI, fp_dest_parents(&opts->unpack), err);
-    cleanup_close int pfd = rc ? -1 : open(dd.parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    int exists, lfd = -1;
-    if (rc == 0 && pfd >= 0 && kind == FPULL_LAYOUT_OCI)
-      rc = open_layout(&lfd, pfd, dd.base, dest, err);
-    if (rc == 0 && lfd >= 0) {
-      /* An existing layout takes the image; only a name it has needs --force. */
-      cJSON *index = NULL;
-      rc = read_index(&index, lfd, dest, err);
-      if (rc == 0)
-        rc = check_name(index, tagname, opts->unpack.force, dest, err);
-      cJSON_Delete(index);
-      close(lfd);
-    } else if (rc == 0 && pfd >= 0) {
-      rc = fp_dest_check(pfd, dd.base, dest, kind == FPULL_LAYOUT_OCI ? S_IFDIR : S_IFREG,
-                         opts->unpack.force, &exists, err);
-    }
-  }
-  if (rc == 0)
-    rc = fpull_prefetch(out, image, opts, err);
-  if (rc == 0)
-    rc = kind == FPULL_LAYOUT_OCI ? write_dir(*out, dest, tagname, opts, err)
-                                  : write_archive(*out, dest, tagname, kind, opts, err);
-  if (rc) {
-    fpull_pull_result_free(*out);
-    *out = NULL;
+  int rc = layout_name(tagname, image, name, kind, err);
+  if (rc)
     return rc;
+  __attribute__((cleanup(fp_dest_free))) struct fp_dest dd = {0};
+  rc = fp_dest_split(&dd, dest, kind == FPULL_LAYOUT_OCI, fp_dest_parents(&opts->unpack), err);
+  cleanup_close int pfd = rc ? -1 : open(dd.parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  int exists, lfd = -1;
+  if (rc == 0 && pfd >= 0 && kind == FPULL_LAYOUT_OCI)
+    rc = open_layout(&lfd, pfd, dd.base, dest, err);
+  if (rc == 0 && lfd >= 0) {
+    /* An existing layout takes the image; only a name it has needs --force. */
+    cJSON *index = NULL;
+    rc = read_index(&index, lfd, dest, err);
+    if (rc == 0)
+      rc = check_name(index, *tagname, opts->unpack.force, dest, err);
+    cJSON_Delete(index);
+    close(lfd);
+  } else if (rc == 0 && pfd >= 0) {
+    rc = fp_dest_check(pfd, dd.base, dest, kind == FPULL_LAYOUT_OCI ? S_IFDIR : S_IFREG,
+                       opts->unpack.force, &exists, err);
   }
-  char abs[PATH_MAX];
-  (*out)->rootfs = fp_xstrdup(realpath(dest, abs) ? abs : dest);
-  return 0;
+  if (rc) {
+    free(*tagname);
+    *tagname = NULL;
+  }
+  return rc;
+}
+
+int fp_layout_write(const struct fpull_pull_result *r, enum fpull_layout_kind kind,
+                    const char *dest, const char *tagname, const struct fpull_pull_opts *opts,
+                    fpull_err *err)
+{
+  return kind == FPULL_LAYOUT_OCI ? write_dir(r, dest, tagname, opts, err)
+                                  : write_archive(r, dest, tagname, kind, opts, err);
 }

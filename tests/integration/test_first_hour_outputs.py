@@ -279,3 +279,104 @@ class TestLayoutAddsTags(cases.RegistryCase):
         self.assertEqual(cp.returncode, 1, cp.stderr)
         self.assertIn("--force", fpull.error_line(cp.stderr))
         self.assertTrue(os.path.exists(os.path.join(self.lay, "mine")))
+
+
+class TestLayoutDiskSpace(cases.RegistryCase):
+    """Item 6: oci:, oci-archive: and docker-archive: check the free space before the
+    download as a rootfs does; the bundle's message names DEST; a rootfs's estimate uses the
+    layers' uncompressed sizes when the cached blobs say them; 'fpull cache prune' is
+    suggested only where it makes room. Small tmpfs file systems stand for full disks."""
+
+    def setUp(self):
+        super().setUp()
+        if os.geteuid() != 0:
+            self.skipTest("mounting a small tmpfs needs root")
+        self.big = images.push_image(self.client, "d/big", "t", [
+            [{"path": "big", "type": "file", "data": os.urandom(3000000)}]])
+        self.ref = "%s/d/big:t" % self.reg.hostport
+        self.cache = os.path.join(self.tmp, "cache")
+
+    def small_fs(self, name, size="1m"):
+        d = os.path.join(self.tmp, name)
+        os.mkdir(d)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", d], check=True)
+        self.addCleanup(subprocess.run, ["umount", "-l", d])
+        return d
+
+    def downloaded(self, img):
+        hexd = img["layers"][0]["digest"].split(":")[1]
+        return [f for _, _, fs in os.walk(self.cache) for f in fs if hexd in f]
+
+    def test_layouts_and_archives_are_refused_before_the_download(self):
+        small = self.small_fs("small")
+        for transport, name in (("oci", "lay"), ("oci-archive", "a.tar"),
+                                ("docker-archive", "d.tar")):
+            with self.subTest(transport=transport):
+                dest = os.path.join(small, name)
+                cp = fpull.run(["pull", "--cache-dir", self.cache, self.ref,
+                                "%s:%s" % (transport, dest)])
+                self.assertEqual(cp.returncode, 1, cp.stderr)
+                line = fpull.error_line(cp.stderr)
+                self.assertRegex(line, r"not enough disk space for %s: it needs about 3 MB and "
+                                 r"1 MB are free there" % dest)
+                self.assertNotIn("Write error", line)
+                self.assertEqual(os.listdir(small), [])
+                self.assertEqual(self.downloaded(self.big), [])
+
+    def test_bundle_message_names_dest(self):
+        small = self.small_fs("small")
+        dest = os.path.join(small, "b")
+        cp = fpull.run(["pull", "--format", "bundle", "--cache-dir", self.cache, self.ref, dest])
+        self.assertEqual(cp.returncode, 1, cp.stderr)
+        line = fpull.error_line(cp.stderr)
+        self.assertNotIn("/proc/self/fd", line)
+        self.assertIn("not enough disk space for %s/rootfs" % dest, line)
+
+    def test_rootfs_estimate_uses_the_cached_layers_uncompressed_size(self):
+        zeros = b"\0" * 4000000
+        src = os.path.join(self.tmp, "zeros.tar")
+        with open(src, "wb") as f:
+            f.write(images.tar_layer([{"path": "zeros", "type": "file", "data": zeros}]))
+        # zstd from a file writes the frame's content size, as skopeo's and buildah's do.
+        subprocess.run(["zstd", "-q", "-f", "-3", src, "-o", src + ".zst"], check=True)
+        with open(src, "rb") as f:
+            raw = f.read()
+        with open(src + ".zst", "rb") as f:
+            zst = f.read()
+        images.push_image(self.client, "d/zeros", "gz", [raw], compression="gzip")
+        images.push_image(self.client, "d/zeros", "zst", [
+            {"blob": zst, "media_type": "application/vnd.oci.image.layer.v1.tar+zstd",
+             "diff_id": images.sha256_digest(raw)}])
+        small = self.small_fs("small", size="2m")
+        for tag in ("gz", "zst"):
+            with self.subTest(tag=tag):
+                ref = "%s/d/zeros:%s" % (self.reg.hostport, tag)
+                fpull.run(["prefetch", "-q", "--cache-dir", self.cache, ref], check=0)
+                dest = os.path.join(small, "r-" + tag)
+                cp = fpull.run(["pull", "--cache-dir", self.cache, ref, dest])
+                self.assertEqual(cp.returncode, 1, cp.stderr)
+                line = fpull.error_line(cp.stderr)
+                # The blob's own size (4 MB), not twice its few compressed kilobytes.
+                self.assertRegex(line, r"not enough disk space for %s: it needs about 4 MB "
+                                 r"and 2 MB are free there" % dest)
+                self.assertEqual(os.listdir(small), [])
+
+    def test_prune_is_suggested_only_where_it_makes_room(self):
+        images.push_image(self.client, "d/zeros", "t", [
+            [{"path": "zeros", "type": "file", "data": b"\0" * 4000000}]])
+        ref = "%s/d/zeros:t" % self.reg.hostport
+        # DEST full on its own file system, the cache elsewhere with room: pruning the
+        # cache frees nothing there.
+        small = self.small_fs("small")
+        cp = fpull.run(["pull", "--cache-dir", self.cache, ref, os.path.join(small, "r")])
+        self.assertEqual(cp.returncode, 1, cp.stderr)
+        line = fpull.error_line(cp.stderr)
+        self.assertIn("No space left on device", line)
+        self.assertIn("%s needs about" % os.path.join(small, "r"), line)
+        self.assertNotIn("fpull cache prune", line)
+        # DEST on the cache's file system: pruning makes room.
+        both = self.small_fs("both", size="2m")
+        cp = fpull.run(["pull", "--cache-dir", os.path.join(both, "cache"), self.ref,
+                        "oci:" + os.path.join(both, "lay")])
+        self.assertEqual(cp.returncode, 1, cp.stderr)
+        self.assertIn("'fpull cache prune'", fpull.error_line(cp.stderr))
