@@ -117,6 +117,7 @@ struct sigs {
   char **payloads; /* att.n, verified against their digests */
   size_t *lens;
   int loaded;
+  int not_cached; /* offline, and the cache has no record of the .sig tag */
 };
 
 static void sigs_free(struct sigs *g)
@@ -165,12 +166,15 @@ static int load_sigs(struct fp_session *s, const char *digest, struct sigs *g, f
   } else {
     cleanup_free char *md = NULL;
     fpull_err e = {0};
-    if (!s->cache || fpull_cache_tag_lookup(s->cache, tagref, &md, &e) != 0)
+    if (!s->cache || fpull_cache_tag_lookup(s->cache, tagref, &md, &e) != 0) {
+      g->not_cached = 1;
       return 0;
+    }
     f = fp_xcalloc(1, sizeof *f);
     f->digest = fp_xstrdup(md);
     if (cached_bytes(s, md, &f->data, &f->len) != 0) {
       fpull_fetched_free(f);
+      g->not_cached = 1;
       return 0;
     }
   }
@@ -253,7 +257,12 @@ static int sigstore_req(struct fp_session *s, const struct fp_req *req, struct s
   int rc = fp_sig_keys_load(&keys, req->key_paths, req->key_datas, err);
   if (rc == 0 && !g->loaded)
     rc = load_sigs(s, digest, g, err);
-  if (rc == 0 && g->att.n == 0)
+  if (rc == 0 && g->att.n == 0 && g->not_cached)
+    rc = fpull_err_set(err, FPULL_EPOLICY,
+                       "the signatures of %s are not in the cache; prefetch with the policy in "
+                       "force (fpull prefetch --policy FILE IMAGE) before --offline",
+                       digest);
+  else if (rc == 0 && g->att.n == 0)
     rc = fpull_err_set(err, FPULL_EPOLICY,
                        "a signature was required, but no signature exists for %s%s", digest,
                        g->att.ignored ? " (only attachments of other types)" : "");

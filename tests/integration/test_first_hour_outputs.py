@@ -380,3 +380,79 @@ class TestLayoutDiskSpace(cases.RegistryCase):
                         "oci:" + os.path.join(both, "lay")])
         self.assertEqual(cp.returncode, 1, cp.stderr)
         self.assertIn("'fpull cache prune'", fpull.error_line(cp.stderr))
+
+
+class TestSigningHabits(cases.RegistryCase):
+    """Item 8: manifest push --sign-key reads cosign's encrypted key (COSIGN_PASSWORD or
+    --sign-passphrase-file), and a push with tags: signs every pushed tag, so that each
+    passes the default identity rule."""
+    tools = ("openssl",)
+
+    def setUp(self):
+        super().setUp()
+        self.R = self.reg.hostport
+        self.env = {"FPULL_CACHE": os.path.join(self.tmp, "cache"), "COSIGN_PASSWORD": None}
+        keydir = os.path.join(self.tmp, "keys")
+        os.mkdir(keydir)
+        self.priv, self.pub = sigstore.make_key(keydir, "k1")
+        images.push_image(self.client, "src/a", "v1", [LAYER])
+        self.spec = os.path.join(self.tmp, "spec.yaml")
+        with open(self.spec, "w") as f:
+            f.write("image: %s/test/multi:v1\ntags: [v1.0, latest]\nmanifests:\n"
+                    "  - image: %s/src/a:v1\n    platform: {os: linux, architecture: amd64}\n"
+                    % (self.R, self.R))
+        self.pol = sigstore.policy(os.path.join(self.tmp, "p.json"),
+                                   {"%s/test/multi" % self.R: [sigstore.key_req(self.pub)]})
+
+    def push(self, *extra, env=None):
+        e = dict(self.env)
+        e.update(env or {})
+        return fpull.run(["manifest", "push"] + list(extra) + [self.spec], env=e)
+
+    def assert_every_tag_verifies(self):
+        for tag in ("v1", "v1.0", "latest"):
+            ref = "%s/test/multi:%s" % (self.R, tag)
+            cp, doc = fpull.run_json(["pull", "--policy", self.pol, ref,
+                                      os.path.join(self.tmp, "out-" + tag)], env=self.env)
+            self.assertEqual(doc["signature"]["state"], "verified", tag)
+            self.assertEqual(doc["signature"]["identity"], ref)
+
+    def assert_nothing_pushed(self):
+        status, _, _ = self.client.get("/v2/test/multi/manifests/v1")
+        self.assertEqual(status, 404)
+
+    def test_push_with_tags_signs_every_tag(self):
+        cp = self.push("--sign-key", self.priv)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assert_every_tag_verifies()
+
+    def test_cosign_encrypted_key_with_cosign_password(self):
+        key = sigstore.cosign_key(self.priv, "s3cret pass", os.path.join(self.tmp, "cosign.key"))
+        cp = self.push("--sign-key", key, env={"COSIGN_PASSWORD": "s3cret pass"})
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assert_every_tag_verifies()
+
+    def test_cosign_key_passphrase_file_and_refusals(self):
+        # cosign before 2.0 wrote "ENCRYPTED COSIGN PRIVATE KEY"; the same format.
+        key = sigstore.cosign_key(self.priv, "pw", os.path.join(self.tmp, "cosign.key"),
+                                  header="COSIGN")
+        # No passphrase at all: the next step, before anything is pushed.
+        cp = self.push("--sign-key", key)
+        self.assertEqual(cp.returncode, 2, cp.stderr)
+        line = fpull.error_line(cp.stderr)
+        self.assertIn("cosign's encrypted key", line)
+        self.assertIn("COSIGN_PASSWORD", line)
+        self.assertIn("--sign-passphrase-file", line)
+        self.assert_nothing_pushed()
+        cp = self.push("--sign-key", key, env={"COSIGN_PASSWORD": "wrong"})
+        self.assertEqual(cp.returncode, 2, cp.stderr)
+        self.assertIn("wrong passphrase", fpull.error_line(cp.stderr))
+        self.assert_nothing_pushed()
+        # skopeo's --sign-passphrase-file: its first line, and it wins over the environment.
+        pw = os.path.join(self.tmp, "pw.txt")
+        with open(pw, "w") as f:
+            f.write("pw\nignored\n")
+        cp = self.push("--sign-key", key, "--sign-passphrase-file", pw,
+                       env={"COSIGN_PASSWORD": "wrong"})
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assert_every_tag_verifies()
