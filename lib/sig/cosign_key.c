@@ -3,6 +3,7 @@
  * Salsa20 nonce"), and checked against libsodium by tests/unit/test_cosign_key.c's vectors
  * and the integration test's key files. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -251,8 +252,12 @@ int fp_cosign_key_decrypt(EVP_PKEY **out, const char *text, size_t len, const ch
     return fpull_err_set(err, FPULL_EUSAGE, "signing key %s: a cosign key whose base64 is broken",
                          name);
   cleanup_json cJSON *doc = NULL;
-  if (fp_json_parse_strict(&doc, (const char *)json, jlen, KEY_FILE_MAX, name, err))
-    return fpull_err_set(err, FPULL_EUSAGE, "signing key %s: %s", name, err->msg);
+  if (fp_json_parse_strict(&doc, (const char *)json, jlen, KEY_FILE_MAX, name, err)) {
+    char msg[FPULL_ERR_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    return fpull_err_set(err, FPULL_EUSAGE,
+                         "signing key %s: a cosign key whose JSON is broken (%s)", name, msg);
+  }
   const cJSON *kdf = cJSON_GetObjectItemCaseSensitive(doc, "kdf");
   const cJSON *params = cJSON_GetObjectItemCaseSensitive(kdf, "params");
   const cJSON *cipher = cJSON_GetObjectItemCaseSensitive(doc, "cipher");
