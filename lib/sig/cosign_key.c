@@ -15,7 +15,7 @@
 
 #include "registry/json_strict.h"
 #include "sig/cosign_key.h"
-#include "util.h"
+#include "base/util.h"
 
 static const char *const begin_lines[] = {"-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----",
                                           "-----BEGIN ENCRYPTED COSIGN PRIVATE KEY-----", NULL};
