@@ -191,7 +191,9 @@ static int load_sigs(struct fp_session *s, const char *digest, struct sigs *g, f
     if (!s->reg) {
       if (cached_bytes(s, a->digest, &g->payloads[i], &g->lens[i]) != 0)
         return fpull_err_set(err, FPULL_EPOLICY,
-                             "signature payload %s is not in the cache (--offline)", a->digest);
+                             "signature payload %s is not in the cache; prefetch with the "
+                             "policy in force before --offline",
+                             a->digest);
       continue;
     }
     struct fpull_descriptor d = {.digest = (char *)a->digest, .size = a->size};
