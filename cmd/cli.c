@@ -58,12 +58,16 @@ static const struct cli_opt all_opts[] = {
      "signature policy (containers-policy.json; default: the config's policy:, else "
      "~/.config/containers/policy.json, else /etc/containers/policy.json)"},
     {OPT_REQUIRE_SIGS, "require-signatures", 0, NULL,
-     "fail (exit 9) when no signature policy is found"},
+     "fail (exit 9) unless a signature check accepts the image (an accept-anything policy "
+     "does not)"},
     {OPT_SIG_INDEX, "signature-index", 0, "instance|either|both",
      "an entry of an index needs its own signature (default), or also accepts, or also "
      "needs, one on the index"},
     {OPT_SIGN_KEY, "sign-key", 0, "KEY.pem",
-     "manifest push: sign the index and each entry with this private key (sigstore)"},
+     "manifest push: sign the index and each entry with this private key (sigstore; PEM, or "
+     "cosign's encrypted key)"},
+    {OPT_SIGN_PASSPHRASE_FILE, "sign-passphrase-file", 0, "FILE",
+     "manifest push: the --sign-key passphrase, its first line (default: COSIGN_PASSWORD)"},
     {OPT_INDEX, "index", 0, NULL, "the digest of the index itself, not of the chosen entry"},
     {OPT_PARENTS, "parents", 0, NULL, "create DEST's missing parent directories"},
     {OPT_NO_TRUNC, "no-trunc", 0, NULL, "whole digests and feature lists, however wide"},
@@ -325,6 +329,7 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
     case OPT_REQUIRE_SIGS:
     case OPT_SIG_INDEX:
     case OPT_SIGN_KEY:
+    case OPT_SIGN_PASSPHRASE_FILE:
       if (cli_sig_parse(cmd, o->id, optarg, s))
         return FPULL_EUSAGE;
       break;

@@ -51,6 +51,7 @@ enum cli_opt_id {
   OPT_CERT_DIR,
   OPT_NO_TRUNC, /* inspect --no-trunc */
   OPT_CREDS,
+  OPT_SIGN_PASSPHRASE_FILE, /* manifest push (cli_sig.c) */
 };
 
 /* pull --format: what DEST becomes. */
@@ -112,6 +113,9 @@ struct cli_settings {
   int index;            /* digest --index */
   int parents;          /* pull --parents */
   int no_trunc;         /* inspect --no-trunc */
+
+  /* manifest push --sign-passphrase-file (else COSIGN_PASSWORD) */
+  const char *sign_passphrase_file;
 };
 
 struct cli_cmd {

@@ -244,14 +244,20 @@ static void print_table(const struct fpull_inspect_result *r, const struct fpull
     const struct fpull_sig_check *sc = r->signatures ? r->signatures[i] : NULL;
     if (sc) {
       size_t l = strlen(status);
-      snprintf(status + l, sizeof status - l, "; signature %s%s%s", sc->state,
-               sc->reason ? ": " : "", sc->reason ? sc->reason : "");
+      /* "accepted" is a rule that checks no signature (insecureAcceptAnything). */
+      if (strcmp(sc->state, "accepted") == 0)
+        snprintf(status + l, sizeof status - l, "; no signature required");
+      else
+        snprintf(status + l, sizeof status - l, "; signature %s%s%s", sc->state,
+                 sc->reason ? ": " : "", sc->reason ? sc->reason : "");
     }
     int col =
         printf("%-4s %-*s  %-*s %-*s ", rank, dw, short_digest(d->digest), pw, plat, fw, fcell);
     print_status(status, col, width);
   }
-  if (r->index_signature)
+  if (r->index_signature && strcmp(r->index_signature->state, "accepted") == 0)
+    printf("index signature: none required\n");
+  else if (r->index_signature)
     printf("index signature: %s%s%s\n", r->index_signature->state,
            r->index_signature->reason ? ": " : "",
            r->index_signature->reason ? r->index_signature->reason : "");

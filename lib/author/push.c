@@ -67,6 +67,10 @@ static int open_reg(fpull_registry **out, struct pusher *p, const char *host, fp
   struct fpull_registry_opts ro;
   fpull_registry_opts_init(&ro, host, p->opts->config, p->opts->insecure, p->opts->certs_dir);
   ro.mirrors = NULL;
+  if (p->opts->version >= 2 && strcmp(host, p->target->registry) == 0) {
+    ro.cert_dir = p->opts->cert_dir;
+    ro.creds = p->opts->creds;
+  }
   fpull_registry *r = NULL;
   int rc = fpull_registry_open(&r, host, &ro, err);
   if (rc)
