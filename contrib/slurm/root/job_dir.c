@@ -315,6 +315,13 @@ static int remove_as(int dir_fd, const char *only, uid_t uid, gid_t gid, int kil
   int e = become(uid, gid);
   if (e)
     return e;
+  /* A directory of ours the user closed (chmod 0600) is opened up through its
+   * descriptor, never by name. */
+  struct stat st;
+  char proc[64];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", dir_fd);
+  if (fstat(dir_fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & S_IRWXU) != S_IRWXU)
+    (void)chmod(proc, S_IRWXU);
   cleanup_close int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
     return errno == ENOENT ? 0 : errno;
