@@ -135,7 +135,9 @@ class OptionWords(cases.RegistryCase):
             (["pull", "--tls-verify", self.ref], "--insecure"),
             (["pull", "--authfile", "/tmp/auth.json", self.ref], "REGISTRY_AUTH_FILE"),
             (["pull", "--src-creds", "u:p", self.ref], "--creds USER:PASSWORD"),
-            (["manifest", "inspect", "--creds", "u:p", self.ref], "fpull login"),
+            # manifest takes --creds since issue 43.10; a command without registry access
+            # does not.
+            (["features", "--creds", "u:p"], "fpull login"),
             (["inspect", "--raw", self.ref], "fpull manifest inspect"),
             (["pull", "--override-arch", "arm64", self.ref], "--platform"),
             (["pull", "--override-os=linux", self.ref], "--platform"),
