@@ -108,6 +108,25 @@ class FeaturesCli(unittest.TestCase):
         doc = self.features("--platform", "linux/amd64/v2:haswell")
         self.assertEqual(doc["variant"], "v2")
 
+    def test_every_compilers_names_are_accepted(self):
+        # Issue 42: GCC 12's amdfam10 and the newest GCC's znver5, arrowlake-s, the Zhaoxin
+        # names, each with its ISA and what it implies; a typo still gets "did you mean".
+        doc = self.features("--features", "amdfam10,znver5")
+        s = doc["sources"]
+        for f in ("amdfam10", "znver5", "znver4", "k8-sse3", "x86-64-v4", "sse4a", "3dnow"):
+            self.assertIn(f, s)
+        self.assertEqual(set(s.values()), {"cli"})
+        for name in ("barcelona", "nocona", "nano-x4", "arrowlake-s", "pantherlake",
+                     "graniterapids-d", "lujiazui", "yongfeng", "shijidadao", "raptorlake"):
+            self.features("--features", name)
+        cp = fpull.run(["features", "--features", "amdfam11"], env=self.env)
+        self.assertEqual(cp.returncode, 2)
+        self.assertIn('did you mean "amdfam10"', fpull.error_line(cp.stderr))
+        known = fpull.run(["features", "--list-known"], env=self.env, check=0).stdout.split()
+        for name in ("amdfam10", "znver5", "arrowlake-s", "clearwaterforest", "diamondrapids",
+                     "nano-3000", "eden-x2", "x86-64", "penryn", "skx"):
+            self.assertIn(name, known)
+
     def test_bad_input_exits_2(self):
         for args in (["--features", "bad name"], ["--platform", "linux"],
                      ["--config", os.path.join(self.tmp, "missing.yaml")]):

@@ -1,0 +1,199 @@
+/* The CPU's own generation (vendor, family, model, then extensions, as GCC's -march=native)
+ * and the best CPU tag it decides (lib/select/cpugen.c): equal tag sets go to the CPU's
+ * model, not to table order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fpull/detect.h"
+#include "fpull/features.h"
+#include "harness.h"
+#include "util.h"
+
+static struct fpull_tagdb *load_shipped(void)
+{
+  struct fpull_tagdb *db = NULL;
+  fpull_err err = {0};
+  if (fpull_tagdb_load(&db, NULL, NULL, &err))
+    th_fail(__FILE__, __LINE__, "loading the shipped table: %s", err.msg);
+  return db;
+}
+
+/* A CPU of vendor, family and model whose extensions are those of tag (the table's set),
+ * less the comma-separated names of drop. */
+static struct fpull_cpu_info cpu(const struct fpull_tagdb *db, const char *vendor, unsigned family,
+                                 unsigned model, const char *tag, const char *drop)
+{
+  struct fpull_cpu_info ci = {0};
+  ci.architecture = (char *)"amd64";
+  ci.vendor = (char *)vendor;
+  ci.family = family;
+  ci.model = model;
+  ci.isa = fp_xcalloc(1, sizeof *ci.isa);
+  const char *const *isa = tag ? fpull_tagdb_isa(db, tag) : NULL;
+  for (size_t i = 0; isa && isa[i]; i++) {
+    char pat[64];
+    snprintf(pat, sizeof pat, ",%s,", isa[i]);
+    char dl[512];
+    snprintf(dl, sizeof dl, ",%s,", drop ? drop : "");
+    if (!strstr(dl, pat))
+      ci.isa = fp_strv_push(ci.isa, isa[i]);
+  }
+  return ci;
+}
+
+/* The target a host with ci's extensions gets, built as --features gives them. */
+static struct fpull_target *target_of(const struct fpull_tagdb *db, const struct fpull_cpu_info *ci)
+{
+  size_t len = 1;
+  for (size_t i = 0; ci->isa[i]; i++)
+    len += strlen(ci->isa[i]) + 1;
+  char *list = fp_xcalloc(1, len);
+  for (size_t i = 0; ci->isa[i]; i++) {
+    if (i)
+      strcat(list, ",");
+    strcat(list, ci->isa[i]);
+  }
+  struct fpull_target_opts o = {.version = FPULL_TARGET_OPTS_VERSION, .tagdb = db};
+  o.platform = "linux/amd64";
+  o.features = list;
+  o.no_detect = 1;
+  struct fpull_target *t = NULL;
+  fpull_err err = {0};
+  if (fpull_target_build(&t, &o, &err))
+    th_fail(__FILE__, __LINE__, "target: %s", err.msg);
+  free(list);
+  return t;
+}
+
+static void want_best(const struct fpull_tagdb *db, const char *vendor, unsigned family,
+                      unsigned model, const char *tag, const char *drop, const char *want,
+                      const char *without_model)
+{
+  struct fpull_cpu_info ci = cpu(db, vendor, family, model, tag, drop);
+  struct fpull_target *t = target_of(db, &ci);
+  const char *best = fpull_best_cpu_tag(db, t, &ci, 0);
+  if (!best || strcmp(best, want) != 0)
+    th_fail(__FILE__, __LINE__, "%s family 0x%x model 0x%x (%s): best %s, want %s", vendor, family,
+            model, tag, best ? best : "none", want);
+  /* Without the model the same set goes to the largest set in table order: the model is
+   * what decides. */
+  if (without_model) {
+    const char *plain = fpull_best_cpu_tag(db, t, NULL, 0);
+    if (!plain || strcmp(plain, without_model) != 0)
+      th_fail(__FILE__, __LINE__, "%s without a model: %s, want %s", tag, plain ? plain : "none",
+              without_model);
+  }
+  fpull_target_free(t);
+  fpull_strv_free(ci.isa);
+}
+
+/* The four patterns real CPUs showed (issue 42): the set alone names another chip. */
+TEST(equal_sets_go_to_the_cpus_model)
+{
+  struct fpull_tagdb *db = load_shipped();
+  /* Rocket Lake has icelake-client's set: model 0xa7 says rocketlake. */
+  want_best(db, "GenuineIntel", 6, 0xa7, "rocketlake", NULL, "rocketlake", "icelake-client");
+  /* Arrow Lake-H (0xc5) has sierraforest's gating set. */
+  want_best(db, "GenuineIntel", 6, 0xc5, "arrowlake", NULL, "arrowlake", NULL);
+  /* Emerald Rapids (0xcf) has sapphirerapids' set. */
+  want_best(db, "GenuineIntel", 6, 0xcf, "emeraldrapids", NULL, "emeraldrapids", "sapphirerapids");
+  /* A Goldmont lacks goldmont-plus's PTWRITE and RDPID (intrinsic-only: they do not gate, so
+   * goldmont-plus holds too, with the larger set). */
+  want_best(db, "GenuineIntel", 6, 0x5c, "goldmont", NULL, "goldmont", "goldmont-plus");
+  fpull_tagdb_free(db);
+}
+
+/* An Alder Lake whose firmware left AVX-512 on holds tigerlake-class sets; it is still an
+ * Alder Lake. */
+TEST(alderlake_with_avx512_stays_alderlake)
+{
+  struct fpull_tagdb *db = load_shipped();
+  struct fpull_cpu_info ci = cpu(db, "GenuineIntel", 6, 0x97, "alderlake", NULL);
+  const char *const *extra = fpull_tagdb_isa(db, "icelake-client");
+  for (size_t i = 0; extra[i]; i++)
+    if (!fp_strv_contains(ci.isa, extra[i]))
+      ci.isa = fp_strv_push(ci.isa, extra[i]);
+  struct fpull_target *t = target_of(db, &ci);
+  CHECK(fpull_featureset_has(t->features, "icelake-client", db));
+  CHECK_STR_EQ(fpull_best_cpu_tag(db, t, &ci, 0), "alderlake");
+  CHECK_STR_EQ(fpull_best_cpu_tag(db, t, &ci, 1), "x86-64-v4");
+  fpull_target_free(t);
+  fpull_strv_free(ci.isa);
+  fpull_tagdb_free(db);
+}
+
+/* When the own generation cannot run (a VM hiding what gates), the best tag is the largest
+ * set that holds, equal sets going to the one on the CPU's own line. */
+TEST(own_generation_that_cannot_run_falls_back)
+{
+  struct fpull_tagdb *db = load_shipped();
+  want_best(db, "GenuineIntel", 6, 0x8f, "sapphirerapids", "avx512fp16", "icelake-server", NULL);
+  /* A Rocket Lake whose hypervisor hides GFNI: the largest set left is cannonlake's. */
+  want_best(db, "GenuineIntel", 6, 0xa7, "rocketlake", "gfni", "cannonlake", NULL);
+  fpull_tagdb_free(db);
+}
+
+struct gen_case {
+  const char *vendor;
+  unsigned family, model;
+  const char *extensions_of; /* the CPU's extensions: this tag's set */
+  const char *want;
+};
+
+/* GCC's -march=native names, by vendor, family and model (gcc/common/config/i386/cpuinfo.h). */
+TEST(generation_by_vendor_family_model)
+{
+  struct fpull_tagdb *db = load_shipped();
+  static const struct gen_case cases[] = {
+      {"GenuineIntel", 6, 0x55, "skylake-avx512", "skylake-avx512"},
+      {"GenuineIntel", 6, 0x55, "cascadelake", "cascadelake"},
+      {"GenuineIntel", 6, 0x55, "cooperlake", "cooperlake"},
+      {"GenuineIntel", 6, 0x9e, "skylake", "skylake"},
+      {"GenuineIntel", 6, 0xb7, "alderlake", "alderlake"}, /* Raptor Lake */
+      {"GenuineIntel", 6, 0xcc, "pantherlake", "pantherlake"},
+      {"GenuineIntel", 6, 0xbd, "lunarlake", "lunarlake"},
+      {"GenuineIntel", 6, 0xc6, "arrowlake-s", "arrowlake-s"},
+      {"GenuineIntel", 6, 0xae, "graniterapids-d", "graniterapids-d"},
+      {"GenuineIntel", 6, 0x17, "core2", "core2"},
+      {"GenuineIntel", 0xf, 0x4, "nocona", "nocona"},
+      {"AuthenticAMD", 0xf, 0x41, "k8-sse3", "k8-sse3"},
+      {"AuthenticAMD", 0xf, 0x21, "k8", "k8"},
+      {"AuthenticAMD", 0x10, 0x4, "amdfam10", "amdfam10"},
+      {"AuthenticAMD", 0x15, 0x2, "bdver2", "bdver2"},
+      {"AuthenticAMD", 0x17, 0x31, "znver2", "znver2"},
+      {"AuthenticAMD", 0x19, 0x11, "znver4", "znver4"},
+      {"AuthenticAMD", 0x1a, 0x02, "znver5", "znver5"},
+      {"HygonGenuine", 0x18, 0x01, "znver1", "znver1"},
+      {"CentaurHauls", 6, 0xf, "nano", "nano"},
+      {"CentaurHauls", 6, 0x19, "nano-3000", "nano-3000"},
+      {"  Shanghai  ", 7, 0x1b, "lujiazui", "lujiazui"},
+      {"  Shanghai  ", 7, 0x3b, "yongfeng", "yongfeng"},
+      {"CentaurHauls", 7, 0x5b, "shijidadao", "shijidadao"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const struct gen_case *c = &cases[i];
+    if (!fpull_tagdb_canonical(db, c->want)) {
+      th_fail(__FILE__, __LINE__, "%s not in the table", c->want);
+      continue;
+    }
+    struct fpull_cpu_info ci = cpu(db, c->vendor, c->family, c->model, c->extensions_of, NULL);
+    const char *g = fpull_cpu_generation(db, &ci);
+    if (!g || strcmp(g, c->want) != 0)
+      th_fail(__FILE__, __LINE__, "%s family 0x%x model 0x%x: %s, want %s", c->vendor, c->family,
+              c->model, g ? g : "none", c->want);
+    /* And the best tag, the own generation holding. */
+    struct fpull_target *t = target_of(db, &ci);
+    const char *best = fpull_best_cpu_tag(db, t, &ci, 0);
+    if (!best || strcmp(best, c->want) != 0)
+      th_fail(__FILE__, __LINE__, "%s model 0x%x: best %s, want %s", c->vendor, c->model,
+              best ? best : "none", c->want);
+    fpull_target_free(t);
+    fpull_strv_free(ci.isa);
+  }
+  /* Not amd64, an unknown vendor: no generation. */
+  struct fpull_cpu_info other = {.architecture = (char *)"arm64", .vendor = (char *)"x"};
+  CHECK(fpull_cpu_generation(db, &other) == NULL);
+  other.architecture = (char *)"amd64";
+  CHECK(fpull_cpu_generation(db, &other) == NULL);
+  fpull_tagdb_free(db);
+}
