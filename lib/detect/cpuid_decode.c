@@ -285,10 +285,12 @@ void fp_cpuid_signature(const struct fp_cpuid_raw *raw, unsigned *family, unsign
   const uint32_t *l1 = fp_cpuid_raw_get(raw, 1, 0);
   uint32_t a = l1 ? l1[FP_EAX] : 0;
   unsigned base_family = (a >> 8) & 0xf, base_model = (a >> 4) & 0xf;
-  /* SDM "CPUID—CPU Identification", the display family and model; the APM agrees. */
+  /* SDM "CPUID—CPU Identification", the display family and model; the APM agrees. Zhaoxin's
+   * family 7 folds the extended model in too (GCC's cpuinfo.h does the same). */
   *family = base_family == 0xf ? base_family + ((a >> 20) & 0xff) : base_family;
-  *model =
-      base_family == 0x6 || base_family == 0xf ? (((a >> 16) & 0xf) << 4) + base_model : base_model;
+  *model = base_family == 0x6 || base_family == 0x7 || base_family == 0xf
+               ? (((a >> 16) & 0xf) << 4) + base_model
+               : base_model;
   *stepping = a & 0xf;
   *hypervisor = l1 ? (int)((l1[FP_ECX] >> 31) & 1) : 0;
 }

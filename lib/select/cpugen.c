@@ -5,8 +5,8 @@
  * driver-i386.cc for the vendors and families those leave to the features): vendor, family
  * and model first, the extensions only where one model covers several generations
  * (Skylake-SP, Cascade Lake and Cooper Lake share model 0x55) or the model is not one GCC
- * lists. Where the table has a more precise name for the same set than GCC's (Emerald
- * Rapids, Lunar Lake: GCC takes -march=native for sapphirerapids and arrowlake-s there),
+ * lists. Where the table has a more precise name than GCC's -march=native (Emerald Rapids,
+ * Lunar Lake, Penryn: GCC says sapphirerapids, arrowlake-s and core2 there),
  * the table's name is the CPU's own. Written from those files' tables, not copied. */
 #include <string.h>
 
@@ -22,9 +22,9 @@ struct model_name {
 
 /* Intel family 6, by display model. */
 static const struct model_name intel6[] = {
-    {0x0f, "core2"},
-    {0x17, "core2"},
-    {0x1d, "core2"}, /* Merom, Penryn, Dunnington */
+    {0x0f, "core2"}, /* Merom; GCC says core2 for Penryn too, the table has its name */
+    {0x17, "penryn"},
+    {0x1d, "penryn"}, /* Penryn, Dunnington */
     {0x1c, "bonnell"},
     {0x26, "bonnell"},
     {0x37, "silvermont"},
@@ -164,12 +164,12 @@ static const char *amd(unsigned family, unsigned model, char *const *isa)
  * their extensions as GCC's driver names them. */
 static const char *centaur(unsigned family, unsigned model, char *const *isa)
 {
-  if (family == 7) {
-    if (model == 0x1b)
-      return "lujiazui";
+  if (family == 7) { /* KX-6000, KH-40000, KX-7000 */
     if (model == 0x3b)
-      return "yongfeng";
+      return "lujiazui";
     if (model == 0x5b)
+      return "yongfeng";
+    if (model == 0x6b)
       return "shijidadao";
   }
   if (family != 6 && family != 7)

@@ -154,7 +154,8 @@ TEST(generation_by_vendor_family_model)
       {"GenuineIntel", 6, 0xbd, "lunarlake", "lunarlake"},
       {"GenuineIntel", 6, 0xc6, "arrowlake-s", "arrowlake-s"},
       {"GenuineIntel", 6, 0xae, "graniterapids-d", "graniterapids-d"},
-      {"GenuineIntel", 6, 0x17, "core2", "core2"},
+      {"GenuineIntel", 6, 0x0f, "core2", "core2"},
+      {"GenuineIntel", 6, 0x17, "penryn", "penryn"},
       {"GenuineIntel", 0xf, 0x4, "nocona", "nocona"},
       {"AuthenticAMD", 0xf, 0x41, "k8-sse3", "k8-sse3"},
       {"AuthenticAMD", 0xf, 0x21, "k8", "k8"},
@@ -166,9 +167,9 @@ TEST(generation_by_vendor_family_model)
       {"HygonGenuine", 0x18, 0x01, "znver1", "znver1"},
       {"CentaurHauls", 6, 0xf, "nano", "nano"},
       {"CentaurHauls", 6, 0x19, "nano-3000", "nano-3000"},
-      {"  Shanghai  ", 7, 0x1b, "lujiazui", "lujiazui"},
-      {"  Shanghai  ", 7, 0x3b, "yongfeng", "yongfeng"},
-      {"CentaurHauls", 7, 0x5b, "shijidadao", "shijidadao"},
+      {"CentaurHauls", 7, 0x3b, "lujiazui", "lujiazui"},
+      {"  Shanghai  ", 7, 0x5b, "yongfeng", "yongfeng"},
+      {"CentaurHauls", 7, 0x6b, "shijidadao", "shijidadao"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const struct gen_case *c = &cases[i];
@@ -196,4 +197,70 @@ TEST(generation_by_vendor_family_model)
   other.architecture = (char *)"amd64";
   CHECK(fpull_cpu_generation(db, &other) == NULL);
   fpull_tagdb_free(db);
+}
+
+/* 83 real CPUs' CPUID dumps (InstLatx64's, tests/fixtures/cpuid/instlatx64/index.txt: Core 2
+ * and K8 to Granite Rapids, Panther Lake and Zen 5, VIA Nano and Zhaoxin): the best tag is
+ * the one the index names, the CPU's own generation wherever its code runs there, and every
+ * tag reported holds (no wrong tag) while the own generation, where it runs, is reported (no
+ * missed tag). */
+TEST(real_dumps_best_tag_is_the_own_generation)
+{
+#if defined(__x86_64__)
+  setenv("FPULL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+  setenv("FPULL_NVIDIA_PROC_VERSION", "/nonexistent/version", 1);
+  struct fpull_tagdb *db = load_shipped();
+  FILE *f = fopen(th_src("tests/fixtures/cpuid/instlatx64/index.txt"), "r");
+  CHECK(f != NULL);
+  char line[512];
+  size_t n = 0, wrong = 0, own_best = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    char fixture[128], want[64];
+    if (line[0] == '#' || sscanf(line, "%127s %63s", fixture, want) != 2)
+      continue;
+    char rel[256];
+    snprintf(rel, sizeof rel, "tests/fixtures/cpuid/instlatx64/%s", fixture);
+    setenv("FPULL_CPUID_FILE", th_src(rel), 1);
+    fpull_err err = {0};
+    struct fpull_cpu_info *ci = NULL;
+    struct fpull_target *t = NULL;
+    struct fpull_target_opts o = {.version = FPULL_TARGET_OPTS_VERSION, .tagdb = db};
+    if (fpull_detect_cpu(&ci, &err) || fpull_target_build(&t, &o, &err)) {
+      th_fail(__FILE__, __LINE__, "%s: %s", fixture, err.msg);
+      fpull_cpu_info_free(ci);
+      continue;
+    }
+    n++;
+    const char *best = fpull_best_cpu_tag(db, t, ci, 0);
+    const char *own = fpull_cpu_generation(db, ci);
+    if (!best || strcmp(best, want) != 0) {
+      th_fail(__FILE__, __LINE__, "%s: best tag %s, want %s (own generation %s)", fixture,
+              best ? best : "none", want, own ? own : "none");
+      wrong++;
+    }
+    if (best && own && strcmp(best, own) == 0)
+      own_best++;
+    /* Every tag reported has every extension of its set that gates on this CPU. */
+    const char *const *tags = fpull_tagdb_tags(db, "amd64");
+    for (size_t i = 0; tags[i]; i++) {
+      if (!fpull_featureset_has(t->features, tags[i], db))
+        continue;
+      const char *const *isa = fpull_tagdb_isa(db, tags[i]);
+      for (size_t k = 0; isa[k]; k++)
+        if (fpull_tagdb_isa_gates(db, isa[k]) && !fp_strv_contains(ci->isa, isa[k]))
+          th_fail(__FILE__, __LINE__, "%s: %s reported without %s", fixture, tags[i], isa[k]);
+    }
+    fpull_target_free(t);
+    fpull_cpu_info_free(ci);
+  }
+  if (f)
+    fclose(f);
+  unsetenv("FPULL_CPUID_FILE");
+  fprintf(stderr, "%zu real CPUs, %zu best tags off, %zu the own generation\n", n, wrong, own_best);
+  CHECK(n >= 80);
+  CHECK_INT_EQ(wrong, 0);
+  /* The two the index names, and Arrow Lake-U (model 0xb5), a model GCC's table lacks. */
+  CHECK_INT_EQ(own_best, n - 3);
+  fpull_tagdb_free(db);
+#endif
 }

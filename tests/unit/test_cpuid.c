@@ -324,6 +324,64 @@ TEST(parse_errors)
   CHECK_NULL(fp_cpuid_raw_get(&raw, 1, 1));
 }
 
+/* A whole dump (every leaf and subleaf of a real Granite Rapids: 92, where the table once
+ * stopped at 64) is taken, and decodes as the leaves fpull reads do; a dump past the bound
+ * (1024 leaves) is refused naming the line. */
+TEST(whole_dumps_are_taken)
+{
+  struct fp_cpuid_raw whole, compact;
+  load(&whole, "instlatx64/whole-graniterapids");
+  load(&compact, "instlatx64/genui-00a06d1_graniterapids_03");
+  CHECK(whole.n > 64);
+  CHECK(whole.n > compact.n);
+  cleanup_free char *a = decode_str(&whole);
+  cleanup_free char *b = decode_str(&compact);
+  CHECK_STR_EQ(a, b);
+  CHECK_CONTAINS(a, "amx_fp16");
+
+  size_t cap = 64 * (FP_CPUID_MAX_LEAVES + 2);
+  cleanup_free char *text = fp_xcalloc(1, cap);
+  size_t len = 0;
+  for (unsigned i = 0; i <= FP_CPUID_MAX_LEAVES; i++)
+    len += (size_t)snprintf(text + len, cap - len, "4 %x 1 2 3 4\n", i);
+  struct fp_cpuid_raw raw;
+  fpull_err err = {0};
+  CHECK_INT_EQ(fp_cpuid_raw_parse(&raw, text, &err), FPULL_EUSAGE);
+  CHECK_CONTAINS(err.msg, "line 1025: more than 1024 leaves");
+}
+
+/* Every CPUID fixture says where it came from in its first lines: a real machine's dump
+ * ("Source:", "Real machine:") or how it was made ("RECONSTRUCTED", "CONSTRUCTED"). */
+TEST(fixtures_say_where_they_came_from)
+{
+  static const char *const dirs[] = {"tests/fixtures/cpuid", "tests/fixtures/cpuid/instlatx64"};
+  size_t n = 0;
+  for (size_t d = 0; d < sizeof dirs / sizeof dirs[0]; d++) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "ls '%s'/*.txt", th_src(dirs[d]));
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    char path[4096];
+    while (p && fgets(path, sizeof path, p)) {
+      path[strcspn(path, "\n")] = '\0';
+      if (strstr(path, "/index.txt"))
+        continue;
+      cleanup_free char *text = NULL;
+      size_t len;
+      CHECK_INT_EQ(fp_read_file(path, 1 << 20, &text, &len), 0);
+      char head[1024];
+      snprintf(head, sizeof head, "%s", text ? text : "");
+      if (!strstr(head, "Source:") && !strstr(head, "Real machine:") &&
+          !strstr(head, "CONSTRUCTED"))
+        th_fail(__FILE__, __LINE__, "%s does not say where it came from", path);
+      n++;
+    }
+    if (p)
+      pclose(p);
+  }
+  CHECK(n > 90);
+}
+
 static int cmp_str(const void *a, const void *b)
 {
   return strcmp(*(char *const *)a, *(char *const *)b);
