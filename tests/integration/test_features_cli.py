@@ -151,6 +151,42 @@ class FeaturesCli(unittest.TestCase):
         self.assertIn(" broadwell ", cp.stdout)
         self.assertIn("best CPU tag znver5 (x86-64-v4)", cp.stdout)
 
+    def test_hidden_only_under_a_hypervisor(self):
+        # Issue 42: a bare-metal Raptor Lake has no CLDEMOTE (GCC 12's alderlake lists it);
+        # that is the part, not something hidden. The same CPUID with the hypervisor bit set
+        # (CPUID.1:ECX[31]) is a VM that may hide it, and -v says so.
+        bare = os.path.join(CPUID, "instlatx64", "genui-00b0671_raptorlake_01.txt")
+        cp = fpull.run(["features", "-v"], env=dict(self.env, FPULL_CPUID_FILE=bare), check=0)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertIn("cpu: GenuineIntel, best tag alderlake (x86-64-v3)", cp.stderr)
+        self.assertNotIn("hidden here", cp.stderr)
+        self.assertNotIn("own generation", cp.stderr)
+        vm = os.path.join(self.tmp, "raptorlake-vm.txt")
+        with open(bare) as f, open(vm, "w") as out:
+            for ln in f:
+                w = ln.split()
+                if len(w) == 6 and w[0] == "1" and w[1] == "0":
+                    w[4] = "%08x" % (int(w[4], 16) | 1 << 31)
+                    ln = " ".join(w) + "\n"
+                out.write(ln)
+        cp = fpull.run(["features", "-v"], env=dict(self.env, FPULL_CPUID_FILE=vm), check=0)
+        self.assertIn("alderlake: hidden here, not gating (intrinsic-only): cldemote",
+                      cp.stderr)
+
+    def test_own_generation_that_cannot_run_says_why(self):
+        # An early Nocona lacks CMPXCHG16B, which -march=nocona enables.
+        nocona = os.path.join(CPUID, "instlatx64", "genui-0000f34_p4_nocona.txt")
+        cp = fpull.run(["features", "-v"], env=dict(self.env, FPULL_CPUID_FILE=nocona),
+                       check=0)
+        self.assertIn("best CPU tag x86-64 (variant v1)", cp.stdout)
+        self.assertIn("cpu: own generation nocona (family 0xf model 0x3) cannot run here: "
+                      "no cx16 (this part or the OS does not enable them)", cp.stderr)
+        # A whole dump (every leaf and subleaf) is taken as FPULL_CPUID_FILE.
+        whole = os.path.join(CPUID, "instlatx64", "whole-graniterapids.txt")
+        cp = fpull.run(["features"], env=dict(self.env, FPULL_CPUID_FILE=whole), check=0)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertIn("best CPU tag graniterapids (x86-64-v4)", cp.stdout)
+
     def test_fake_nvml_gives_driver_and_compute(self):
         lib = os.path.join(BUILD, "tests", "nvml", "full", "libnvidia-ml.so.1")
         if not os.path.exists(lib):
