@@ -215,8 +215,8 @@ const char *fpull_best_cpu_tag(const struct fpull_tagdb *db, const struct fpull_
   const struct fp_tag *own_tag = own ? fp_tagdb_find(db, own) : NULL;
   if (own_tag && holds(t, own_tag->name, db))
     return own_tag->name;
-  /* The largest set that holds; among equal sizes the one on the CPU's own line (a subset
-   * of its generation's set), then table order. */
+  /* The largest set that holds on the CPU's own line (a subset of its generation's set),
+   * else the largest that holds; equal sizes in table order. */
   const char *const *tags = fpull_tagdb_tags(db, t->architecture);
   const char *best = NULL;
   size_t best_n = 0;
@@ -227,7 +227,7 @@ const char *fpull_best_cpu_tag(const struct fpull_tagdb *db, const struct fpull_
       continue;
     const struct fp_tag *tag = fp_tagdb_find(db, tags[i]);
     int line = own_tag && fp_tag_subset(tag, own_tag);
-    if (tag->n_isa > best_n || (tag->n_isa == best_n && line > best_line)) {
+    if (line > best_line || (line == best_line && tag->n_isa > best_n)) {
       best = tag->name;
       best_n = tag->n_isa;
       best_line = line;

@@ -96,7 +96,7 @@ TEST(equal_sets_go_to_the_cpus_model)
   /* Arrow Lake-H (0xc5) has sierraforest's gating set. */
   want_best(db, "GenuineIntel", 6, 0xc5, "arrowlake", NULL, "arrowlake", NULL);
   /* Emerald Rapids (0xcf) has sapphirerapids' set. */
-  want_best(db, "GenuineIntel", 6, 0xcf, "emeraldrapids", NULL, "emeraldrapids", "sapphirerapids");
+  want_best(db, "GenuineIntel", 6, 0xcf, "emeraldrapids", NULL, "emeraldrapids", "graniterapids-d");
   /* A Goldmont lacks goldmont-plus's PTWRITE and RDPID (intrinsic-only: they do not gate, so
    * goldmont-plus holds too, with the larger set). */
   want_best(db, "GenuineIntel", 6, 0x5c, "goldmont", NULL, "goldmont", "goldmont-plus");
@@ -123,7 +123,8 @@ TEST(alderlake_with_avx512_stays_alderlake)
 }
 
 /* When the own generation cannot run (a VM hiding what gates), the best tag is the largest
- * set that holds, equal sets going to the one on the CPU's own line. */
+ * set that holds on the CPU's own line (a subset of its generation's set: icelake-server for
+ * a Sapphire Rapids, not the client tigerlake, whose extra VP2INTERSECT does not gate). */
 TEST(own_generation_that_cannot_run_falls_back)
 {
   struct fpull_tagdb *db = load_shipped();

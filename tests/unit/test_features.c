@@ -151,8 +151,10 @@ TEST(implications)
        "x86-64-v4 skylake-avx512 znver4"},
       {"zen3", "znver3 znver2 skylake", "znver4"},
       {"znver4", "znver3 skylake-avx512 skylake x86-64-v4", "sapphirerapids"},
-      {"sapphirerapids", "icelake-server cascadelake skylake-avx512 x86-64-v4 amx_tile",
-       "znver4 knl"},
+      /* Xeon Phi's ER, PF and PREFETCHWT1 are intrinsic-only (tests/evidence): -march=knl code
+       * runs on a Sapphire Rapids. */
+      {"sapphirerapids", "icelake-server cascadelake skylake-avx512 x86-64-v4 avx512fp16 knl",
+       "znver4 sierraforest"},
       {"nehalem", "x86-64-v2 sse4_2 cx16 sahf", "x86-64-v3 westmere"},
       {"corei7", "nehalem x86-64-v2", "x86-64-v3"},
       {"haswell", "x86-64-v3 x86-64-v2 ivybridge nehalem osxsave lzcnt",

@@ -525,3 +525,40 @@ TEST(compiler_differences_are_stated)
                         "waitpkg") != NULL);
   CHECK(strstr(shipped, "-march=knl; gcc 15 no longer knows it") != NULL);
 }
+
+/* The table's intrinsic-only key is the evidence's verdict (tests/evidence/verdicts.txt,
+ * written by tests/evidence/decide), extension for extension. */
+TEST(intrinsic_only_is_the_evidence)
+{
+  cleanup_free char *v = slurp(th_src("tests/evidence/verdicts.txt"));
+  cleanup_free char *all = slurp(th_src("tests/evidence/verdicts.txt"));
+  struct fpull_tagdb *db = load_shipped();
+  size_t n = 0, io = 0;
+  for (char *line = v; line && *line;) {
+    char *nl = strchr(line, '\n');
+    if (nl)
+      *nl = '\0';
+    char ext[64], verdict[32];
+    if (line[0] != '#' && sscanf(line, "%63s %31s", ext, verdict) == 2) {
+      n++;
+      int only = strcmp(verdict, "intrinsic-only") == 0;
+      io += only;
+      if (fpull_tagdb_isa_gates(db, ext) == only)
+        th_fail(__FILE__, __LINE__, "%s: verdict %s, the table %s", ext, verdict,
+                only ? "gates on it" : "does not");
+    }
+    line = nl ? nl + 1 : NULL;
+  }
+  /* Every amd64 extension of the table has a verdict. */
+  const char *const *tags = fpull_tagdb_tags(db, "amd64");
+  for (size_t i = 0; tags[i]; i++)
+    for (const char *const *isa = fpull_tagdb_isa(db, tags[i]); *isa; isa++) {
+      char pat[80];
+      snprintf(pat, sizeof pat, "\n%s ", *isa);
+      if (!strstr(all, pat))
+        th_fail(__FILE__, __LINE__, "%s (of %s) has no verdict", *isa, tags[i]);
+    }
+  CHECK(n > 80);
+  CHECK(io > 20);
+  fpull_tagdb_free(db);
+}
