@@ -89,8 +89,7 @@ void bswap_store(uint64_t *p, uint64_t v)
   *p = __builtin_bswap64(v);
 }
 
-void permute_bytes(uint8_t *restrict out, const uint8_t *restrict in, const uint8_t *idx,
-                   size_t n)
+void permute_bytes(uint8_t *restrict out, const uint8_t *restrict in, const uint8_t *idx, size_t n)
 {
   for (size_t i = 0; i < n; i++)
     out[i] = in[idx[i] & 63];
@@ -158,8 +157,7 @@ void bf16_convert(float *restrict out, const uint16_t *restrict in, size_t n)
   }
 }
 
-void madd52(uint64_t *restrict a, const uint64_t *restrict b, const uint64_t *restrict c,
-            size_t n)
+void madd52(uint64_t *restrict a, const uint64_t *restrict b, const uint64_t *restrict c, size_t n)
 {
   for (size_t i = 0; i < n; i++)
     a[i] += ((b[i] & ((1ull << 52) - 1)) * (c[i] & ((1ull << 52) - 1))) & ((1ull << 52) - 1);
@@ -280,8 +278,7 @@ int mix(const int8_t *a, const int16_t *b, const int64_t *c, size_t n)
   return (int)s + m;
 }
 
-void abs_diff(uint8_t *restrict out, const uint8_t *restrict a, const uint8_t *restrict b,
-              size_t n)
+void abs_diff(uint8_t *restrict out, const uint8_t *restrict a, const uint8_t *restrict b, size_t n)
 {
   for (size_t i = 0; i < n; i++)
     out[i] = a[i] > b[i] ? a[i] - b[i] : b[i] - a[i];
@@ -317,8 +314,7 @@ void rotate_u32(uint32_t *restrict a, size_t n, unsigned s)
     a[i] = (a[i] << (s & 31)) | (a[i] >> ((32 - s) & 31));
 }
 
-void ternary(uint64_t *restrict a, const uint64_t *restrict b, const uint64_t *restrict c,
-             size_t n)
+void ternary(uint64_t *restrict a, const uint64_t *restrict b, const uint64_t *restrict c, size_t n)
 {
   for (size_t i = 0; i < n; i++)
     a[i] = (a[i] & b[i]) | (~a[i] & c[i]);
@@ -400,8 +396,7 @@ uint64_t tbm_patterns(uint64_t x)
          (x | ~(x + 1)) ^ ((x >> 5) & 0x3ff);
 }
 
-void expand(int32_t *restrict out, const int32_t *restrict in, const int32_t *restrict m,
-            size_t n)
+void expand(int32_t *restrict out, const int32_t *restrict in, const int32_t *restrict m, size_t n)
 {
   size_t j = 0;
   for (size_t i = 0; i < n; i++)
