@@ -703,11 +703,7 @@ static const struct {
      {"emeraldrapids", "cooperlake"},
      {"znver4", "ptwrite", "waitpkg"}},
     /* Model 0xcf: its own name, though sapphirerapids has the same set (issue 42). */
-    {"emeraldrapids",
-     "emeraldrapids",
-     "v4",
-     {"sapphirerapids", "icelake-server"},
-     {"znver4"}},
+    {"emeraldrapids", "emeraldrapids", "v4", {"sapphirerapids", "icelake-server"}, {"znver4"}},
 };
 
 TEST(real_cpu_tags)
