@@ -214,8 +214,26 @@ static int list_known(const struct cli_settings *s)
     return cli_fail(&err);
   }
   char **names = fpull_feature_known_names(env.tagdb, env.config);
-  for (size_t i = 0; names[i]; i++)
-    printf("%s\n", names[i]);
+  for (size_t i = 0; names[i]; i++) {
+    const char *tag = s->verbose ? fpull_tagdb_canonical(env.tagdb, names[i]) : NULL;
+    if (tag && strcmp(tag, names[i]) != 0) {
+      printf("%s = %s\n", names[i], tag); /* an alias */
+    } else if (tag) {
+      /* The tag's architecture is that of the list it is in. */
+      static const char *const archs[] = {"amd64", "arm64", "ppc64le", "arm", "386", NULL};
+      const char *arch = "?";
+      for (size_t a = 0; archs[a] && arch[0] == '?'; a++)
+        for (const char *const *t = fpull_tagdb_tags(env.tagdb, archs[a]); *t; t++)
+          if (strcmp(*t, tag) == 0)
+            arch = archs[a];
+      printf("%s %s", tag, arch);
+      for (const char *const *isa = fpull_tagdb_isa(env.tagdb, tag); isa && *isa; isa++)
+        printf(fpull_tagdb_isa_gates(env.tagdb, *isa) ? " %s" : " (%s)", *isa);
+      putchar('\n');
+    } else {
+      printf("%s\n", names[i]);
+    }
+  }
   fpull_strv_free(names);
   cli_env_free(&env);
   return 0;

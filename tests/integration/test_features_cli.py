@@ -122,6 +122,18 @@ class FeaturesCli(unittest.TestCase):
         cp = fpull.run(["features", "--features", "amdfam11"], env=self.env)
         self.assertEqual(cp.returncode, 2)
         self.assertIn('did you mean "amdfam10"', fpull.error_line(cp.stderr))
+        # With -v, each tag with its architecture and ISA (what does not gate in parentheses),
+        # each alias with its tag; without, names only (the completion reads them).
+        lines = fpull.run(["features", "--list-known", "-v"], env=self.env,
+                          check=0).stdout.splitlines()
+        self.assertIn("barcelona = amdfam10", lines)
+        amdfam10 = [ln for ln in lines if ln.startswith("amdfam10 ")]
+        self.assertEqual(len(amdfam10), 1, lines[:5])
+        self.assertTrue(amdfam10[0].startswith("amdfam10 amd64 "), amdfam10)
+        self.assertIn(" sse4a", amdfam10[0])
+        spr = [ln for ln in lines if ln.startswith("sapphirerapids ")][0].split()
+        self.assertIn("(amx_tile)", spr)
+        self.assertIn("avx512fp16", spr)
         known = fpull.run(["features", "--list-known"], env=self.env, check=0).stdout.split()
         for name in ("amdfam10", "znver5", "arrowlake-s", "clearwaterforest", "diamondrapids",
                      "nano-3000", "eden-x2", "x86-64", "penryn", "skx"):
