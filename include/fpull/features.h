@@ -37,8 +37,10 @@ struct fpull_target;
 /* Added in v6. The CPU's own generation: the -march name GCC's -march=native gives it,
  * decided by vendor, family and model first and by its extensions only where a model
  * covers several generations, in the table's canonical spelling (the table's more precise
- * name where GCC reuses another's set: emeraldrapids, lunarlake). NULL where that decides
- * nothing (not amd64, an unknown vendor or family). Owned by db or static. */
+ * name where GCC reuses another's set: emeraldrapids, lunarlake); on arm64 the -mcpu name
+ * of MIDR's implementer and part (neoverse-v2, a64fx), on ppc64le the AT_PLATFORM level
+ * (power10). NULL where that decides nothing or the table lacks the name (an unknown vendor,
+ * family or part). Owned by db or static. */
 FPULL_API const char *fpull_cpu_generation(const struct fpull_tagdb *db,
                                            const struct fpull_cpu_info *ci);
 /* Added in v6. The best CPU tag the target holds: ci's own generation when it holds (ci may

@@ -199,6 +199,22 @@ static char **hwcap_isa(void)
 }
 #endif
 
+#if defined(__aarch64__) && defined(__linux__)
+/* MIDR_EL1 as the kernel exports it (4.11 and later): implementer, part number, revision. */
+static void midr(struct fpull_cpu_info *ci)
+{
+  cleanup_free char *text = NULL;
+  size_t len;
+  if (fp_read_file("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1", 64, &text, &len) <
+      0)
+    return;
+  unsigned long long v = strtoull(text, NULL, 16);
+  ci->family = (unsigned)((v >> 24) & 0xff);
+  ci->model = (unsigned)((v >> 4) & 0xfff);
+  ci->stepping = (unsigned)(v & 0xf);
+}
+#endif
+
 int fpull_detect_cpu(struct fpull_cpu_info **out, fpull_err *err)
 {
   *out = NULL;
@@ -218,6 +234,7 @@ int fpull_detect_cpu(struct fpull_cpu_info **out, fpull_err *err)
 #elif defined(__aarch64__) && defined(__linux__)
   ci->variant = fp_xstrdup("v8"); /* the OCI image spec lists no v9 */
   ci->isa = hwcap_isa();
+  midr(ci);
 #elif defined(__arm__) && defined(__linux__)
   ci->variant = arm_variant();
 #elif defined(__powerpc64__) && defined(__linux__)

@@ -180,11 +180,53 @@ static const char *centaur(unsigned family, unsigned model, char *const *isa)
                                           : "k8";
 }
 
+/* arm64: MIDR_EL1's implementer and part number, as GCC's -mcpu=native reads them
+ * (gcc/config/aarch64/aarch64-cores.def). NVIDIA Grace reports Arm's Neoverse V2. */
+static const struct {
+  unsigned implementer, part;
+  const char *name;
+} arm_parts[] = {
+    {0x41, 0xd02, "cortex-a34"},   {0x41, 0xd03, "cortex-a53"},    {0x41, 0xd04, "cortex-a35"},
+    {0x41, 0xd05, "cortex-a55"},   {0x41, 0xd06, "cortex-a65"},    {0x41, 0xd07, "cortex-a57"},
+    {0x41, 0xd08, "cortex-a72"},   {0x41, 0xd09, "cortex-a73"},    {0x41, 0xd0a, "cortex-a75"},
+    {0x41, 0xd0b, "cortex-a76"},   {0x41, 0xd0c, "neoverse-n1"},   {0x41, 0xd0d, "cortex-a77"},
+    {0x41, 0xd0e, "cortex-a76ae"}, {0x41, 0xd15, "cortex-r82"},    {0x41, 0xd40, "neoverse-v1"},
+    {0x41, 0xd41, "cortex-a78"},   {0x41, 0xd42, "cortex-a78ae"},  {0x41, 0xd43, "cortex-a65ae"},
+    {0x41, 0xd44, "cortex-x1"},    {0x41, 0xd46, "cortex-a510"},   {0x41, 0xd47, "cortex-a710"},
+    {0x41, 0xd48, "cortex-x2"},    {0x41, 0xd49, "neoverse-n2"},   {0x41, 0xd4a, "neoverse-e1"},
+    {0x41, 0xd4b, "cortex-a78c"},  {0x41, 0xd4c, "cortex-x1c"},    {0x41, 0xd4d, "cortex-a715"},
+    {0x41, 0xd4e, "cortex-x3"},    {0x41, 0xd4f, "neoverse-v2"},   {0x42, 0x516, "thunderx2t99"},
+    {0x43, 0x0a1, "thunderxt88"},  {0x43, 0x0a2, "thunderxt81"},   {0x43, 0x0a3, "thunderxt83"},
+    {0x43, 0x0af, "thunderx2t99"}, {0x43, 0x0b8, "thunderx3t110"}, {0x46, 0x001, "a64fx"},
+    {0x48, 0xd01, "tsv110"},       {0x50, 0x000, "xgene1"},        {0x51, 0xc00, "qdf24xx"},
+    {0x51, 0xc01, "saphira"},      {0x61, 0x022, "apple-m1"},      {0x61, 0x023, "apple-m1"},
+    {0x61, 0x032, "apple-m2"},     {0x61, 0x033, "apple-m2"},      {0x6d, 0xd49, "cobalt-100"},
+    {0xc0, 0xac3, "ampere1"},      {0xc0, 0xac4, "ampere1a"},
+};
+
+static const char *arm64(unsigned implementer, unsigned part)
+{
+  for (size_t i = 0; i < sizeof arm_parts / sizeof arm_parts[0]; i++)
+    if (arm_parts[i].implementer == implementer && arm_parts[i].part == part)
+      return arm_parts[i].name;
+  return NULL;
+}
+
 const char *fpull_cpu_generation(const struct fpull_tagdb *db, const struct fpull_cpu_info *ci)
 {
-  if (!ci || !ci->vendor || !ci->architecture || strcmp(ci->architecture, "amd64") != 0)
+  if (!ci || !ci->architecture)
     return NULL;
   const char *name = NULL;
+  if (strcmp(ci->architecture, "arm64") == 0)
+    name = arm64(ci->family, ci->model);
+  else if (strcmp(ci->architecture, "ppc64le") == 0)
+    name = ci->variant; /* AT_PLATFORM: power9, power10 */
+  if (name) {
+    const struct fp_tag *t = fp_tagdb_find(db, name);
+    return t ? t->name : NULL;
+  }
+  if (!ci->vendor || strcmp(ci->architecture, "amd64") != 0)
+    return NULL;
   if (strcmp(ci->vendor, "GenuineIntel") == 0) {
     if (ci->family == 6)
       name = intel_family6(ci->model, ci->isa);

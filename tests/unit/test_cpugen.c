@@ -265,3 +265,65 @@ TEST(real_dumps_best_tag_is_the_own_generation)
   fpull_tagdb_free(db);
 #endif
 }
+
+/* arm64 by MIDR's implementer and part (GCC's -mcpu=native), ppc64le by AT_PLATFORM: a
+ * Neoverse V2 (or NVIDIA Grace) is neoverse-v2 though neoverse-n2 has the same set. */
+TEST(arm64_and_power_by_their_own_ids)
+{
+  struct fpull_tagdb *db = load_shipped();
+  static const struct {
+    const char *arch;
+    unsigned implementer, part;
+    const char *variant, *tag, *want, *without_id;
+  } cases[] = {
+      {"arm64", 0x41, 0xd4f, "v8", "neoverse-v2", "neoverse-v2", "neoverse-n2"},
+      {"arm64", 0x41, 0xd0c, "v8", "neoverse-n1", "neoverse-n1", "cortex-a55"},
+      {"arm64", 0x46, 0x001, "v8", "a64fx", "a64fx", "a64fx"},
+      {"arm64", 0xc0, 0xac3, "v8", "ampere1", "ampere1", "armv8.6-a"},
+      {"ppc64le", 0, 0, "power10", "power10", "power10", "power10"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct fpull_cpu_info ci = cpu(db, "", cases[i].implementer, cases[i].part, cases[i].tag, NULL);
+    ci.architecture = (char *)cases[i].arch;
+    ci.variant = (char *)cases[i].variant;
+    const char *g = fpull_cpu_generation(db, &ci);
+    if (!g || strcmp(g, cases[i].want) != 0)
+      th_fail(__FILE__, __LINE__, "%s 0x%x 0x%x: %s, want %s", cases[i].arch, cases[i].implementer,
+              cases[i].part, g ? g : "none", cases[i].want);
+    size_t len = 1;
+    for (size_t k = 0; ci.isa[k]; k++)
+      len += strlen(ci.isa[k]) + 1;
+    char *list = fp_xcalloc(1, len);
+    for (size_t k = 0; ci.isa[k]; k++) {
+      if (k)
+        strcat(list, ",");
+      strcat(list, ci.isa[k]);
+    }
+    char platform[64];
+    snprintf(platform, sizeof platform, "linux/%s/%s", cases[i].arch, cases[i].variant);
+    struct fpull_target_opts o = {.version = FPULL_TARGET_OPTS_VERSION, .tagdb = db};
+    o.platform = platform;
+    o.features = list;
+    o.no_detect = 1;
+    struct fpull_target *t = NULL;
+    fpull_err err = {0};
+    if (fpull_target_build(&t, &o, &err)) {
+      th_fail(__FILE__, __LINE__, "target: %s", err.msg);
+    } else {
+      const char *best = fpull_best_cpu_tag(db, t, &ci, 0);
+      const char *plain = fpull_best_cpu_tag(db, t, NULL, 0);
+      if (!best || strcmp(best, cases[i].want) != 0)
+        th_fail(__FILE__, __LINE__, "%s: best %s", cases[i].want, best ? best : "none");
+      if (!plain || strcmp(plain, cases[i].without_id) != 0)
+        th_fail(__FILE__, __LINE__, "%s without its id: %s, want %s", cases[i].want,
+                plain ? plain : "none", cases[i].without_id);
+      fpull_target_free(t);
+    }
+    free(list);
+    fpull_strv_free(ci.isa);
+  }
+  /* An unknown part: no generation. */
+  struct fpull_cpu_info other = {.architecture = (char *)"arm64", .family = 0x41, .model = 0xfff};
+  CHECK(fpull_cpu_generation(db, &other) == NULL);
+  fpull_tagdb_free(db);
+}
