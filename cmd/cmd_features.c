@@ -319,3 +319,23 @@ const struct cli_cmd cmd_features = {
     .max_args = 0,
     .run = run_features,
 };
+
+/* For inspect's one-line target (issue 43.11): the same best CPU tag and newest NVIDIA
+ * names that the summary line gives. */
+const char *cli_best_cpu_tag(const struct cli_env *env)
+{
+  /* The host's own generation counts only where the target holds it (given features or
+   * another platform decide otherwise); the name returned is the table's. */
+  struct fpull_cpu_info *ci = NULL;
+  fpull_err err = {0};
+  if (fpull_detect_cpu(&ci, &err) != 0)
+    ci = NULL;
+  const char *tag = best_tag(env, ci, 0);
+  fpull_cpu_info_free(ci);
+  return tag;
+}
+
+const char *cli_top_feature(const struct fpull_target *t, const char *prefix)
+{
+  return top_feature(t, prefix);
+}

@@ -13,7 +13,7 @@
 #include "fpull/detect.h"
 #include "fpull/features.h"
 #include "tagdb.h"
-#include "util.h"
+#include "base/util.h"
 
 struct model_name {
   unsigned model;
