@@ -33,27 +33,13 @@ static int version_cmp(const char *a, const char *b)
   return *a ? 1 : *b ? -1 : 0;
 }
 
-/* The CPU tag of the target with the largest ISA set ("skylake-avx512"), and its x86-64
- * level: these, not libcpuid's codename guess (which names a Zen 5 "Abu Dhabi" and an
- * emulated Skylake-SP "P-II Xeon (Drake)"), say what the CPU can run. */
-static const char *best_tag(const struct cli_env *env, int levels)
+/* The best CPU tag ("skylake-avx512": the CPU's own generation where it holds, as the
+ * library decides) and its x86-64 level: these, not libcpuid's codename guess (which names a
+ * Zen 5 "Abu Dhabi" and an emulated Skylake-SP "P-II Xeon (Drake)"), say what the CPU can run.
+ * ci: the host's CPU when the target is the detected one, else NULL. */
+static const char *best_tag(const struct cli_env *env, const struct fpull_cpu_info *ci, int levels)
 {
-  const char *const *tags = fpull_tagdb_tags(env->tagdb, env->target->architecture);
-  const char *best = NULL;
-  size_t best_n = 0;
-  for (size_t i = 0; tags && tags[i]; i++) {
-    int is_level = strncmp(tags[i], "x86-64-v", 8) == 0;
-    if (is_level != levels || !fpull_featureset_has(env->target->features, tags[i], env->tagdb))
-      continue;
-    size_t n = 0;
-    for (const char *const *isa = fpull_tagdb_isa(env->tagdb, tags[i]); isa && isa[n]; n++)
-      ;
-    if (n > best_n) {
-      best = tags[i];
-      best_n = n;
-    }
-  }
-  return best;
+  return fpull_best_cpu_tag(env->tagdb, env->target, ci, levels);
 }
 
 /* The target's feature that starts with prefix and has the most components, or the highest
@@ -73,10 +59,10 @@ static const char *top_feature(const struct fpull_target *t, const char *prefix)
 }
 
 /* One line for people, before the list: best CPU tag, level, driver, GPUs. */
-static void print_summary(const struct cli_env *env)
+static void print_summary(const struct cli_env *env, const struct fpull_cpu_info *ci)
 {
   const struct fpull_target *t = env->target;
-  const char *tag = best_tag(env, 0), *level = best_tag(env, 1);
+  const char *tag = best_tag(env, ci, 0), *level = best_tag(env, ci, 1);
   printf("summary: %s/%s", t->os, t->architecture);
   printf(", best CPU tag %s", tag ? tag : "none");
   if (level)
@@ -140,22 +126,62 @@ static void print_nvidia_reason(const struct cli_env *env)
   fpull_nvidia_info_free(ni);
 }
 
+/* Under -v: the CPU's own generation when it cannot run here, and why. */
+static void print_own_generation(const struct cli_env *env, const struct fpull_cpu_info *ci,
+                                 const char *best)
+{
+  const char *own = fpull_cpu_generation(env->tagdb, ci);
+  if (!own) {
+    fprintf(stderr, "cpu: family 0x%x model 0x%x: no generation of the table by model\n",
+            ci->family, ci->model);
+    return;
+  }
+  if (best && strcmp(own, best) == 0)
+    return;
+  const char *const *isa = fpull_tagdb_isa(env->tagdb, own);
+  if (!isa) {
+    fprintf(stderr, "cpu: own generation %s (family 0x%x model 0x%x) is not in the table\n", own,
+            ci->family, ci->model);
+    return;
+  }
+  char missing[512] = "";
+  int n = 0;
+  for (size_t j = 0; isa[j]; j++) {
+    int have = 0;
+    for (size_t k = 0; ci->isa && ci->isa[k]; k++)
+      have |= strcmp(ci->isa[k], isa[j]) == 0;
+    if (!have && fpull_tagdb_isa_gates(env->tagdb, isa[j])) {
+      size_t l = strlen(missing);
+      snprintf(missing + l, sizeof missing - l, "%s%s", n ? ", " : "", isa[j]);
+      n++;
+    }
+  }
+  fprintf(stderr, "cpu: own generation %s (family 0x%x model 0x%x) cannot run here: no %s (%s)\n",
+          own, ci->family, ci->model, n ? missing : "extension named",
+          ci->hypervisor ? "a virtual machine: its hypervisor hides them"
+                         : "this part or the OS does not enable them");
+}
+
 /* Under -v: the CPU tags that are just missed, and which extensions they lack, because
  * "why is broadwell not listed on this Xeon?" is the first question users ask. */
-static void print_near_misses(const struct cli_env *env)
+static void print_near_misses(const struct cli_env *env, const struct fpull_cpu_info *ci)
 {
-  struct fpull_cpu_info *ci = NULL;
-  fpull_err err = {0};
-  if (fpull_detect_cpu(&ci, &err) != 0 || !ci)
+  if (!ci)
     return;
-  const char *tag = best_tag(env, 0), *level = best_tag(env, 1);
+  const char *tag = best_tag(env, ci, 0), *level = best_tag(env, ci, 1);
   fprintf(stderr, "cpu: %s, best tag %s%s%s%s\n", ci->vendor ? ci->vendor : "unknown vendor",
           tag ? tag : "none", level ? " (" : "", level ? level : "", level ? ")" : "");
+  if (strcmp(ci->architecture, "amd64") == 0)
+    print_own_generation(env, ci, tag);
   const char *const *tags = fpull_tagdb_tags(env->tagdb, ci->architecture);
   for (size_t i = 0; tags && tags[i]; i++) {
-    /* The best tag's chip has them, this CPU (a VM, mostly) hides them: they do not gate. */
+    /* The best tag's chip has them, this CPU hides them: they do not gate. Only a virtual
+     * machine hides what its chip has; on bare metal the part simply lacks them (CLDEMOTE
+     * on Alder Lake and its successors), and that is no news. */
     int hidden = tag && strcmp(tags[i], tag) == 0;
     if (!hidden && fpull_featureset_has(env->target->features, tags[i], env->tagdb))
+      continue;
+    if (hidden && !ci->hypervisor)
       continue;
     const char *const *isa = fpull_tagdb_isa(env->tagdb, tags[i]);
     char missing[256] = "";
@@ -176,7 +202,6 @@ static void print_near_misses(const struct cli_env *env)
     else if (!hidden && n > 0 && n <= 3)
       fprintf(stderr, "%s: no %s\n", tags[i], missing);
   }
-  fpull_cpu_info_free(ci);
 }
 
 /* --list-known: the names --features accepts, for shell completion and for people. */
@@ -189,8 +214,26 @@ static int list_known(const struct cli_settings *s)
     return cli_fail(&err);
   }
   char **names = fpull_feature_known_names(env.tagdb, env.config);
-  for (size_t i = 0; names[i]; i++)
-    printf("%s\n", names[i]);
+  for (size_t i = 0; names[i]; i++) {
+    const char *tag = s->verbose ? fpull_tagdb_canonical(env.tagdb, names[i]) : NULL;
+    if (tag && strcmp(tag, names[i]) != 0) {
+      printf("%s = %s\n", names[i], tag); /* an alias */
+    } else if (tag) {
+      /* The tag's architecture is that of the list it is in. */
+      static const char *const archs[] = {"amd64", "arm64", "ppc64le", "arm", "386", NULL};
+      const char *arch = "?";
+      for (size_t a = 0; archs[a] && arch[0] == '?'; a++)
+        for (const char *const *t = fpull_tagdb_tags(env.tagdb, archs[a]); *t; t++)
+          if (strcmp(*t, tag) == 0)
+            arch = archs[a];
+      printf("%s %s", tag, arch);
+      for (const char *const *isa = fpull_tagdb_isa(env.tagdb, tag); isa && *isa; isa++)
+        printf(fpull_tagdb_isa_gates(env.tagdb, *isa) ? " %s" : " (%s)", *isa);
+      putchar('\n');
+    } else {
+      printf("%s\n", names[i]);
+    }
+  }
   fpull_strv_free(names);
   cli_env_free(&env);
   return 0;
@@ -214,6 +257,11 @@ static int run_features(struct cli_settings *s, int argc, char **argv)
     return cli_fail(&err);
   const struct fpull_target *t = env.target;
   size_t n = fpull_featureset_count(t->features);
+  /* The host's CPU decides the best tag's generation only for the detected target. */
+  struct fpull_cpu_info *ci = NULL;
+  fpull_err cerr = {0};
+  if (!s->features && !s->platform && fpull_detect_cpu(&ci, &cerr) != 0)
+    ci = NULL;
   if (s->json) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "os", t->os);
@@ -232,7 +280,7 @@ static int run_features(struct cli_settings *s, int argc, char **argv)
     }
     cli_print_json(o);
   } else {
-    print_summary(&env);
+    print_summary(&env, ci);
     printf("os: %s\narchitecture: %s\nvariant: %s\nfeatures:\n", t->os, t->architecture,
            t->variant ? t->variant : "-");
     /* Versions sort as versions: cuda-2-0 before cuda-10-0. */
@@ -250,9 +298,10 @@ static int run_features(struct cli_settings *s, int argc, char **argv)
     free(order);
   }
   if (s->verbose && !s->features && !s->platform) {
-    print_near_misses(&env);
+    print_near_misses(&env, ci);
     print_nvidia_reason(&env);
   }
+  fpull_cpu_info_free(ci);
   cli_env_free(&env);
   return 0;
 }
@@ -275,7 +324,15 @@ const struct cli_cmd cmd_features = {
  * names that the summary line gives. */
 const char *cli_best_cpu_tag(const struct cli_env *env)
 {
-  return best_tag(env, 0);
+  /* The host's own generation counts only where the target holds it (given features or
+   * another platform decide otherwise); the name returned is the table's. */
+  struct fpull_cpu_info *ci = NULL;
+  fpull_err err = {0};
+  if (fpull_detect_cpu(&ci, &err) != 0)
+    ci = NULL;
+  const char *tag = best_tag(env, ci, 0);
+  fpull_cpu_info_free(ci);
+  return tag;
 }
 
 const char *cli_top_feature(const struct fpull_target *t, const char *prefix)

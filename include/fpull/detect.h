@@ -12,6 +12,15 @@ struct fpull_cpu_info {
   char *codename;     /* information only (libcpuid's guess, often wrong on VMs) */
   char **isa;         /* extensions CPUID reports and the OS enables, lower case, names as in
                          data/cputags.yaml ("avx2", "rdseed", "avx512f"); NULL-terminated */
+  /* Added in v6. x86: CPUID.1's family and model as the SDM and the APM display them
+   * (extended family and model folded in: 0x19 and 0x11 for a Zen 4 EPYC, 6 and 0x8f for a
+   * Sapphire Rapids), its stepping, and the hypervisor bit (CPUID.1:ECX[31]: a virtual
+   * machine, whose hypervisor may hide extensions its chip has). arm64: MIDR_EL1's
+   * implementer as family and part number as model (0x41 and 0xd4f for a Neoverse V2), its
+   * revision as stepping, from /sys/devices/system/cpu/cpu0/regs/identification/midr_el1.
+   * 0 where unknown. */
+  unsigned family, model, stepping;
+  int hypervisor;
 };
 
 /* Reads the host CPU. Never fails on an unknown CPU: isa is then empty. On x86,

@@ -32,6 +32,24 @@ FPULL_API int fpull_tagdb_isa_gates(const struct fpull_tagdb *db, const char *is
 /* All canonical tags for architecture arch ("amd64"), in table order (owned by db). */
 FPULL_API const char *const *fpull_tagdb_tags(const struct fpull_tagdb *db, const char *arch);
 
+struct fpull_cpu_info;
+struct fpull_target;
+/* Added in v6. The CPU's own generation: the -march name GCC's -march=native gives it,
+ * decided by vendor, family and model first and by its extensions only where a model
+ * covers several generations, in the table's canonical spelling (the table's more precise
+ * name where GCC reuses another's set: emeraldrapids, lunarlake); on arm64 the -mcpu name
+ * of MIDR's implementer and part (neoverse-v2, a64fx), on ppc64le the AT_PLATFORM level
+ * (power10). NULL where that decides nothing or the table lacks the name (an unknown vendor,
+ * family or part). Owned by db or static. */
+FPULL_API const char *fpull_cpu_generation(const struct fpull_tagdb *db,
+                                           const struct fpull_cpu_info *ci);
+/* Added in v6. The best CPU tag the target holds: ci's own generation when it holds (ci may
+ * be NULL), else the tag with the largest ISA set on the CPU's own line (a subset of its
+ * generation's set), else the largest of all; equal sets in table order. levels 1: the best x86-64
+ * level instead. NULL when no tag holds. Owned by db. */
+FPULL_API const char *fpull_best_cpu_tag(const struct fpull_tagdb *db, const struct fpull_target *t,
+                                         const struct fpull_cpu_info *ci, int levels);
+
 /* ---- feature sets ---- */
 enum fpull_feature_source {
   FPULL_SRC_CPU = 0,

@@ -17,6 +17,7 @@ enum need {
   NEED_AVX,    /* XCR0 SSE|AVX (bits 1, 2) */
   NEED_AVX512, /* plus opmask, ZMM_Hi256, Hi16_ZMM (bits 5, 6, 7) */
   NEED_AMX,    /* plus XTILECFG, XTILEDATA (bits 17, 18) */
+  NEED_APX,    /* XCR0 APX extended GPR state (bit 19) */
 };
 
 struct bit {
@@ -108,16 +109,28 @@ static const struct bit bits[] = {
     {7, 1, FP_EAX, 21, NEED_AMX, "amx_fp16"},
     {7, 1, FP_EAX, 22, NEED_NONE, "hreset"},
     {7, 1, FP_EAX, 23, NEED_AVX, "avxifma"},
+    {7, 1, FP_EAX, 31, NEED_NONE, "movrs"},
+    {7, 1, FP_EDX, 8, NEED_AMX, "amx_complex"},
     {7, 1, FP_EDX, 4, NEED_AVX, "avxvnniint8"},
     {7, 1, FP_EDX, 5, NEED_AVX, "avxneconvert"},
     {7, 1, FP_EDX, 10, NEED_AVX, "avxvnniint16"},
     {7, 1, FP_EDX, 14, NEED_NONE, "prefetchi"},
+    {7, 1, FP_EDX, 15, NEED_NONE, "user_msr"},
+    /* AVX10 (bit 19) is read with leaf 0x24 below. */
+    {7, 1, FP_EDX, 21, NEED_APX, "apx_f"},
 
     {0xd, 1, FP_EAX, 0, NEED_XSAVE, "xsaveopt"},
     {0xd, 1, FP_EAX, 1, NEED_XSAVE, "xsavec"},
     {0xd, 1, FP_EAX, 3, NEED_XSAVE, "xsaves"},
 
     {0x14, 0, FP_EBX, 4, NEED_NONE, "ptwrite"},
+
+    /* The AMX extensions of Diamond Rapids: CPUID.(1EH,1):EAX. */
+    {0x1e, 1, FP_EAX, 4, NEED_AMX, "amx_fp8"},
+    {0x1e, 1, FP_EAX, 5, NEED_AMX, "amx_transpose"},
+    {0x1e, 1, FP_EAX, 6, NEED_AMX, "amx_tf32"},
+    {0x1e, 1, FP_EAX, 7, NEED_AMX, "amx_avx512"},
+    {0x1e, 1, FP_EAX, 8, NEED_AMX, "amx_movrs"},
 
     /* Key Locker: AESKLE says the AES KL instructions are enabled, WIDE_KL the wide ones.
      * The "kl" name also needs CPUID.7:ECX.KL, checked below. */
@@ -152,11 +165,20 @@ static const char *const known[] = {
     "abm",
     "adx",
     "aes",
+    "amx_avx512",
     "amx_bf16",
+    "amx_complex",
     "amx_fp16",
+    "amx_fp8",
     "amx_int8",
+    "amx_movrs",
+    "amx_tf32",
     "amx_tile",
+    "amx_transpose",
+    "apx_f",
     "avx",
+    "avx10_1_512",
+    "avx10_2_512",
     "avx2",
     "avx5124fmaps",
     "avx5124vnniw",
@@ -206,6 +228,7 @@ static const char *const known[] = {
     "movbe",
     "movdir64b",
     "movdiri",
+    "movrs",
     "mwaitx",
     "osxsave",
     "pclmul",
@@ -237,6 +260,7 @@ static const char *const known[] = {
     "tbm",
     "tsxldtrk",
     "uintr",
+    "user_msr",
     "vaes",
     "vpclmulqdq",
     "waitpkg",
@@ -253,6 +277,22 @@ static const char *const known[] = {
 const char *const *fp_cpuid_known_isa(void)
 {
   return known;
+}
+
+void fp_cpuid_signature(const struct fp_cpuid_raw *raw, unsigned *family, unsigned *model,
+                        unsigned *stepping, int *hypervisor)
+{
+  const uint32_t *l1 = fp_cpuid_raw_get(raw, 1, 0);
+  uint32_t a = l1 ? l1[FP_EAX] : 0;
+  unsigned base_family = (a >> 8) & 0xf, base_model = (a >> 4) & 0xf;
+  /* SDM "CPUID—CPU Identification", the display family and model; the APM agrees. Zhaoxin's
+   * family 7 folds the extended model in too (GCC's cpuinfo.h does the same). */
+  *family = base_family == 0xf ? base_family + ((a >> 20) & 0xff) : base_family;
+  *model = base_family == 0x6 || base_family == 0x7 || base_family == 0xf
+               ? (((a >> 16) & 0xf) << 4) + base_model
+               : base_model;
+  *stepping = a & 0xf;
+  *hypervisor = l1 ? (int)((l1[FP_ECX] >> 31) & 1) : 0;
 }
 
 int fp_cpuid_raw_set(struct fp_cpuid_raw *raw, uint32_t leaf, uint32_t subleaf, uint32_t eax,
@@ -286,9 +326,10 @@ static uint32_t reg(const struct fp_cpuid_raw *raw, uint32_t leaf, uint32_t subl
   const uint32_t *max = fp_cpuid_raw_get(raw, leaf & EXT, 0);
   if (max && leaf > max[FP_EAX])
     return 0;
-  if (leaf == 7 && subleaf > 0) {
-    const uint32_t *l7 = fp_cpuid_raw_get(raw, 7, 0);
-    if (!l7 || subleaf > l7[FP_EAX])
+  /* Leaves 7 and 0x1E report their highest subleaf in subleaf 0's EAX. */
+  if ((leaf == 7 || leaf == 0x1e) && subleaf > 0) {
+    const uint32_t *l0 = fp_cpuid_raw_get(raw, leaf, 0);
+    if (!l0 || subleaf > l0[FP_EAX])
       return 0;
   }
   const uint32_t *l = fp_cpuid_raw_get(raw, leaf, subleaf);
@@ -311,6 +352,7 @@ char **fp_cpuid_decode(const struct fp_cpuid_raw *raw)
       [NEED_AVX] = (xcr0 & 0x6) == 0x6,
       [NEED_AVX512] = (xcr0 & 0xe6) == 0xe6,
       [NEED_AMX] = (xcr0 & 0x60006) == 0x60006,
+      [NEED_APX] = (xcr0 & 0x80000) == 0x80000,
   };
 
   char **v = fp_xcalloc(1, sizeof *v);
@@ -325,6 +367,15 @@ char **fp_cpuid_decode(const struct fp_cpuid_raw *raw)
     v = fp_strv_push(v, "pku");
   if (((reg(raw, 7, 0, FP_ECX) >> 23) & 1) && (reg(raw, 0x19, 0, FP_EBX) & 1))
     v = fp_strv_push(v, "kl");
+  /* AVX10: CPUID.(7,1):EDX[19] says leaf 0x24 is valid; its EBX holds the version (7:0) and
+   * whether 512-bit vectors are supported (bit 18). The 512-bit forms need the AVX-512 state. */
+  uint32_t avx10 = reg(raw, 0x24, 0, FP_EBX);
+  if (((reg(raw, 7, 1, FP_EDX) >> 19) & 1) && ((avx10 >> 18) & 1) && ok[NEED_AVX512]) {
+    if ((avx10 & 0xff) >= 1)
+      v = fp_strv_push(v, "avx10_1_512");
+    if ((avx10 & 0xff) >= 2)
+      v = fp_strv_push(v, "avx10_2_512");
+  }
   /* WIDE_KL without KL itself is not usable. */
   if (!fp_strv_contains(v, "kl") && fp_strv_contains(v, "widekl")) {
     size_t n = fpull_strv_len(v), j = 0;

@@ -88,6 +88,14 @@ static void collect(struct fp_cpuid_raw *raw, struct cpu_raw_data_t *lc, int hav
   const uint32_t *l0 = fp_cpuid_raw_get(raw, 0, 0), *l7 = fp_cpuid_raw_get(raw, 7, 0);
   if (l7 && l7[FP_EAX] >= 1)
     raw_cpuid(raw, 7, 1);
+  /* AMX's newer extensions (0x1E.1) and AVX10's version (0x24), past libcpuid's table. */
+  if (l0 && l0[FP_EAX] >= 0x1e) {
+    raw_cpuid(raw, 0x1e, 0);
+    if (fp_cpuid_raw_get(raw, 0x1e, 0)[FP_EAX] >= 1)
+      raw_cpuid(raw, 0x1e, 1);
+  }
+  if (l0 && l0[FP_EAX] >= 0x24)
+    raw_cpuid(raw, 0x24, 0);
   if (l0 && l0[FP_EAX] >= 0xd)
     raw_cpuid(raw, 0xd, 1);
   /* 0x80000021 lies beyond libcpuid's table of extended leaves: asked directly. */
@@ -126,6 +134,7 @@ static int detect_x86(struct fpull_cpu_info *ci, fpull_err *err)
       return fpull_err_prefix(err, "FPULL_CPUID_FILE %s", dump);
     ci->vendor = vendor_from_leaf0(&raw);
     ci->isa = fp_cpuid_decode(&raw);
+    fp_cpuid_signature(&raw, &ci->family, &ci->model, &ci->stepping, &ci->hypervisor);
     return 0;
   }
   cleanup_free struct cpu_raw_data_t *lc = fp_xcalloc(1, sizeof *lc);
@@ -133,6 +142,7 @@ static int detect_x86(struct fpull_cpu_info *ci, fpull_err *err)
   collect(&raw, lc, have_lc);
   ci->isa = fp_cpuid_decode(&raw);
   ci->vendor = vendor_from_leaf0(&raw);
+  fp_cpuid_signature(&raw, &ci->family, &ci->model, &ci->stepping, &ci->hypervisor);
   if (have_lc) {
     /* The codename is libcpuid's guess from family/model tables: information only. */
     cleanup_free struct cpu_id_t *id = fp_xcalloc(1, sizeof *id);
@@ -189,6 +199,22 @@ static char **hwcap_isa(void)
 }
 #endif
 
+#if defined(__aarch64__) && defined(__linux__)
+/* MIDR_EL1 as the kernel exports it (4.11 and later): implementer, part number, revision. */
+static void midr(struct fpull_cpu_info *ci)
+{
+  cleanup_free char *text = NULL;
+  size_t len;
+  if (fp_read_file("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1", 64, &text, &len) <
+      0)
+    return;
+  unsigned long long v = strtoull(text, NULL, 16);
+  ci->family = (unsigned)((v >> 24) & 0xff);
+  ci->model = (unsigned)((v >> 4) & 0xfff);
+  ci->stepping = (unsigned)(v & 0xf);
+}
+#endif
+
 int fpull_detect_cpu(struct fpull_cpu_info **out, fpull_err *err)
 {
   *out = NULL;
@@ -208,6 +234,7 @@ int fpull_detect_cpu(struct fpull_cpu_info **out, fpull_err *err)
 #elif defined(__aarch64__) && defined(__linux__)
   ci->variant = fp_xstrdup("v8"); /* the OCI image spec lists no v9 */
   ci->isa = hwcap_isa();
+  midr(ci);
 #elif defined(__arm__) && defined(__linux__)
   ci->variant = arm_variant();
 #elif defined(__powerpc64__) && defined(__linux__)

@@ -108,6 +108,37 @@ class FeaturesCli(unittest.TestCase):
         doc = self.features("--platform", "linux/amd64/v2:haswell")
         self.assertEqual(doc["variant"], "v2")
 
+    def test_every_compilers_names_are_accepted(self):
+        # Issue 42: GCC 12's amdfam10 and the newest GCC's znver5, arrowlake-s, the Zhaoxin
+        # names, each with its ISA and what it implies; a typo still gets "did you mean".
+        doc = self.features("--features", "amdfam10,znver5")
+        s = doc["sources"]
+        for f in ("amdfam10", "znver5", "znver4", "k8-sse3", "x86-64-v4", "sse4a", "3dnow"):
+            self.assertIn(f, s)
+        self.assertEqual(set(s.values()), {"cli"})
+        for name in ("barcelona", "nocona", "nano-x4", "arrowlake-s", "pantherlake",
+                     "graniterapids-d", "lujiazui", "yongfeng", "shijidadao", "raptorlake"):
+            self.features("--features", name)
+        cp = fpull.run(["features", "--features", "amdfam11"], env=self.env)
+        self.assertEqual(cp.returncode, 2)
+        self.assertIn('did you mean "amdfam10"', fpull.error_line(cp.stderr))
+        # With -v, each tag with its architecture and ISA (what does not gate in parentheses),
+        # each alias with its tag; without, names only (the completion reads them).
+        lines = fpull.run(["features", "--list-known", "-v"], env=self.env,
+                          check=0).stdout.splitlines()
+        self.assertIn("barcelona = amdfam10", lines)
+        amdfam10 = [ln for ln in lines if ln.startswith("amdfam10 ")]
+        self.assertEqual(len(amdfam10), 1, lines[:5])
+        self.assertTrue(amdfam10[0].startswith("amdfam10 amd64 "), amdfam10)
+        self.assertIn(" sse4a", amdfam10[0])
+        spr = [ln for ln in lines if ln.startswith("sapphirerapids ")][0].split()
+        self.assertIn("(amx_tile)", spr)
+        self.assertIn("avx512fp16", spr)
+        known = fpull.run(["features", "--list-known"], env=self.env, check=0).stdout.split()
+        for name in ("amdfam10", "znver5", "arrowlake-s", "clearwaterforest", "diamondrapids",
+                     "nano-3000", "eden-x2", "x86-64", "penryn", "skx"):
+            self.assertIn(name, known)
+
     def test_bad_input_exits_2(self):
         for args in (["--features", "bad name"], ["--platform", "linux"],
                      ["--config", os.path.join(self.tmp, "missing.yaml")]):
@@ -131,6 +162,42 @@ class FeaturesCli(unittest.TestCase):
         self.assertIn("x86-64-v4", cp.stdout)
         self.assertIn(" broadwell ", cp.stdout)
         self.assertIn("best CPU tag znver5 (x86-64-v4)", cp.stdout)
+
+    def test_hidden_only_under_a_hypervisor(self):
+        # Issue 42: a bare-metal Raptor Lake has no CLDEMOTE (GCC 12's alderlake lists it);
+        # that is the part, not something hidden. The same CPUID with the hypervisor bit set
+        # (CPUID.1:ECX[31]) is a VM that may hide it, and -v says so.
+        bare = os.path.join(CPUID, "instlatx64", "genui-00b0671_raptorlake_01.txt")
+        cp = fpull.run(["features", "-v"], env=dict(self.env, FPULL_CPUID_FILE=bare), check=0)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertIn("cpu: GenuineIntel, best tag alderlake (x86-64-v3)", cp.stderr)
+        self.assertNotIn("hidden here", cp.stderr)
+        self.assertNotIn("own generation", cp.stderr)
+        vm = os.path.join(self.tmp, "raptorlake-vm.txt")
+        with open(bare) as f, open(vm, "w") as out:
+            for ln in f:
+                w = ln.split()
+                if len(w) == 6 and w[0] == "1" and w[1] == "0":
+                    w[4] = "%08x" % (int(w[4], 16) | 1 << 31)
+                    ln = " ".join(w) + "\n"
+                out.write(ln)
+        cp = fpull.run(["features", "-v"], env=dict(self.env, FPULL_CPUID_FILE=vm), check=0)
+        self.assertIn("alderlake: hidden here, not gating (intrinsic-only): cldemote",
+                      cp.stderr)
+
+    def test_own_generation_that_cannot_run_says_why(self):
+        # An early Nocona lacks CMPXCHG16B, which -march=nocona enables.
+        nocona = os.path.join(CPUID, "instlatx64", "genui-0000f34_p4_nocona.txt")
+        cp = fpull.run(["features", "-v"], env=dict(self.env, FPULL_CPUID_FILE=nocona),
+                       check=0)
+        self.assertIn("best CPU tag x86-64 (variant v1)", cp.stdout)
+        self.assertIn("cpu: own generation nocona (family 0xf model 0x3) cannot run here: "
+                      "no cx16 (this part or the OS does not enable them)", cp.stderr)
+        # A whole dump (every leaf and subleaf) is taken as FPULL_CPUID_FILE.
+        whole = os.path.join(CPUID, "instlatx64", "whole-graniterapids.txt")
+        cp = fpull.run(["features"], env=dict(self.env, FPULL_CPUID_FILE=whole), check=0)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertIn("best CPU tag graniterapids (x86-64-v4)", cp.stdout)
 
     def test_fake_nvml_gives_driver_and_compute(self):
         lib = os.path.join(BUILD, "tests", "nvml", "full", "libnvidia-ml.so.1")

@@ -452,3 +452,113 @@ TEST(cuda_13_driver_rows)
   fpull_featureset_free(fs);
   fpull_tagdb_free(db);
 }
+
+/* Names in text (whitespace-separated words after '#' comments are dropped) that the table has
+ * neither as a tag nor as an alias, counted; each one named. */
+static size_t missing_names(const struct fpull_tagdb *db, const char *text, const char *whose)
+{
+  size_t missing = 0, n = 0;
+  for (const char *p = text; *p;) {
+    if (*p == '#') {
+      p += strcspn(p, "\n");
+      continue;
+    }
+    size_t len = strcspn(p, " \t\n");
+    if (len == 0) {
+      p++;
+      continue;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)len, p);
+    p += len;
+    n++;
+    if (strcmp(name, "native") == 0)
+      continue;
+    if (!fpull_tagdb_canonical(db, name)) {
+      th_fail(__FILE__, __LINE__, "%s knows -march=%s, the table does not", whose, name);
+      missing++;
+    }
+  }
+  CHECK(n > 40);
+  return missing;
+}
+
+/* Every 64-bit -march name of the installed gcc (its own list, as an invalid name makes it
+ * print), and of the newest gcc and clang read (their lists in tests/fixtures/march, named
+ * by commit), is a tag or an alias (issue 42: amdfam10, k8-sse3, nocona, nano, arrowlake, the
+ * Zhaoxin names were missing). */
+TEST(every_march_name_of_the_compilers_is_known)
+{
+  struct fpull_tagdb *db = load_shipped();
+  FILE *p = popen("LC_ALL=C gcc -m64 -march=fpull-no-such-cpu -E -x c /dev/null 2>&1 | "
+                  "sed -n 's/.*valid arguments to .-march=. switch are: //p'",
+                  "r");
+  CHECK(p != NULL);
+  char line[8192] = "";
+  if (!fgets(line, sizeof line, p))
+    line[0] = '\0';
+  pclose(p);
+  if (line[0])
+    CHECK_INT_EQ(missing_names(db, line, "the installed gcc"), 0);
+  else
+    fprintf(stderr, "no gcc to ask for its -march names\n");
+  static const char *const lists[] = {"tests/fixtures/march/gcc15-x86-64.txt",
+                                      "tests/fixtures/march/clang18-x86-64.txt"};
+  for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+    cleanup_free char *text = slurp(th_src(lists[i]));
+    CHECK_INT_EQ(missing_names(db, text, lists[i]), 0);
+  }
+  /* And --features takes them as tags: */
+  CHECK_STR_EQ(fpull_tagdb_canonical(db, "amdfam10"), "amdfam10");
+  CHECK_STR_EQ(fpull_tagdb_canonical(db, "barcelona"), "amdfam10");
+  CHECK_STR_EQ(fpull_tagdb_canonical(db, "znver5"), "znver5");
+  CHECK_STR_EQ(fpull_tagdb_canonical(db, "raptorlake"), "alderlake");
+  fpull_tagdb_free(db);
+}
+
+/* Where compilers give a name different sets, the table's source says so. */
+TEST(compiler_differences_are_stated)
+{
+  cleanup_free char *shipped = slurp(th_src("data/cputags.yaml"));
+  CHECK(strstr(shipped, "-march=sapphirerapids without avx512vp2intersect") != NULL);
+  CHECK(strstr(shipped, "-march=tremont; clang 18 without cldemote, movdiri, movdir64b, "
+                        "waitpkg") != NULL);
+  CHECK(strstr(shipped, "-march=knl; gcc 15 no longer knows it") != NULL);
+}
+
+/* The table's intrinsic-only key is the evidence's verdict (tests/evidence/verdicts.txt,
+ * written by tests/evidence/decide), extension for extension. */
+TEST(intrinsic_only_is_the_evidence)
+{
+  cleanup_free char *v = slurp(th_src("tests/evidence/verdicts.txt"));
+  cleanup_free char *all = slurp(th_src("tests/evidence/verdicts.txt"));
+  struct fpull_tagdb *db = load_shipped();
+  size_t n = 0, io = 0;
+  for (char *line = v; line && *line;) {
+    char *nl = strchr(line, '\n');
+    if (nl)
+      *nl = '\0';
+    char ext[64], verdict[32];
+    if (line[0] != '#' && sscanf(line, "%63s %31s", ext, verdict) == 2) {
+      n++;
+      int only = strcmp(verdict, "intrinsic-only") == 0;
+      io += only;
+      if (fpull_tagdb_isa_gates(db, ext) == only)
+        th_fail(__FILE__, __LINE__, "%s: verdict %s, the table %s", ext, verdict,
+                only ? "gates on it" : "does not");
+    }
+    line = nl ? nl + 1 : NULL;
+  }
+  /* Every amd64 extension of the table has a verdict. */
+  const char *const *tags = fpull_tagdb_tags(db, "amd64");
+  for (size_t i = 0; tags[i]; i++)
+    for (const char *const *isa = fpull_tagdb_isa(db, tags[i]); *isa; isa++) {
+      char pat[80];
+      snprintf(pat, sizeof pat, "\n%s ", *isa);
+      if (!strstr(all, pat))
+        th_fail(__FILE__, __LINE__, "%s (of %s) has no verdict", *isa, tags[i]);
+    }
+  CHECK(n > 80);
+  CHECK(io > 20);
+  fpull_tagdb_free(db);
+}

@@ -1,0 +1,279 @@
+/* The CPU's own generation and the best CPU tag (fpull(1), FEATURES: "best CPU tag").
+ *
+ * The generation is decided as GCC's -march=native decides it (gcc/common/config/i386/
+ * cpuinfo.h, get_intel_cpu, get_amd_cpu and get_zhaoxin_cpu, and gcc/config/i386/
+ * driver-i386.cc for the vendors and families those leave to the features): vendor, family
+ * and model first, the extensions only where one model covers several generations
+ * (Skylake-SP, Cascade Lake and Cooper Lake share model 0x55) or the model is not one GCC
+ * lists. Where the table has a more precise name than GCC's -march=native (Emerald Rapids,
+ * Lunar Lake, Penryn: GCC says sapphirerapids, arrowlake-s and core2 there),
+ * the table's name is the CPU's own. Written from those files' tables, not copied. */
+#include <string.h>
+
+#include "fpull/detect.h"
+#include "fpull/features.h"
+#include "tagdb.h"
+#include "base/util.h"
+
+struct model_name {
+  unsigned model;
+  const char *name;
+};
+
+/* Intel family 6, by display model. */
+static const struct model_name intel6[] = {
+    {0x0f, "core2"}, /* Merom; GCC says core2 for Penryn too, the table has its name */
+    {0x17, "penryn"},
+    {0x1d, "penryn"}, /* Penryn, Dunnington */
+    {0x1c, "bonnell"},
+    {0x26, "bonnell"},
+    {0x37, "silvermont"},
+    {0x4a, "silvermont"},
+    {0x4d, "silvermont"},
+    {0x5d, "silvermont"},
+    {0x4c, "silvermont"},
+    {0x5a, "silvermont"},
+    {0x75, "silvermont"}, /* Airmont */
+    {0x5c, "goldmont"},
+    {0x5f, "goldmont"},
+    {0x7a, "goldmont-plus"},
+    {0x86, "tremont"},
+    {0x96, "tremont"},
+    {0x9c, "tremont"},
+    {0xaf, "sierraforest"},
+    {0xb6, "grandridge"},
+    {0xdd, "clearwaterforest"},
+    {0x57, "knl"},
+    {0x85, "knm"},
+    {0x1a, "nehalem"},
+    {0x1e, "nehalem"},
+    {0x1f, "nehalem"},
+    {0x2e, "nehalem"},
+    {0x25, "westmere"},
+    {0x2c, "westmere"},
+    {0x2f, "westmere"},
+    {0x2a, "sandybridge"},
+    {0x2d, "sandybridge"},
+    {0x3a, "ivybridge"},
+    {0x3e, "ivybridge"},
+    {0x3c, "haswell"},
+    {0x3f, "haswell"},
+    {0x45, "haswell"},
+    {0x46, "haswell"},
+    {0x3d, "broadwell"},
+    {0x47, "broadwell"},
+    {0x4f, "broadwell"},
+    {0x56, "broadwell"},
+    {0x4e, "skylake"},
+    {0x5e, "skylake"},
+    {0x8e, "skylake"},
+    {0x9e, "skylake"}, /* Kaby Lake, Coffee Lake */
+    {0xa5, "skylake"},
+    {0xa6, "skylake"}, /* Comet Lake */
+    {0xa7, "rocketlake"},
+    {0x66, "cannonlake"},
+    {0x6a, "icelake-server"},
+    {0x6c, "icelake-server"},
+    {0x7d, "icelake-client"},
+    {0x7e, "icelake-client"},
+    {0x9d, "icelake-client"},
+    {0x8c, "tigerlake"},
+    {0x8d, "tigerlake"},
+    {0x97, "alderlake"},
+    {0x9a, "alderlake"},
+    {0xbe, "alderlake"}, /* Alder Lake-N */
+    {0xb7, "alderlake"},
+    {0xba, "alderlake"},
+    {0xbf, "alderlake"}, /* Raptor Lake */
+    {0xaa, "alderlake"},
+    {0xac, "alderlake"}, /* Meteor Lake */
+    {0x8f, "sapphirerapids"},
+    {0xcf, "emeraldrapids"},
+    {0xad, "graniterapids"},
+    {0xae, "graniterapids-d"},
+    {0xc5, "arrowlake"},
+    {0xc6, "arrowlake-s"},
+    {0xbd, "lunarlake"},
+    {0xcc, "pantherlake"},
+};
+
+static const char *intel_family6(unsigned model, char *const *isa)
+{
+  if (model == 0x55) /* Skylake-SP, Cascade Lake and Cooper Lake */
+    return fp_strv_contains(isa, "avx512bf16")   ? "cooperlake"
+           : fp_strv_contains(isa, "avx512vnni") ? "cascadelake"
+                                                 : "skylake-avx512";
+  for (size_t i = 0; i < sizeof intel6 / sizeof intel6[0]; i++)
+    if (intel6[i].model == model)
+      return intel6[i].name;
+  return NULL;
+}
+
+static int in(unsigned v, unsigned lo, unsigned hi)
+{
+  return v >= lo && v <= hi;
+}
+
+static const char *amd(unsigned family, unsigned model, char *const *isa)
+{
+  switch (family) {
+  case 0xf:
+    return fp_strv_contains(isa, "sse3") ? "k8-sse3" : "k8";
+  case 0x10:
+    return "amdfam10";
+  case 0x14:
+    return "btver1";
+  case 0x15:
+    if (in(model, 0x60, 0x7f))
+      return "bdver4";
+    if (in(model, 0x30, 0x3f))
+      return "bdver3";
+    if (in(model, 0x10, 0x1f) || model == 0x02)
+      return "bdver2";
+    if (model <= 0x0f)
+      return "bdver1";
+    return fp_strv_contains(isa, "avx2")       ? "bdver4"
+           : fp_strv_contains(isa, "xsaveopt") ? "bdver3"
+           : fp_strv_contains(isa, "bmi")      ? "bdver2"
+                                               : "bdver1";
+  case 0x16:
+    return "btver2";
+  case 0x17:
+    if (in(model, 0x30, 0x3f) || model == 0x47 || in(model, 0x60, 0x7f) || in(model, 0x84, 0x87) ||
+        in(model, 0x90, 0xaf))
+      return "znver2";
+    if (model <= 0x2f)
+      return "znver1";
+    return fp_strv_contains(isa, "clwb") ? "znver2" : "znver1";
+  case 0x18: /* Hygon Dhyana: Zen */
+    return "znver1";
+  case 0x19:
+    if (model <= 0x0f || in(model, 0x20, 0x5f))
+      return "znver3";
+    if (in(model, 0x10, 0x1f) || in(model, 0x60, 0xaf))
+      return "znver4";
+    return fp_strv_contains(isa, "avx512f") ? "znver4" : "znver3";
+  case 0x1a:
+    return "znver5";
+  default:
+    return NULL;
+  }
+}
+
+/* VIA/Centaur and Zhaoxin: Zhaoxin's own cores by family 7 and model, the older cores by
+ * their extensions as GCC's driver names them. */
+static const char *centaur(unsigned family, unsigned model, char *const *isa)
+{
+  if (family == 7) { /* KX-6000, KH-40000, KX-7000 */
+    if (model == 0x3b)
+      return "lujiazui";
+    if (model == 0x5b)
+      return "yongfeng";
+    if (model == 0x6b)
+      return "shijidadao";
+  }
+  if (family != 6 && family != 7)
+    return NULL;
+  return fp_strv_contains(isa, "sse4_1")  ? "nano-3000"
+         : fp_strv_contains(isa, "ssse3") ? "nano"
+         : fp_strv_contains(isa, "sse3")  ? "eden-x2"
+                                          : "k8";
+}
+
+/* arm64: MIDR_EL1's implementer and part number, as GCC's -mcpu=native reads them
+ * (gcc/config/aarch64/aarch64-cores.def). NVIDIA Grace reports Arm's Neoverse V2. */
+static const struct {
+  unsigned implementer, part;
+  const char *name;
+} arm_parts[] = {
+    {0x41, 0xd02, "cortex-a34"},   {0x41, 0xd03, "cortex-a53"},    {0x41, 0xd04, "cortex-a35"},
+    {0x41, 0xd05, "cortex-a55"},   {0x41, 0xd06, "cortex-a65"},    {0x41, 0xd07, "cortex-a57"},
+    {0x41, 0xd08, "cortex-a72"},   {0x41, 0xd09, "cortex-a73"},    {0x41, 0xd0a, "cortex-a75"},
+    {0x41, 0xd0b, "cortex-a76"},   {0x41, 0xd0c, "neoverse-n1"},   {0x41, 0xd0d, "cortex-a77"},
+    {0x41, 0xd0e, "cortex-a76ae"}, {0x41, 0xd15, "cortex-r82"},    {0x41, 0xd40, "neoverse-v1"},
+    {0x41, 0xd41, "cortex-a78"},   {0x41, 0xd42, "cortex-a78ae"},  {0x41, 0xd43, "cortex-a65ae"},
+    {0x41, 0xd44, "cortex-x1"},    {0x41, 0xd46, "cortex-a510"},   {0x41, 0xd47, "cortex-a710"},
+    {0x41, 0xd48, "cortex-x2"},    {0x41, 0xd49, "neoverse-n2"},   {0x41, 0xd4a, "neoverse-e1"},
+    {0x41, 0xd4b, "cortex-a78c"},  {0x41, 0xd4c, "cortex-x1c"},    {0x41, 0xd4d, "cortex-a715"},
+    {0x41, 0xd4e, "cortex-x3"},    {0x41, 0xd4f, "neoverse-v2"},   {0x42, 0x516, "thunderx2t99"},
+    {0x43, 0x0a1, "thunderxt88"},  {0x43, 0x0a2, "thunderxt81"},   {0x43, 0x0a3, "thunderxt83"},
+    {0x43, 0x0af, "thunderx2t99"}, {0x43, 0x0b8, "thunderx3t110"}, {0x46, 0x001, "a64fx"},
+    {0x48, 0xd01, "tsv110"},       {0x50, 0x000, "xgene1"},        {0x51, 0xc00, "qdf24xx"},
+    {0x51, 0xc01, "saphira"},      {0x61, 0x022, "apple-m1"},      {0x61, 0x023, "apple-m1"},
+    {0x61, 0x032, "apple-m2"},     {0x61, 0x033, "apple-m2"},      {0x6d, 0xd49, "cobalt-100"},
+    {0xc0, 0xac3, "ampere1"},      {0xc0, 0xac4, "ampere1a"},
+};
+
+static const char *arm64(unsigned implementer, unsigned part)
+{
+  for (size_t i = 0; i < sizeof arm_parts / sizeof arm_parts[0]; i++)
+    if (arm_parts[i].implementer == implementer && arm_parts[i].part == part)
+      return arm_parts[i].name;
+  return NULL;
+}
+
+const char *fpull_cpu_generation(const struct fpull_tagdb *db, const struct fpull_cpu_info *ci)
+{
+  if (!ci || !ci->architecture)
+    return NULL;
+  const char *name = NULL;
+  if (strcmp(ci->architecture, "arm64") == 0)
+    name = arm64(ci->family, ci->model);
+  else if (strcmp(ci->architecture, "ppc64le") == 0)
+    name = ci->variant; /* AT_PLATFORM: power9, power10 */
+  if (name) {
+    const struct fp_tag *t = fp_tagdb_find(db, name);
+    return t ? t->name : NULL;
+  }
+  if (!ci->vendor || strcmp(ci->architecture, "amd64") != 0)
+    return NULL;
+  if (strcmp(ci->vendor, "GenuineIntel") == 0) {
+    if (ci->family == 6)
+      name = intel_family6(ci->model, ci->isa);
+    else if (ci->family == 0xf) /* NetBurst: only the 64-bit ones run amd64 */
+      name = "nocona";
+  } else if (strcmp(ci->vendor, "AuthenticAMD") == 0 || strcmp(ci->vendor, "HygonGenuine") == 0) {
+    name = amd(ci->family, ci->model, ci->isa);
+  } else if (strcmp(ci->vendor, "CentaurHauls") == 0 || strcmp(ci->vendor, "  Shanghai  ") == 0) {
+    name = centaur(ci->family, ci->model, ci->isa);
+  }
+  if (!name)
+    return NULL;
+  const struct fp_tag *t = fp_tagdb_find(db, name);
+  return t ? t->name : name;
+}
+
+static int holds(const struct fpull_target *t, const char *tag, const struct fpull_tagdb *db)
+{
+  return fpull_featureset_has(t->features, tag, db);
+}
+
+const char *fpull_best_cpu_tag(const struct fpull_tagdb *db, const struct fpull_target *t,
+                               const struct fpull_cpu_info *ci, int levels)
+{
+  if (!db || !t)
+    return NULL;
+  const char *own = levels ? NULL : fpull_cpu_generation(db, ci);
+  const struct fp_tag *own_tag = own ? fp_tagdb_find(db, own) : NULL;
+  if (own_tag && holds(t, own_tag->name, db))
+    return own_tag->name;
+  /* The largest set that holds on the CPU's own line (a subset of its generation's set),
+   * else the largest that holds; equal sizes in table order. */
+  const char *const *tags = fpull_tagdb_tags(db, t->architecture);
+  const char *best = NULL;
+  size_t best_n = 0;
+  int best_line = 0;
+  for (size_t i = 0; tags && tags[i]; i++) {
+    int is_level = strncmp(tags[i], "x86-64-v", 8) == 0;
+    if (is_level != !!levels || !holds(t, tags[i], db))
+      continue;
+    const struct fp_tag *tag = fp_tagdb_find(db, tags[i]);
+    int line = own_tag && fp_tag_subset(tag, own_tag);
+    if (line > best_line || (line == best_line && tag->n_isa > best_n)) {
+      best = tag->name;
+      best_n = tag->n_isa;
+      best_line = line;
+    }
+  }
+  return best;
+}
