@@ -51,6 +51,8 @@ enum cli_opt_id {
   OPT_CERT_DIR,
   OPT_NO_TRUNC, /* inspect --no-trunc */
   OPT_CREDS,
+  OPT_LISTEN,       /* serve --listen */
+  OPT_PRINT_CONFIG, /* serve --print-config */
 };
 
 /* pull --format: what DEST becomes. */
@@ -107,11 +109,13 @@ struct cli_settings {
   /* signatures (cli_sig.c) */
   const char *policy;
   int require_signatures;
-  int signature_index;  /* enum fpull_sigindex */
-  const char *sign_key; /* manifest push --sign-key */
-  int index;            /* digest --index */
-  int parents;          /* pull --parents */
-  int no_trunc;         /* inspect --no-trunc */
+  int signature_index;      /* enum fpull_sigindex */
+  const char *sign_key;     /* manifest push --sign-key */
+  int index;                /* digest --index */
+  int parents;              /* pull --parents */
+  int no_trunc;             /* inspect --no-trunc */
+  const char *listen;       /* serve --listen */
+  const char *print_config; /* serve --print-config docker|containerd|podman */
 };
 
 struct cli_cmd {
@@ -191,6 +195,6 @@ void *cli_pull_json(const struct fpull_pull_result *r);
 void cli_pull_say_done(const struct cli_settings *s, const struct fpull_pull_result *r);
 
 extern const struct cli_cmd cmd_pull, cmd_prefetch, cmd_inspect, cmd_features, cmd_version,
-    cmd_manifest, cmd_login, cmd_logout, cmd_config, cmd_cache, cmd_digest, cmd_tags;
+    cmd_manifest, cmd_login, cmd_logout, cmd_config, cmd_cache, cmd_digest, cmd_tags, cmd_serve;
 
 #endif
