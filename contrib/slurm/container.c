@@ -19,7 +19,7 @@
 #include "job_dir.h"
 #include "request.h"
 #include "run.h"
-#include "util.h"
+#include "base/util.h"
 
 #ifndef FPULL_SLURM_LIBEXECDIR
 #define FPULL_SLURM_LIBEXECDIR "/usr/local/libexec/fpull"

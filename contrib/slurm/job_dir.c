@@ -20,7 +20,7 @@
 #include "sqsh_mount.h"
 #include "tree_remove.h"
 #include "settings.h"
-#include "util.h"
+#include "base/util.h"
 
 /* Every directory above run_dir must be root's, and none writable by others but through
  * the sticky bit (/tmp), whose entries only their owners can move; run_dir's own parent

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "container.h"
-#include "util.h"
+#include "base/util.h"
 
 int fp_pidfd_open(pid_t pid)
 {

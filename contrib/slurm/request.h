@@ -8,7 +8,7 @@
 #include <fpull/error.h>
 
 #include "container.h"
-#include "util.h"
+#include "base/util.h"
 
 /* The most a request may take (it is written into a pipe before the runner starts). */
 #define FP_SLURM_REQUEST_MAX 60000u

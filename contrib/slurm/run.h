@@ -4,7 +4,7 @@
 #ifndef FPULL_SLURM_RUN_H
 #define FPULL_SLURM_RUN_H
 
-#include "util.h"
+#include "base/util.h"
 
 /* The most of a program's stdout fp_slurm_run_to keeps. */
 #define FP_SLURM_RUN_OUT_MAX (1u << 20)

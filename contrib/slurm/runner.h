@@ -7,7 +7,7 @@
 #include <limits.h>
 
 #include "container.h"
-#include "util.h"
+#include "base/util.h"
 
 /* The runner's records for the tasks, each "K<value>\0": D digest, W workdir, E one Env
  * entry, N one Entrypoint element (--fpull-entrypoint), P the holder's pid and Q its

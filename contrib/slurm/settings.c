@@ -10,7 +10,7 @@
 #include <fpull/ref.h>
 
 #include "settings.h"
-#include "util.h"
+#include "base/util.h"
 
 #ifndef FPULL_BINDIR
 #define FPULL_BINDIR "/usr/local/bin"

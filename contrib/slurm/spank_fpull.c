@@ -40,7 +40,7 @@
 #include "seccomp.h"
 #include "settings.h"
 #include "task_env.h"
-#include "util.h"
+#include "base/util.h"
 
 SPANK_PLUGIN(fpull, 1);
 

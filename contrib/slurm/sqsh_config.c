@@ -11,7 +11,7 @@
 
 #include "sqsh_config.h"
 #include "unpack/inroot.h"
-#include "util.h"
+#include "base/util.h"
 
 /* sed's [[:space:]], and sh's blanks between words. */
 static int is_space(char c)

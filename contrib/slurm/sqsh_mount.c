@@ -14,7 +14,7 @@
 
 #include "run.h"
 #include "sqsh_mount.h"
-#include "util.h"
+#include "base/util.h"
 
 /* A mount that does not appear within this long is a daemon that failed. */
 #define MOUNT_WAIT_MS 20000

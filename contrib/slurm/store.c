@@ -13,7 +13,7 @@
 
 #include "store.h"
 #include "unpack/inroot.h"
-#include "util.h"
+#include "base/util.h"
 
 static uint64_t tree_bytes;
 static int add_bytes(const char *p, const struct stat *st, int flag, struct FTW *f)

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "task_env.h"
-#include "util.h"
+#include "base/util.h"
 
 /* The job's value of these wins over the image's: Slurm's, the MPI launchers', the GPUs
  * the job was given, fpull's, and the site's env_passthrough= names. */

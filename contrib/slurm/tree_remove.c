@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "tree_remove.h"
-#include "util.h"
+#include "base/util.h"
 
 int fp_slurm_mount_id(int fd)
 {

@@ -5,9 +5,9 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "resolve.h"
+#include "pull/resolve.h"
 #include "serve_internal.h"
-#include "util.h"
+#include "base/util.h"
 #include "fpull/features.h"
 #include "fpull/manifest.h"
 #include "fpull/match.h"

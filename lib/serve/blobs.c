@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "cache/cache_writer.h"
-#include "digest.h"
+#include "base/digest.h"
 #include "serve_internal.h"
-#include "util.h"
+#include "base/util.h"
 
 #define FLIGHT_FDS 4
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "route.h"
-#include "util.h"
+#include "base/util.h"
 #include "fpull/ref.h"
 
 void sv_route_free(struct sv_route *r)

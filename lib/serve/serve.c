@@ -15,10 +15,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "digest.h"
-#include "opts.h"
+#include "base/digest.h"
+#include "base/opts.h"
 #include "serve_internal.h"
-#include "util.h"
+#include "base/util.h"
 
 /* Per connection: headers up to this size (and the request line): more is refused. */
 #define SV_CONNECTION_MEMORY (64 * 1024)

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "serve_internal.h"
-#include "util.h"
+#include "base/util.h"
 #include "fpull/config.h"
 
 fpull_registry *sv_registry_get(struct fpull_server *sv, const char *name, int *down,

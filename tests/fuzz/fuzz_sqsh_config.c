@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "sqsh_config.h"
-#include "util.h"
+#include "base/util.h"
 
 static void check_vector(char **v)
 {

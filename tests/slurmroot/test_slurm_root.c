@@ -17,7 +17,7 @@
 
 #include "harness.h"
 #include "job_dir.h"
-#include "util.h"
+#include "base/util.h"
 
 #define USER 65534
 

@@ -11,7 +11,7 @@
 
 #include "harness.h"
 #include "sqsh_config.h"
-#include "util.h"
+#include "base/util.h"
 
 /* What `fpull pull --format squashfs` writes (lib/sinks/sqfs_config.c) for a WorkingDir
  * and words that need every kind of quoting. */

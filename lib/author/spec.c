@@ -10,8 +10,8 @@
 #include "fpull/spec.h"
 #include "select/names.h"
 #include "select/tagdb.h"
-#include "util.h"
-#include "yaml_doc.h"
+#include "base/util.h"
+#include "base/yaml_doc.h"
 
 /* More entries than any real hardware matrix; bounds the duplicate check too. */
 #define SPEC_MAX_ENTRIES 1024

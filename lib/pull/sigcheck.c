@@ -8,9 +8,9 @@
 #include "registry/blob_memory.h"
 #include "sig/policy.h"
 #include "sig/sigstore.h"
-#include "digest.h"
+#include "base/digest.h"
 #include "resolve.h"
-#include "util.h"
+#include "base/util.h"
 #include "fpull/config.h"
 
 void fpull_sig_check_free(struct fpull_sig_check *c)

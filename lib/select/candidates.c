@@ -4,7 +4,7 @@
 #include <strings.h>
 
 #include "candidates.h"
-#include "util.h"
+#include "base/util.h"
 #include "fpull/features.h"
 #include "fpull/registry.h"
 

@@ -8,8 +8,8 @@
 
 #include "cache/cache_scan.h"
 #include "cache/cache_use.h"
-#include "opts.h"
-#include "util.h"
+#include "base/opts.h"
+#include "base/util.h"
 #include "fpull/cache.h"
 #include "fpull/manifest.h"
 #include "fpull/ref.h"

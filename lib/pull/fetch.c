@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "resolve.h"
-#include "util.h"
+#include "base/util.h"
 
 #define FETCH_MAX_JOBS 64
 

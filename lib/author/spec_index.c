@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "fpull/spec.h"
-#include "util.h"
+#include "base/util.h"
 
 static cJSON *strv_json(char *const *v)
 {

@@ -9,11 +9,11 @@
 #include "cache/cache_use.h"
 #include "cache/cache_verified.h"
 #include "unpack/dest.h"
-#include "opts.h"
+#include "base/opts.h"
 #include "resolve.h"
 #include "sinks/sqfs_config.h"
 #include "space.h"
-#include "util.h"
+#include "base/util.h"
 #include "fpull/config.h"
 #include "fpull/match.h"
 #include "fpull/unpack.h"
@@ -167,7 +167,7 @@ static int run(struct fpull_pull_result **out, const char *image, const char *de
   if (already)
     fp_info("%s already holds %s: nothing to download or unpack (--force unpacks it again)", dest,
             r.manifest_digest);
-  /* Disk space, before anything is downloaded or unpacked (lib/space.c). */
+  /* Disk space, before anything is downloaded or unpacked (space.c). */
   struct fp_space sp;
   if (rc == 0 && !already) {
     fp_space_estimate(&sp, s.cache, r.manifest, dest, o->unpack.format);

@@ -7,7 +7,7 @@
 #include "fpull/cache.h"
 #include "fpull/registry.h"
 #include "fpull/ref.h"
-#include "candidates.h"
+#include "select/candidates.h"
 #include "progress.h"
 #include "sigcheck.h"
 

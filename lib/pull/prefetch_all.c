@@ -4,7 +4,7 @@
 
 #include "cache/cache_use.h"
 #include "resolve.h"
-#include "util.h"
+#include "base/util.h"
 #include "fpull/features.h"
 #include "fpull/manifest.h"
 

@@ -1,7 +1,7 @@
 /* fpull config: the image configuration of the entry pull would choose, as its verified
  * bytes (like crane config), so that scripts see exactly what the image says. */
 #include "resolve.h"
-#include "util.h"
+#include "base/util.h"
 #include "fpull/manifest.h"
 
 int fpull_image_config_get(char **json, size_t *len, const char *image,

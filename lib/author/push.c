@@ -8,16 +8,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "candidates.h"
-#include "opts.h"
-#include "digest.h"
+#include "select/candidates.h"
+#include "base/opts.h"
+#include "base/digest.h"
 #include "registry/blob_memory.h"
 #include "fpull/config.h"
 #include "fpull/features.h"
 #include "fpull/ref.h"
 #include "fpull/registry.h"
 #include "fpull/spec.h"
-#include "util.h"
+#include "base/util.h"
 
 /* Registries are opened once each: a spec usually names one or two. */
 struct reg_slot {

@@ -9,7 +9,7 @@
 #include <sys/statvfs.h>
 
 #include "space.h"
-#include "util.h"
+#include "base/util.h"
 #include "fpull/cache.h"
 
 /* Layers unpack to about this many times their compressed size (gzip's usual ratio on
