@@ -259,3 +259,101 @@ class Blobs(ServeCase):
         st, _, body = s.get("/v2/%s/hpc/big/blobs/sha256:%s" % (self.reg.hostport, "0" * 64))
         self.assertEqual(st, 404)
         self.assertEqual(json.loads(body)["errors"][0]["code"], "BLOB_UNKNOWN")
+
+
+class DownAndPolicy(ServeCase):
+    def test_registry_down_answers_from_the_cache(self):
+        self.demo()
+        s = self.serve("--platform", "linux/amd64", "--features", "skylake")
+        st, h, body = s.get(self.tag_path(), ACCEPT)
+        self.assertEqual(st, 200, body)
+        chosen = self.by_name["cv-tf-dev:skylake_1.12.0-rev6"]
+        st, _, manifest = s.get("/v2/qnib/cv-tf/manifests/%s?ns=%s" % (chosen,
+                                                                        self.reg.hostport))
+        layer = json.loads(manifest)["layers"][0]["digest"]
+        self.assertEqual(s.get("/v2/qnib/cv-tf/blobs/%s?ns=%s" % (layer, self.reg.hostport))[0],
+                         200)
+        self.reg.stop()
+        for server in (s, self.serve("--offline", "--platform", "linux/amd64", "--features",
+                                     "skylake")):
+            st2, h2, body2 = server.get(self.tag_path(), ACCEPT)
+            self.assertEqual((st2, body2), (200, body), server.log())
+            self.assertEqual(h2["docker-content-digest"], h["docker-content-digest"])
+            st3, _, blob = server.get("/v2/qnib/cv-tf/blobs/%s?ns=%s" % (layer,
+                                                                        self.reg.hostport))
+            self.assertEqual((st3, sha(blob)), (200, layer))
+        self.assertIn("answering from the cache's tag records", s.log())
+
+    def test_policy_rejection_is_403_and_nothing_is_served(self):
+        self.demo()
+        policy = os.path.join(self.tmp, "policy.json")
+        with open(policy, "w") as f:
+            json.dump({"default": [{"type": "reject"}]}, f)
+        s = self.serve("--policy", policy, "--features", "skylake")
+        st, h, body = s.get(self.tag_path(), ACCEPT)
+        self.assertEqual(st, 403, body)
+        err = json.loads(body)["errors"][0]
+        self.assertEqual(err["code"], "DENIED")
+        self.assertIn("reject", err["message"])
+        chosen = self.by_name["cv-tf-dev:skylake_1.12.0-rev6"]
+        st, _, body = s.get("/v2/qnib/cv-tf/manifests/%s?ns=%s" % (chosen, self.reg.hostport))
+        self.assertEqual(st, 403, body)
+        # Nothing of the image went into the cache: no manifest, no config, no layer.
+        blobs = os.path.join(self.cache, "blobs", "sha256")
+        self.assertNotIn(chosen.split(":")[1], os.listdir(blobs) if os.path.isdir(blobs) else [])
+        st, _, _ = s.get("/v2/qnib/cv-tf/blobs/%s?ns=%s" % (chosen, self.reg.hostport))
+        self.assertEqual(st, 404)
+
+
+class Listen(ServeCase):
+    def test_unix_socket(self):
+        import http.client
+        import socket
+        path = os.path.join(self.tmp, "serve.sock")
+        s = self.serve(listen="unix:" + path)
+        self.assertEqual(s.hostport, "unix:" + path)
+
+        class Conn(http.client.HTTPConnection):
+            def connect(self):
+                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.sock.connect(path)
+
+        c = Conn("localhost")
+        c.request("GET", "/v2/")
+        r = c.getresponse()
+        self.assertEqual((r.status, r.read()), (200, b"{}"))
+        c.close()
+        self.assertEqual(s.stop(), 0)
+        self.assertFalse(os.path.exists(path))
+
+    def test_address_in_use_and_bad_listen(self):
+        s = self.serve()
+        cp = fpull.run(["serve", "--listen", s.hostport], env=self.env, timeout=30)
+        self.assertEqual(cp.returncode, 1, cp.stderr)
+        self.assertIn("Address already in use", fpull.error_line(cp.stderr))
+        for bad in ("nohost", "example.com:5000", "127.0.0.1:99999"):
+            cp = fpull.run(["serve", "--listen", bad], env=self.env, timeout=30)
+            self.assertEqual(cp.returncode, 2, (bad, cp.stderr))
+
+    def test_print_config(self):
+        cp = fpull.run(["serve", "--listen", "127.0.0.1:5123", "--print-config", "docker"],
+                       check=0)
+        self.assertEqual(json.loads(cp.stdout), {
+            "registry-mirrors": ["http://127.0.0.1:5123"],
+            "insecure-registries": ["127.0.0.1:5123"]})
+        cp = fpull.run(["serve", "--print-config", "containerd", "docker.io", "ghcr.io"],
+                       check=0)
+        self.assertIn('# /etc/containerd/certs.d/docker.io/hosts.toml\n'
+                      'server = "https://registry-1.docker.io"\n\n'
+                      '[host."http://127.0.0.1:5050"]\n'
+                      '  capabilities = ["pull", "resolve"]\n', cp.stdout)
+        self.assertIn('certs.d/ghcr.io/hosts.toml\nserver = "https://ghcr.io"', cp.stdout)
+        self.assertIn("config_path", cp.stdout)
+        cp = fpull.run(["serve", "--print-config", "podman", "quay.io"], check=0)
+        self.assertIn('[[registry]]\nprefix = "quay.io"\nlocation = "quay.io"\n\n'
+                      '[[registry.mirror]]\nlocation = "127.0.0.1:5050/quay.io"\n'
+                      'insecure = true\n', cp.stdout)
+        cp = fpull.run(["serve", "--listen", "unix:/x", "--print-config", "docker"])
+        self.assertEqual(cp.returncode, 2)
+        cp = fpull.run(["serve", "--print-config", "rkt"])
+        self.assertEqual(cp.returncode, 2)
