@@ -13,6 +13,8 @@
 #include "base/util.h"
 
 #define FLIGHT_FDS 4
+/* How long a client's block waits to fill while the blob arrives. */
+#define SV_COALESCE_NS (5 * 1000 * 1000L)
 
 struct sv_flight {
   struct sv_flight *next; /* sv->flights, while the download runs */
@@ -237,11 +239,31 @@ ssize_t sv_flight_read(struct fpull_server *sv, struct sv_flight *f, uint64_t po
                        size_t max)
 {
   pthread_mutex_lock(&f->mu);
-  while (f->valid <= pos && f->state == 0 && !__atomic_load_n(&sv->stopping, __ATOMIC_RELAXED)) {
+  /* While the blob arrives, a block is sent once it is full or a few milliseconds after its
+   * first byte came: not every small write of the download wakes every client. */
+  struct timespec until = {0};
+  while (f->state == 0 && !__atomic_load_n(&sv->stopping, __ATOMIC_RELAXED)) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += 1;
-    pthread_cond_timedwait(&f->cv, &f->mu, &ts);
+    if (f->valid > pos &&
+        (f->valid - pos >= max ||
+         (until.tv_sec && (ts.tv_sec > until.tv_sec ||
+                           (ts.tv_sec == until.tv_sec && ts.tv_nsec >= until.tv_nsec)))))
+      break;
+    if (f->valid > pos && !until.tv_sec) {
+      until = ts;
+      until.tv_nsec += SV_COALESCE_NS;
+      if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+      }
+    }
+    if (f->valid <= pos) {
+      ts.tv_sec += 1;
+      pthread_cond_timedwait(&f->cv, &f->mu, &ts);
+    } else {
+      pthread_cond_timedwait(&f->cv, &f->mu, &until);
+    }
   }
   int fd = -1;
   uint64_t avail = 0;
