@@ -380,9 +380,10 @@ void sv_blob(struct fpull_server *sv, const struct sv_route *rt, int head, const
     pthread_cond_timedwait(&f->cv, &f->mu, &ts);
   }
   int state = f->state;
+  int none = f->valid <= a->offset && a->length > 0;
   fpull_err fe = f->err;
   pthread_mutex_unlock(&f->mu);
-  if (state < 0 || (state == 0 && f->valid <= a->offset)) {
+  if (state < 0 || (state == 0 && none)) {
     sv_flight_unref(sv, f);
     if (fe.code == FPULL_ENOTFOUND)
       sv_answer_error(a, 404, "BLOB_UNKNOWN", "%s", fe.msg);
