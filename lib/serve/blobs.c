@@ -293,12 +293,18 @@ void sv_flights_wake(struct fpull_server *sv)
   pthread_mutex_unlock(&sv->mu);
 }
 
-void sv_flights_wait(struct fpull_server *sv)
+int sv_flights_wait(struct fpull_server *sv, int seconds)
 {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += seconds;
   pthread_mutex_lock(&sv->mu);
   while (sv->n_flights > 0)
-    pthread_cond_wait(&sv->flights_done, &sv->mu);
+    if (pthread_cond_timedwait(&sv->flights_done, &sv->mu, &until) != 0)
+      break;
+  int left = (int)sv->n_flights;
   pthread_mutex_unlock(&sv->mu);
+  return left;
 }
 
 /* The whole blob, or the range asked, of a blob of size bytes; 416 when unsatisfiable. */

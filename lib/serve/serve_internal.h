@@ -99,7 +99,8 @@ ssize_t sv_flight_read(struct fpull_server *sv, struct sv_flight *f, uint64_t po
 void sv_flight_unref(struct fpull_server *sv, struct sv_flight *f);
 /* Wakes every reader (the server stops). */
 void sv_flights_wake(struct fpull_server *sv);
-/* Waits until no download runs (they stop at their next bytes once sv->stopping). */
-void sv_flights_wait(struct fpull_server *sv);
+/* Waits until no download runs (they stop at their next bytes once sv->stopping), at most
+ * seconds; returns how many still run. */
+int sv_flights_wait(struct fpull_server *sv, int seconds);
 
 #endif
