@@ -1,5 +1,5 @@
 /* What a task of the Slurm plugin gets once it joined the container: the seccomp filter
- * (contrib/slurm/seccomp.c) makes chown- and setuid-family calls succeed without effect,
+ * (contrib/slurm/task/seccomp.c) makes chown- and setuid-family calls succeed without effect,
  * and leaves everything else, setfsuid(-1) among it, as it was. Each check runs in a child
  * that installed the filter (it stays for the child's life). */
 #include <errno.h>
@@ -8,12 +8,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
-#include "seccomp.h"
+#include "task/seccomp.h"
 
 /* Runs fn in a child with the filter; its exit status (0: every check held). */
 static int filtered(int (*fn)(const char *), const char *path)
@@ -111,4 +112,17 @@ TEST(setuid_family_succeeds_without_effect)
 TEST(other_calls_and_setfsuid_queries_are_untouched)
 {
   CHECK_INT_EQ(filtered(others_are_untouched, file_in_tmp()), 0);
+}
+
+static int no_new_privs_set(const char *path)
+{
+  (void)path;
+  return prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1 ? 0 : 1;
+}
+
+/* Review 4, LOW 8: the container has noNewPrivileges; a task with CAP_SYS_ADMIN in its
+ * namespace (the remapped root; here, root) got the filter without it: NoNewPrivs: 0. */
+TEST(every_task_runs_with_no_new_privs)
+{
+  CHECK_INT_EQ(filtered(no_new_privs_set, NULL), 0);
 }

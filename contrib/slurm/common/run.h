@@ -1,4 +1,6 @@
-/* fpull Slurm plugin: running programs in the runner (container.c), as the job's user:
+/* fpull Slurm plugin: running programs as the job's user, in the runner and in the root
+ * side's children that dropped to the user (root/container_start.c, the unmount of
+ * fuse_unmount.c):
  * one line on the step's stderr, a program with its output captured and its stderr
  * passed on (or to a log), and the deadline of pull_timeout= that kills it. */
 #ifndef FPULL_SLURM_RUN_H

@@ -1,13 +1,14 @@
 /* fpull-slurm-runner: the OCI runtime (runc, crun) as the user: create, start and delete
- * the step's container, whose process is the holder (hold.c). */
+ * the step's container, whose process is the holder (holder/hold.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <string.h>
 
-#include "run.h"
-#include "runner.h"
+#include "common/run.h"
+#include "runner_runtime.h"
+#include "stage.h"
 
 /* A runtime or tool not found is run by its name: its exec fails with a line that says so. */
 const char *fp_runner_runtime_path(const char *rt, char *buf, size_t len)
@@ -68,7 +69,7 @@ int fp_runner_runtime(struct runner *rn, const char *verb, const char *const *ex
 
 static const char *const force[] = {"--force", NULL};
 
-/* The holder (hold.c) as the container's process: created with its program as descriptor
+/* The holder (holder/hold.c) as the container's process: created with its program as descriptor
  * 3 and a pipe as 4, started, and its word read back: its pid and its child's (the
  * nested user namespace's). 0, or an exit code after saying why. */
 int fp_runner_start_holder(struct runner *rn, long *holder, long *nested)

@@ -12,7 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "run.h"
+#include "common/fuse_unmount.h"
+#include "common/run.h"
 #include "sqsh_mount.h"
 #include "base/util.h"
 
@@ -72,26 +73,6 @@ static pid_t mount_with(char *const argv[], char *const envp[], const char *log,
   if (pid > 0)
     kill(pid, SIGKILL);
   return -1;
-}
-
-static void unmount_one(const char *path)
-{
-  char fm[PATH_MAX];
-  if (!fp_slurm_find_program("fusermount3", fm, sizeof fm))
-    return;
-  const char *argv[] = {fm, "-u", "-z", "-q", path, NULL};
-  char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
-  fp_slurm_run_to((char *const *)argv, envp, NULL, 1, NULL, NULL);
-}
-
-void fp_slurm_sqsh_unmount(const char *dir)
-{
-  static const char *const points[] = {"rootfs", "lower"};
-  char path[PATH_MAX];
-  for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
-    snprintf(path, sizeof path, "%s/%s", dir, points[i]);
-    unmount_one(path);
-  }
 }
 
 int fp_slurm_overlay_mountable(void)

@@ -1,8 +1,10 @@
 /* fpull-slurm-runner: pulls the step's image and creates its container, as the job's user
- * (see container.h). slurmstepd execs it with every id the user's, the request on
- * descriptor 3 (request.h), the tasks' info pipe on 4 and their acknowledgements on 5:
- * a fresh program, not a copy of slurmstepd. This file: the request, the order of the
- * work, the records for the tasks; runner.h lists the others. */
+ * (see task/container.h). slurmstepd execs it with every id the user's, the request on
+ * descriptor 3 (common/request.h), the tasks' info pipe on 4 and their acknowledgements on
+ * 5: a fresh program, not a copy of slurmstepd. This file: the request, the order of the
+ * work, the records for the tasks. It calls the stages (runner_image.c above runner_pull.c,
+ * runner_spec.c and runner_runtime.c), which never call back up; what they share is
+ * stage.c's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -12,27 +14,14 @@
 
 #include <fpull/ref.h>
 
-#include "request.h"
-#include "run.h"
+#include "common/request.h"
+#include "common/run.h"
+#include "runner_image.h"
+#include "runner_pull.h"
+#include "runner_runtime.h"
+#include "runner_spec.h"
 #include "sqsh_mount.h"
-#include "runner.h"
-
-void fp_runner_send_rec(struct fp_buf *recs, char kind, const char *value)
-{
-  fp_buf_append(recs, &kind, 1);
-  fp_buf_append(recs, value, strlen(value) + 1);
-}
-
-int fp_runner_run(char *const argv[], char *const envp[], struct fp_buf *out, int quiet)
-{
-  return fp_slurm_run_to(argv, envp, out, quiet, NULL, NULL);
-}
-
-int fp_runner_dir_writable(const char *p)
-{
-  struct stat st;
-  return p && p[0] == '/' && stat(p, &st) == 0 && S_ISDIR(st.st_mode) && access(p, W_OK) == 0;
-}
+#include "stage.h"
 
 static char *const *env_add(char ***envp, const char *k, const char *v)
 {
@@ -41,42 +30,6 @@ static char *const *env_add(char ***envp, const char *k, const char *v)
     *envp = fp_strv_push(*envp, kv);
   }
   return *envp;
-}
-
-/* The options every fpull the step runs shares: the site's config and the user's cache. */
-size_t fp_runner_common_args(const struct runner *rn, const char **argv, size_t n)
-{
-  if (rn->r->s->config) {
-    argv[n++] = "--config";
-    argv[n++] = rn->r->s->config;
-  }
-  if (rn->cache[0]) {
-    argv[n++] = "--cache-dir";
-    argv[n++] = rn->cache;
-  }
-  /* The site's policy for every pull of every step: no option of the user's replaces it. */
-  if (rn->r->s->policy) {
-    argv[n++] = "--policy";
-    argv[n++] = rn->r->s->policy;
-    argv[n++] = "--require-signatures";
-  }
-  return n;
-}
-
-/* IMAGE pinned to digest, so that every later run reads the entry the step runs. NULL
- * when IMAGE does not parse. */
-char *fp_runner_pinned_ref(const char *image, const char *digest)
-{
-  struct fpull_ref *ref = NULL;
-  char *pinned = NULL;
-  if (fpull_ref_parse(&ref, image, NULL) == 0) {
-    /* With a tag and a digest the digest wins (contract); the tag stays for messages. */
-    free(ref->digest);
-    ref->digest = fp_xstrdup(digest);
-    pinned = fpull_ref_format(ref);
-  }
-  fpull_ref_free(ref);
-  return pinned;
 }
 
 static char *info_path(const struct fp_slurm_settings *s, uint32_t job_id, uint32_t step_id)
@@ -100,7 +53,7 @@ static int info_publish(const struct fp_slurm_request *r, const struct fp_buf *i
 
 static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, int ack)
 {
-  /* Exec'd with every id the user's (container.c): nothing to drop here. */
+  /* Exec'd with every id the user's (root/container_start.c): nothing to drop here. */
   if (getuid() == 0 || geteuid() == 0) {
     fp_slurm_say("fpull: the runner must not run as root");
     return FPULL_EFAIL;
@@ -244,7 +197,7 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   return rc2;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
   char *data = NULL;
   size_t len = 0;
@@ -265,6 +218,10 @@ int main(void)
     return err.code ? err.code : FPULL_EFAIL;
   }
   r.info_fd = 4;
+  /* slurmstepd's root side refused the site's DIR/UID (root/job_dir.c): the user's own
+   * cache instead. */
+  if (argc > 1 && strcmp(argv[1], "--no-shared-cache") == 0)
+    r.cache = NULL;
   struct fp_buf recs = {0};
   int rc = runner_main(&r, &recs, 5);
   if (rc) {

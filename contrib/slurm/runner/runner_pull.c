@@ -8,8 +8,9 @@
 #include <fpull/cache.h>
 #include <fpull/config.h>
 
-#include "run.h"
-#include "runner.h"
+#include "common/run.h"
+#include "runner_pull.h"
+#include "stage.h"
 
 /* What of the pull's stderr reaches the step's. With --fpull-quiet, fpull's errors only;
  * by default also the progress lines of a pull slow enough to print them (one every few

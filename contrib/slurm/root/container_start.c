@@ -1,5 +1,6 @@
-/* fpull Slurm plugin: the step's container, slurmstepd's and the tasks' side (see
- * container.h); the runner is a program of its own (runner.c). */
+/* fpull Slurm plugin: the step's container, slurmstepd's side (see container_start.h): as
+ * root, the runner's child makes the job's directory, drops every id and execs the runner
+ * (runner/runner.c, a program of its own); the tasks' side is task/container.c. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,10 +16,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "container.h"
+#include "common/request.h"
+#include "common/run.h"
+#include "container_start.h"
 #include "job_dir.h"
-#include "request.h"
-#include "run.h"
 #include "base/util.h"
 
 #ifndef FPULL_SLURM_LIBEXECDIR
@@ -27,8 +28,6 @@
 #ifndef FPULL_SLURM_LIBEXEC_REL
 #define FPULL_SLURM_LIBEXEC_REL "../../libexec/fpull"
 #endif
-
-#define INFO_MAX (1u << 20)
 
 static pid_t runner_pid;
 
@@ -42,20 +41,6 @@ void fp_slurm_container_cancel(void)
       ;
     runner_pid = 0;
   }
-}
-
-void fp_slurm_container_free(struct fp_slurm_container *c)
-{
-  int *fds[] = {&c->holder_fd, &c->nested_fd, &c->info_fd, &c->ack_fd};
-  for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
-    if (*fds[i] >= 0)
-      close(*fds[i]);
-  free(c->workdir);
-  free(c->home);
-  fpull_strv_free(c->env);
-  fpull_strv_free(c->entrypoint);
-  memset(c, 0, sizeof *c);
-  c->holder_fd = c->nested_fd = c->info_fd = c->ack_fd = -1;
 }
 
 const char *fp_slurm_program(const char *name, char *buf, size_t len)
@@ -95,11 +80,25 @@ static int exec_runner(const struct fp_slurm_request *r, int req, int info, int 
   fpull_err err = {0};
   cleanup_close int run_fd = -1;
   if (fp_slurm_run_dir_open(&run_fd, r->s->run_dir, 1, &err) != 0 ||
-      fp_slurm_job_dir_create(run_fd, r->job_id, r->uid, r->gid, &err) != 0 ||
+      fp_slurm_job_dir_create(run_fd, r->job_id, r->uid, r->gid, r->s->cleanup_timeout, &err) !=
+          0 ||
       ((r->s->store_max || (r->name && r->s->container_scope_global)) &&
        fp_slurm_store_dir_create(run_fd, r->uid, r->gid, &err) != 0)) {
     fp_slurm_say("fpull: %s", err.msg);
     return err.code ? err.code : FPULL_EFAIL;
+  }
+  /* The site's shared cache (not one the job named with FPULL_CACHE): DIR/UID made by root
+   * for the user. One that is not the user's is never written: the pull uses the user's
+   * own cache, and the step says so. */
+  int no_shared = 0;
+  if (r->s->shared_cache && r->cache) {
+    cleanup_free char *site = fp_xasprintf("%s/%u", r->s->shared_cache, (unsigned)r->uid);
+    fpull_err e = {0};
+    if (strcmp(site, r->cache) == 0 &&
+        fp_slurm_shared_cache_dir(r->s->shared_cache, r->uid, r->gid, &e) != 0) {
+      fp_slurm_say("fpull: warning: %s: this step's pull uses the user's own cache", e.msg);
+      no_shared = 1;
+    }
   }
   if (setgroups((size_t)ng, groups) < 0 || setresgid(r->gid, r->gid, r->gid) < 0 ||
       setresuid(r->uid, r->uid, r->uid) < 0) {
@@ -113,7 +112,7 @@ static int exec_runner(const struct fp_slurm_request *r, int req, int info, int 
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   char prog[PATH_MAX];
   fp_slurm_program("fpull-slurm-runner", prog, sizeof prog);
-  /* Descriptors 3, 4 and 5 as runner.c expects them; nothing else of slurmstepd's. */
+  /* Descriptors 3, 4 and 5 as runner/runner.c expects them; nothing else of slurmstepd's. */
   int want[3] = {req, info, ack};
   for (int i = 0; i < 3; i++)
     if ((want[i] = fcntl(want[i], F_DUPFD_CLOEXEC, 16)) < 0)
@@ -123,7 +122,7 @@ static int exec_runner(const struct fp_slurm_request *r, int req, int info, int 
       return FPULL_EFAIL;
   for (int fd = 6; fd < 1024; fd++)
     close(fd);
-  char *const argv[] = {"fpull-slurm-runner", NULL};
+  char *const argv[] = {"fpull-slurm-runner", no_shared ? "--no-shared-cache" : NULL, NULL};
   char *const envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
   execve(prog, argv, envp);
   fp_slurm_say("fpull: %s: %s", prog, strerror(errno));
@@ -193,98 +192,4 @@ int fp_slurm_container_start(struct fp_slurm_container *c, const struct fp_slurm
   c->info_fd = info[0];
   c->ack_fd = ack[1];
   return 0;
-}
-
-static char *info_path(const struct fp_slurm_settings *s, uint32_t job_id, uint32_t step_id)
-{
-  return fp_xasprintf("%s/%" PRIu32 "/%" PRIu32 "/info", s->run_dir, job_id, step_id);
-}
-
-/* A pid as the runner wrote it: digits only, more than 1. */
-static pid_t pid_value(const char *s)
-{
-  long v = 0;
-  if (!*s || strlen(s) > 10)
-    return -1;
-  for (const char *p = s; *p; p++) {
-    if (*p < '0' || *p > '9')
-      return -1;
-    v = v * 10 + (*p - '0');
-  }
-  return v > 1 && v <= INT_MAX ? (pid_t)v : -1;
-}
-
-int fp_slurm_container_wait(struct fp_slurm_container *c, const struct fp_slurm_settings *s,
-                            uint32_t job_id, uint32_t step_id, fpull_err *err)
-{
-  /* As the job's user: the info file is the user's own, and so is everything it names. */
-  if (geteuid() == 0)
-    return fpull_err_set(err, FPULL_EFAIL, "the container is joined as the job's user, not root");
-  char b;
-  while (read(c->info_fd, &b, 1) < 0 && errno == EINTR)
-    ;
-  close(c->info_fd);
-  c->info_fd = -1;
-  cleanup_free char *path = info_path(s, job_id, step_id);
-  char *data = NULL;
-  size_t len = 0;
-  cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-      fp_read_fd(fd, INFO_MAX, &data, &len) != 0)
-    return fpull_err_set(err, FPULL_EFAIL, "the step's pull ended without a result (killed?)");
-  pid_t holder = -1, nested = -1;
-  int code = 0, bad = 0;
-  for (size_t off = 0; off < len;) {
-    const char *rec = data + off;
-    size_t n = strnlen(rec, len - off);
-    if (off + n >= len)
-      break;
-    if (rec[0] == 'D')
-      snprintf(c->digest, sizeof c->digest, "%s", rec + 1);
-    else if (rec[0] == 'W')
-      c->workdir = fp_xstrdup(rec + 1);
-    else if (rec[0] == 'H' && !c->home)
-      c->home = fp_xstrdup(rec + 1);
-    else if (rec[0] == 'E')
-      c->env = fp_strv_push(c->env, rec + 1);
-    else if (rec[0] == 'N')
-      c->entrypoint = fp_strv_push(c->entrypoint, rec + 1);
-    else if (rec[0] == 'P')
-      bad |= (holder = pid_value(rec + 1)) < 0;
-    else if (rec[0] == 'Q')
-      bad |= (nested = pid_value(rec + 1)) < 0;
-    else if (rec[0] == 'X')
-      code = atoi(rec + 1);
-    off += n + 1;
-  }
-  free(data);
-  if (code) {
-    /* The runner or fpull said why on the step's stderr. */
-    err->code = code > 0 && code < 256 ? code : FPULL_EFAIL;
-    err->msg[0] = '\0';
-    return err->code;
-  }
-  if (bad || holder < 0 || nested < 0)
-    return fpull_err_set(err, FPULL_EFAIL, "the step's container: no holder's pid in %s", path);
-  c->holder_fd = fp_pidfd_open(holder);
-  c->nested_fd = c->holder_fd >= 0 ? fp_pidfd_open(nested) : -1;
-  if (c->holder_fd < 0 || c->nested_fd < 0)
-    return fpull_err_set(err, FPULL_EFAIL, "the step's container (process %d): %s",
-                         (int)(c->holder_fd < 0 ? holder : nested), strerror(errno));
-  return 0;
-}
-
-void fp_slurm_container_joined(struct fp_slurm_container *c)
-{
-  char one = 1;
-  if (c->ack_fd >= 0) {
-    /* A runner that is gone is no reason for the task to die of SIGPIPE. */
-    void (*old)(int) = signal(SIGPIPE, SIG_IGN);
-    ssize_t w = write(c->ack_fd, &one, 1);
-    (void)w;
-    signal(SIGPIPE, old);
-    close(c->ack_fd);
-    c->ack_fd = -1;
-  }
 }

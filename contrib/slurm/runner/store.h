@@ -38,6 +38,11 @@ void fp_slurm_store_filled(struct fp_slurm_store *s);
  * while the step runs). */
 int fp_slurm_store_hold(struct fp_slurm_store *s, uint64_t max);
 
+/* With container_scope=global, once the step holds its name: the user's kept trees and
+ * names (store/UID/names/, which count towards store_max as trees do) trimmed to max, least
+ * recently used first, never the step's name nor one another step holds. */
+void fp_slurm_store_trim(const char *run_dir, uid_t uid, const char *name, uint64_t max);
+
 /* Gives the lock up (the tree could not be written). */
 void fp_slurm_store_release(struct fp_slurm_store *s);
 

@@ -11,10 +11,13 @@
 #include <pwd.h>
 #include <sys/syscall.h>
 
-#include "run.h"
+#include "common/run.h"
 #include "sinks/bundle.h"
 #include "unpack/inroot.h"
-#include "runner.h"
+#include "runner_spec.h"
+#include "stage.h"
+
+#define SPEC_MAX (4u << 20)
 
 static cJSON *bind_mount(const char *src, const char *dst, int ro)
 {
@@ -276,7 +279,7 @@ int fp_runner_write_spec(struct runner *rn, char **workdir, char ***env)
   cJSON *u = cJSON_AddObjectToObject(p, "user");
   cJSON_AddNumberToObject(u, "uid", 0);
   cJSON_AddNumberToObject(u, "gid", 0);
-  /* The holder (hold.c), the runner's descriptor 3, run as it is, whatever the image
+  /* The holder (holder/hold.c), the runner's descriptor 3, run as it is, whatever the image
    * holds: the host's /proc is mounted. */
   cJSON *args = cJSON_AddArrayToObject(p, "args");
   char id[16];

@@ -3,8 +3,9 @@
  * as the job's user's, whom the container maps to its root, as unsquashfs run by the user
  * would have made them) and fuse-overlayfs puts DIR/upper over it as DIR/rootfs, where the
  * runtime makes its mount points and the tasks write. Both run as the job's user, in the
- * runner, until the step ends; fusermount3 unmounts them. Needs both programs and a
- * /dev/fuse the user may open (Debian's default, 0666); otherwise the caller unpacks.
+ * runner, until the step ends; fusermount3 unmounts them (common/fuse_unmount.h). Needs both
+ * programs and a /dev/fuse the user may open (Debian's default, 0666); otherwise the caller
+ * unpacks.
  */
 #ifndef FPULL_SLURM_SQSH_MOUNT_H
 #define FPULL_SLURM_SQSH_MOUNT_H
@@ -28,9 +29,5 @@ int fp_slurm_overlay_mountable(void);
  * line on the step's stderr. */
 pid_t fp_slurm_overlay_mount(const char *lower, const char *dir, char *const envp[],
                              const char *what);
-
-/* As the job's user: lazily unmounts dir/rootfs and dir/lower when mounted (their daemons
- * may be gone: the mounts are never entered). */
-void fp_slurm_sqsh_unmount(const char *dir);
 
 #endif
