@@ -13,7 +13,7 @@ endif()
 # The dependencies with a .pc file, as pkg_check_modules prefix and module pairs. The CMake
 # package looks them up again, since fpull::fpull_static's link interface names them.
 set(FPULL_PC_DEPS CURL libcurl CJSON libcjson CRYPTO libcrypto ARCHIVE libarchive
-    YAML yaml-0.1 CPUID libcpuid ZSTD libzstd SQUASHFS libsquashfs1)
+    YAML yaml-0.1 CPUID libcpuid ZSTD libzstd SQUASHFS libsquashfs1 MHD libmicrohttpd)
 if(ISAL_FOUND)
   list(APPEND FPULL_PC_DEPS ISAL libisal)
 endif()

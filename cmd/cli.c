@@ -73,6 +73,10 @@ static const struct cli_opt all_opts[] = {
     {OPT_NO_TRUNC, "no-trunc", 0, NULL, "whole digests and feature lists, however wide"},
     {OPT_CREDS, "creds", 0, "USER:PASS",
      "credentials for the registry (seen by other users: prefer fpull login)"},
+    {OPT_LISTEN, "listen", 0, "ADDR:PORT|unix:PATH",
+     "where serve listens (default 127.0.0.1:5050; port 0: any free one)"},
+    {OPT_PRINT_CONFIG, "print-config", 0, "docker|containerd|podman",
+     "print the engine's mirror configuration for this listener and exit"},
 };
 
 static const char *const format_names[] = {"dir", "bundle", "squashfs", NULL};
@@ -346,6 +350,14 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
       if (!strchr(optarg, ':') || optarg[0] == ':')
         return usage_error(cmd, "--creds takes USER:PASSWORD", NULL);
       s->creds = optarg;
+      break;
+    case OPT_LISTEN:
+      s->listen = optarg;
+      break;
+    case OPT_PRINT_CONFIG:
+      if (strcmp(optarg, "docker") && strcmp(optarg, "containerd") && strcmp(optarg, "podman"))
+        return usage_error(cmd, "--print-config takes docker, containerd or podman, not", optarg);
+      s->print_config = optarg;
       break;
     case OPT_SQFS_COMP:
     case OPT_SQFS_BLOCK_SIZE:

@@ -52,6 +52,8 @@ enum cli_opt_id {
   OPT_NO_TRUNC, /* inspect --no-trunc */
   OPT_CREDS,
   OPT_SIGN_PASSPHRASE_FILE, /* manifest push (cli_sig.c) */
+  OPT_LISTEN,               /* serve --listen */
+  OPT_PRINT_CONFIG,         /* serve --print-config */
 };
 
 /* pull --format: what DEST becomes. */
@@ -116,6 +118,8 @@ struct cli_settings {
 
   /* manifest push --sign-passphrase-file (else COSIGN_PASSWORD) */
   const char *sign_passphrase_file;
+  const char *listen;       /* serve --listen */
+  const char *print_config; /* serve --print-config docker|containerd|podman */
 };
 
 struct cli_cmd {
@@ -209,6 +213,6 @@ void *cli_pull_json(const struct fpull_pull_result *r);
 void cli_pull_say_done(const struct cli_settings *s, const struct fpull_pull_result *r);
 
 extern const struct cli_cmd cmd_pull, cmd_prefetch, cmd_inspect, cmd_features, cmd_version,
-    cmd_manifest, cmd_login, cmd_logout, cmd_config, cmd_cache, cmd_digest, cmd_tags;
+    cmd_manifest, cmd_login, cmd_logout, cmd_config, cmd_cache, cmd_digest, cmd_tags, cmd_serve;
 
 #endif

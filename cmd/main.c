@@ -6,8 +6,9 @@
 #include "fpull/features.h"
 
 static const struct cli_cmd *const commands[] = {
-    &cmd_pull,   &cmd_prefetch, &cmd_inspect, &cmd_features, &cmd_manifest, &cmd_login,
-    &cmd_logout, &cmd_version,  &cmd_config,  &cmd_cache,    &cmd_digest,   &cmd_tags,
+    &cmd_pull,   &cmd_prefetch, &cmd_inspect, &cmd_features, &cmd_manifest,
+    &cmd_login,  &cmd_logout,   &cmd_version, &cmd_config,   &cmd_cache,
+    &cmd_digest, &cmd_tags,     &cmd_serve,
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

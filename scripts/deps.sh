@@ -8,7 +8,7 @@
 # (see fpull_install_deps), no configuration is written.
 FPULL_PKGS_BUILD=(build-essential cmake pkg-config
   libcurl4-openssl-dev libcjson-dev libssl-dev libarchive-dev libyaml-dev libcpuid-dev
-  libzstd-dev libisal-dev libsquashfs-dev)
+  libzstd-dev libisal-dev libsquashfs-dev libmicrohttpd-dev)
 FPULL_PKGS_DEMO=(docker-registry python3)
 FPULL_PKGS_TEST=(clang clang-format libclang-rt-14-dev
   skopeo umoci zstd openssl apache2-utils groff-base mandoc ca-certificates time
@@ -18,11 +18,15 @@ FPULL_PKGS_TEST=(clang clang-format libclang-rt-14-dev
   slurm-wlm slurmctld slurmd munge libslurm-dev
   runc crun iproute2 mpich libmpich-dev openmpi-bin libopenmpi-dev libpmix2 libpmix-dev
   debhelper rpm
-  squashfs-tools squashfs-tools-ng squashfuse fuse3 fuse-overlayfs)
+  squashfs-tools squashfs-tools-ng squashfuse fuse3 fuse-overlayfs
+  containerd docker.io podman)
 # Packages whose maintainer scripts enable and start a daemon: the tests start private
 # ones of their own, and a machine that runs the suite must not be left running the
 # system's (package, then its systemd units).
-FPULL_PKGS_SERVICES=("slurmd slurmd" "slurmctld slurmctld" "munge munge")
+FPULL_PKGS_SERVICES=("slurmd slurmd" "slurmctld slurmctld" "munge munge"
+  "containerd containerd.service" "docker.io docker.service" "docker.io docker.socket"
+  "podman podman.service" "podman podman.socket" "podman podman-restart.service"
+  "podman podman-auto-update.timer")
 
 # fpull_deps_list SET...: the packages of the sets (build, demo, test), one per line.
 fpull_deps_list() {

@@ -22,5 +22,6 @@
 #include "spec.h"
 #include "login.h"
 #include "components.h"
+#include "serve.h"
 
 #endif

@@ -10,6 +10,7 @@
 #include "cache_lock.h"
 #include "cache_trust.h"
 #include "cache_verified.h"
+#include "cache_writer.h"
 #include "base/digest.h"
 #include "fpull/cache.h"
 #include "fpull/ref.h"
@@ -290,6 +291,15 @@ int fpull_cache_writer_begin(struct fpull_cache_writer **out, int *done, fpull_c
 uint64_t fpull_cache_writer_offset(const struct fpull_cache_writer *w)
 {
   return w ? w->offset : 0;
+}
+
+int fp_cache_writer_read_fd(const struct fpull_cache_writer *w)
+{
+  if (!w || w->fd < 0) {
+    errno = EBADF;
+    return -1;
+  }
+  return fcntl(w->fd, F_DUPFD_CLOEXEC, 0);
 }
 
 const struct fpull_blob_sink *fpull_cache_writer_sink(struct fpull_cache_writer *w)

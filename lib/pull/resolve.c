@@ -449,6 +449,12 @@ static void note_host_choice(struct fp_session *s, const struct fp_resolved *r)
   fpull_match_free(m);
 }
 
+int fp_fetch_document(struct fp_session *s, const char *tag_or_digest, struct fpull_fetched **out,
+                      fpull_err *err)
+{
+  return fetch_document(s, tag_or_digest, out, err);
+}
+
 int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpull_err *err)
 {
   memset(r, 0, sizeof *r);
@@ -457,8 +463,17 @@ int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpul
   int rc = fetch_document(s, top, &f, err);
   if (rc)
     return rc;
+  rc = fp_resolve_top(s, r, f, index_only, err);
+  fpull_fetched_free(f);
+  return rc;
+}
+
+int fp_resolve_top(struct fp_session *s, struct fp_resolved *r, const struct fpull_fetched *f,
+                   int index_only, fpull_err *err)
+{
+  memset(r, 0, sizeof *r);
   int kind = 0;
-  rc = fpull_doc_kind(&kind, f->data, f->len, f->content_type, err);
+  int rc = fpull_doc_kind(&kind, f->data, f->len, f->content_type, err);
   if (rc == 0 && kind == FPULL_DOC_SCHEMA1)
     rc = fpull_err_set(err, FPULL_EUNSAFE, FPULL_SCHEMA1_MESSAGE);
   if (rc == 0 && kind == FPULL_DOC_UNKNOWN)
@@ -502,7 +517,6 @@ int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpul
     if (rc == 0 && r->match->chosen >= 0)
       note_host_choice(s, r);
   }
-  fpull_fetched_free(f);
   return rc;
 }
 

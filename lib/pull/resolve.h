@@ -58,7 +58,16 @@ void fp_session_close(struct fp_session *s);
  * index_only, follows the chosen one. Fetches the config of the manifest. FPULL_ENOMATCH
  * when no entry fits (with the closest entry named). */
 int fp_resolve(struct fp_session *s, struct fp_resolved *r, int index_only, fpull_err *err);
+/* The same from the top document f already fetched (fp_fetch_document), so that a caller
+ * that needs its bytes (fpull serve) resolves exactly what it holds. */
+int fp_resolve_top(struct fp_session *s, struct fp_resolved *r, const struct fpull_fetched *f,
+                   int index_only, fpull_err *err);
 void fp_resolved_free(struct fp_resolved *r);
+/* A manifest or index by tag or digest: from the registry (verified; kept in the cache with
+ * the tag recorded, or kept back while a signature policy is in force: sigcheck.h) or,
+ * without a registry (--offline), from the cache's tag records and blobs. */
+int fp_fetch_document(struct fp_session *s, const char *tag_or_digest, struct fpull_fetched **out,
+                      fpull_err *err);
 /* One index entry d: its manifest and config (no ranking, no preflight); r->platform is
  * d's. For prefetch --all. When the entry is not a container image, returns 0 with
  * *not_image set (the caller frees it). */

@@ -11,7 +11,7 @@ import fpull
 SRC = os.environ["FPULL_SRC_DIR"]
 MAN = os.path.join(SRC, "man", "fpull.1")
 COMMANDS = ["pull", "prefetch", "inspect", "features", "login", "logout", "version", "config",
-            "cache"]
+            "cache", "serve"]
 
 
 def man_text():

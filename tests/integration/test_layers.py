@@ -34,7 +34,7 @@ class Layers(unittest.TestCase):
         lib = os.path.join(SRC, "lib")
         wings = sorted(d for d in os.listdir(lib) if os.path.isdir(os.path.join(lib, d)))
         self.assertEqual(wings, ["author", "base", "cache", "detect", "pull", "registry",
-                                 "select", "sig", "sinks", "unpack"])
+                                 "select", "serve", "sig", "sinks", "unpack"])
         loose = [f for f in os.listdir(lib) if f.endswith((".c", ".h"))]
         self.assertEqual(loose, [])
 
