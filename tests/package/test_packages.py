@@ -89,7 +89,9 @@ class Packages(unittest.TestCase):
         want = {
             "fpull": ["usr/bin/fpull", "usr/share/man/man1/fpull.1.gz",
                       "usr/share/fpull/cputags.yaml",
-                      "usr/share/bash-completion/completions/fpull"],
+                      "usr/share/bash-completion/completions/fpull",
+                      "usr/lib/systemd/system/fpull-serve.service",
+                      "usr/lib/systemd/system/fpull-serve.socket"],
             "libfpull0": ["usr/lib/%s/libfpull.so.0" % multiarch],
             "libfpull-dev": ["usr/include/fpull/fpull.h", "usr/lib/%s/libfpull.a" % multiarch,
                              "usr/lib/%s/libfpull.so" % multiarch,
