@@ -15,12 +15,12 @@
 #include "cache_trust.h"
 #include "cache_use.h"
 #include "cache_verified.h"
-#include "digest.h"
+#include "base/digest.h"
 #include "fpull/cache.h"
 #include "fpull/config.h"
 #include "fpull/manifest.h"
 #include "fpull/ref.h"
-#include "util.h"
+#include "base/util.h"
 
 /* A partial download untouched for this long belongs to nobody any more. */
 #define FP_STALE_SECONDS (24 * 3600)

@@ -18,7 +18,7 @@
 #include "cache_verified.h"
 #include "fpull/manifest.h"
 #include "fpull/ref.h"
-#include "util.h"
+#include "base/util.h"
 
 #define FP_STAMP_MAX 2048
 

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "digest.h"
+#include "base/digest.h"
 #include "fpull/cache.h"
 
 /* Opens dir without creating anything in it: FPULL_ENOTFOUND when there is no cache there.

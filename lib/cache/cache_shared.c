@@ -13,7 +13,7 @@
 #include "cache_internal.h"
 #include "fpull/cache.h"
 #include "fpull/config.h"
-#include "util.h"
+#include "base/util.h"
 
 char **fpull_cache_shared_dirs(const struct fpull_config *config)
 {

@@ -19,7 +19,7 @@
 #include "fpull/manifest.h"
 #include "fpull/ref.h"
 #include "registry/json_strict.h"
-#include "util.h"
+#include "base/util.h"
 
 /* uid: the writer's; -1 for the name older fpull used for everyone. */
 static char *record_name(const char *reference, long uid)

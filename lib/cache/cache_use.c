@@ -19,7 +19,7 @@
 #include "cache_trust.h"
 #include "cache_use.h"
 #include "fpull/manifest.h"
-#include "util.h"
+#include "base/util.h"
 
 #define FP_PINS_NAME ".pins"
 /* How long a pull waits for a prune that holds the byte of a blob it is removing. */

@@ -12,7 +12,7 @@
 #include "cache_trust.h"
 #include "cache_verified.h"
 #include "fpull/ref.h"
-#include "util.h"
+#include "base/util.h"
 
 #define VERIFIED_DIR "verified"
 #define RECORD_MAX 512

@@ -14,7 +14,7 @@
 
 #include <sys/stat.h>
 
-#include "digest.h"
+#include "base/digest.h"
 #include "fpull/cache.h"
 
 /* 1 when the blob of digest, open in c's own cache with *st (fstat of that descriptor), is

@@ -10,11 +10,11 @@
 #include "cache_lock.h"
 #include "cache_trust.h"
 #include "cache_verified.h"
-#include "digest.h"
+#include "base/digest.h"
 #include "fpull/cache.h"
 #include "fpull/ref.h"
 #include "fpull/registry.h"
-#include "util.h"
+#include "base/util.h"
 
 struct fpull_cache_writer {
   fpull_cache *c;

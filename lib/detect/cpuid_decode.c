@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cpuid.h"
-#include "util.h"
+#include "base/util.h"
 
 /* What the OS must have enabled in XCR0 before an instruction group is usable. */
 enum need {

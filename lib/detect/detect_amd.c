@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "fpull/detect.h"
-#include "util.h"
+#include "base/util.h"
 
 /* 90010 -> "gfx90a", 90402 -> "gfx942", 110000 -> "gfx1100": LLVM writes the minor and the
  * stepping as one hex digit each. NULL when the value cannot be such a target. */

@@ -18,7 +18,7 @@
 #include "cpuid.h"
 #include "fpull/detect.h"
 #include "hwcap.h"
-#include "util.h"
+#include "base/util.h"
 
 /* Debian's and OCI's names for what uname(2) calls the machine. */
 static char *arch_from_machine(const char *m)

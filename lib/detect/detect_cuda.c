@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "detect_gpu.h"
-#include "util.h"
+#include "base/util.h"
 
 #define CUDA_NAME_LEN 96
 /* The CUDA driver API (libcuda.so.1), for containers that have it but not NVML. */

@@ -9,7 +9,7 @@
 
 #include "detect_gpu.h"
 #include "fpull/detect.h"
-#include "util.h"
+#include "base/util.h"
 
 /* The few NVML declarations used (nvml.h is not a build dependency). */
 typedef int nvmlReturn_t;

@@ -2,8 +2,8 @@
 #include <string.h>
 
 #include "blob_memory.h"
-#include "digest.h"
-#include "util.h"
+#include "base/digest.h"
+#include "base/util.h"
 
 struct mem_sink {
   struct fp_buf buf;

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 
 #include "creds.h"
-#include "util.h"
+#include "base/util.h"
 
 #define AUTH_FILE_MAX (4u << 20)
 #define HELPER_OUT_MAX (1u << 20)

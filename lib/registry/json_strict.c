@@ -2,7 +2,7 @@
 #include <strings.h>
 
 #include "json_strict.h"
-#include "util.h"
+#include "base/util.h"
 
 /* cJSON stops a string at an embedded NUL, Go keeps it: "mediaType\u0000x" would be a
  * different key for the registry than for us. */

@@ -5,9 +5,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "opts.h"
+#include "base/opts.h"
 #include "registry_internal.h"
-#include "util.h"
+#include "base/util.h"
 #include "fpull/login.h"
 
 #define CONFIG_MAX (1u << 20)

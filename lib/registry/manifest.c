@@ -7,7 +7,7 @@
 #include "fpull/manifest.h"
 #include "fpull/ref.h"
 #include "json_strict.h"
-#include "util.h"
+#include "base/util.h"
 
 /* Sizes above 2^53 cannot be held exactly by cJSON's double, so they are refused. */
 #define FP_SIZE_MAX_JSON 9007199254740992.0

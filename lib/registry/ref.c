@@ -3,7 +3,7 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 #include "fpull/ref.h"
 
 #define REF_NAME_MAX 255 /* distribution's NameTotalLengthMax */

@@ -9,8 +9,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "digest.h"
-#include "opts.h"
+#include "base/digest.h"
+#include "base/opts.h"
 #include "fpull/config.h"
 #include "fpull/manifest.h"
 #include "fpull/ref.h"

@@ -7,7 +7,7 @@
 
 #include "creds.h"
 #include "fpull/registry.h"
-#include "util.h"
+#include "base/util.h"
 
 #define FP_MANIFEST_MAX (4u << 20)
 #define FP_TOKEN_MAX (1u << 20)

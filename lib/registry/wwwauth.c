@@ -1,6 +1,6 @@
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 #include "wwwauth.h"
 
 #define WWWAUTH_MAX 16384

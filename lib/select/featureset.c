@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "tagdb.h"
-#include "util.h"
+#include "base/util.h"
 
 struct fp_feature {
   char *name;

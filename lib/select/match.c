@@ -7,7 +7,7 @@
 
 #include "fpull/match.h"
 #include "tagdb.h"
-#include "util.h"
+#include "base/util.h"
 
 /* What ranking compares, computed once per eligible entry. */
 struct rank_key {

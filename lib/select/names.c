@@ -13,7 +13,7 @@
 #include "detect/hwcap.h"
 #include "names.h"
 #include "tagdb.h"
-#include "util.h"
+#include "base/util.h"
 
 #define SUGGEST_MAX 2
 

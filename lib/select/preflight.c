@@ -9,7 +9,7 @@
 
 #include "registry/json_strict.h"
 #include "preflight.h"
-#include "util.h"
+#include "base/util.h"
 
 #include "fpull/manifest.h"
 

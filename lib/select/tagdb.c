@@ -12,7 +12,7 @@
 
 #include "fpull/config.h"
 #include "tagdb.h"
-#include "util.h"
+#include "base/util.h"
 
 #define FP_DATA_FILE_MAX (4u * 1024 * 1024)
 

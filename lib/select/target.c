@@ -6,12 +6,12 @@
 #include <string.h>
 #include <sys/utsname.h>
 
-#include "opts.h"
+#include "base/opts.h"
 #include "fpull/config.h"
 #include "fpull/detect.h"
 #include "names.h"
 #include "tagdb.h"
-#include "util.h"
+#include "base/util.h"
 
 char *fpull_arch_normalise(const char *arch)
 {

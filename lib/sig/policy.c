@@ -10,7 +10,7 @@
 
 #include "registry/json_strict.h"
 #include "sig/policy.h"
-#include "util.h"
+#include "base/util.h"
 #include "fpull/ref.h"
 
 struct scoped {

@@ -11,8 +11,8 @@
 #include <openssl/pem.h>
 
 #include "sig/sigstore.h"
-#include "digest.h"
-#include "util.h"
+#include "base/digest.h"
+#include "base/util.h"
 #include "fpull/policy.h"
 #include "fpull/registry.h"
 #include "fpull/version.h"

@@ -10,7 +10,7 @@
 
 #include "registry/json_strict.h"
 #include "sig/sigstore.h"
-#include "util.h"
+#include "base/util.h"
 #include "fpull/ref.h"
 
 #define OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"

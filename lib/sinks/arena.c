@@ -8,7 +8,7 @@
 
 #include "arena.h"
 #include "unpack/dest.h"
-#include "util.h"
+#include "base/util.h"
 
 /* Address space only: 64 GiB of tree is far past the 10 million entries a layer may hold. */
 #define ARENA_RESERVE (64ull << 30)

@@ -14,7 +14,7 @@
 #include "bundle.h"
 #include "unpack/inroot.h"
 #include "unpack/dest.h"
-#include "util.h"
+#include "base/util.h"
 #include "fpull/bundle.h"
 #include "fpull/cache.h"
 #include "fpull/manifest.h"

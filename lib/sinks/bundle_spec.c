@@ -12,7 +12,7 @@
 #include "bundle.h"
 #include "bundle_user.h"
 #include "registry/json_strict.h"
-#include "util.h"
+#include "base/util.h"
 
 #define FP_DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

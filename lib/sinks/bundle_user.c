@@ -13,7 +13,7 @@
 
 #include "bundle_user.h"
 #include "unpack/inroot.h"
-#include "util.h"
+#include "base/util.h"
 
 #define FP_DB_MAX (4u * 1024 * 1024)
 

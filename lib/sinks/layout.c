@@ -18,7 +18,7 @@
 #include "sqfs_file.h"
 #include "unpack/dest.h"
 #include "unpack/inroot.h"
-#include "util.h"
+#include "base/util.h"
 #include "fpull/cache.h"
 #include "fpull/layout.h"
 #include "fpull/manifest.h"

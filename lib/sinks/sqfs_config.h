@@ -15,7 +15,7 @@
 
 #include "fpull/error.h"
 #include "fpull/unpack.h"
-#include "util.h"
+#include "base/util.h"
 
 /* What the SquashFS sink stores besides the layers. */
 struct fp_sqfs_image {

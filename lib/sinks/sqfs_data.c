@@ -10,7 +10,7 @@
 #include <sqfs/super.h>
 
 #include "sqfs_data.h"
-#include "util.h"
+#include "base/util.h"
 
 /* ---- no compression ---- */
 

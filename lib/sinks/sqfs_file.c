@@ -11,7 +11,7 @@
 #include <sqfs/error.h>
 
 #include "sqfs_file.h"
-#include "util.h"
+#include "base/util.h"
 
 static void fd_file_destroy(sqfs_object_t *o)
 {

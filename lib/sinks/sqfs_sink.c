@@ -45,7 +45,7 @@
 #include "sqfs_file.h"
 #include "sqfs_tree.h"
 #include "unpack/unpack_internal.h"
-#include "util.h"
+#include "base/util.h"
 
 /* ---- the sink ---- */
 

@@ -10,7 +10,7 @@
 
 #include "unpack/inroot.h"
 #include "sqfs_tree.h"
-#include "util.h"
+#include "base/util.h"
 
 static uint64_t key(const struct fp_minode *dir, const char *name)
 {

@@ -10,7 +10,7 @@
 
 #include "dest.h"
 #include "fpull/ref.h"
-#include "util.h"
+#include "base/util.h"
 
 int fp_dest_default(char **out, const char *image, const char *suffix, fpull_err *err)
 {

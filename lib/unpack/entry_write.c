@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "entry_write.h"
-#include "util.h"
+#include "base/util.h"
 
 void fp_writer_init(struct fp_writer *w, int rootfd, int force_fallback, int privileged,
                     struct fpull_unpack_stats *stats)

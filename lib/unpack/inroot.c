@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "inroot.h"
-#include "util.h"
+#include "base/util.h"
 
 /* Symlink expansion can grow the remaining path; bound it so a crafted chain costs little. */
 #define WALK_REST_MAX (64 * 1024)

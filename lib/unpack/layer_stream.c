@@ -11,7 +11,7 @@
 #endif
 
 #include "layer_stream.h"
-#include "util.h"
+#include "base/util.h"
 
 #define IN_SIZE (256 * 1024)
 #define OUT_SIZE (1024 * 1024)

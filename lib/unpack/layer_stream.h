@@ -7,7 +7,7 @@
 #include <archive.h>
 #include <stdint.h>
 
-#include "digest.h"
+#include "base/digest.h"
 #include "fpull/error.h"
 
 /* The values of fpull_layer_compression() (manifest.h). */

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "opts.h"
+#include "base/opts.h"
 #include "dest.h"
 #include "entry_write.h"
 #include "fpull/manifest.h"
@@ -20,7 +20,7 @@
 #include "layer_stream.h"
 #include "sink.h"
 #include "unpack_internal.h"
-#include "util.h"
+#include "base/util.h"
 #include "whiteout.h"
 
 #define STAGING_TAG ".fpull-staging-"

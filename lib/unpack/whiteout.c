@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "base/util.h"
 #include "whiteout.h"
 
 int fp_whiteout_kind(const char *base, const char **target)

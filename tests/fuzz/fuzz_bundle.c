@@ -12,7 +12,7 @@
 
 #include "registry/json_strict.h"
 #include "sinks/bundle.h"
-#include "util.h"
+#include "base/util.h"
 
 static int rootfs_fd = -1;
 static char dir[] = "/tmp/fpull-fuzz-bundle-XXXXXX";

@@ -14,7 +14,7 @@
 #include "fpull/manifest.h"
 #include "fpull/ref.h"
 #include "unpack/inroot.h"
-#include "util.h"
+#include "base/util.h"
 
 #define REFERENCE "127.0.0.1:5000/fuzz/image:latest"
 

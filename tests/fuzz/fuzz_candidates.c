@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "candidates.h"
+#include "select/candidates.h"
 #include "fpull/features.h"
 #include "fpull/manifest.h"
-#include "util.h"
+#include "base/util.h"
 
 #define MAX_DOCS 16
 

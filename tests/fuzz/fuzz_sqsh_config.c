@@ -1,5 +1,5 @@
 /* libFuzzer target: the Slurm plugin's readers of a .sqsh image's /etc/environment and
- * /etc/rc (contrib/slurm/sqsh_config.c), which are the user's files. The first byte picks
+ * /etc/rc (contrib/slurm/runner/sqsh_config.c), which are the user's files. The first byte picks
  * the reader; whatever the text, the result is all or nothing: a parsed rc has an absolute
  * working directory and vectors, a refused one leaves nothing and says why. */
 #include <stdint.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "sqsh_config.h"
-#include "util.h"
+#include "base/util.h"
 
 static void check_vector(char **v)
 {

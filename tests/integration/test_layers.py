@@ -1,4 +1,4 @@
-"""scripts/check-layers: lib/'s wings never include the orchestration (issue 19)."""
+"""scripts/check-layers: lib/'s folders never include one above them (issues 19, 38)."""
 import os
 import shutil
 import subprocess
@@ -29,22 +29,41 @@ class Layers(unittest.TestCase):
         r = run_check(SRC)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("no upward include", r.stdout)
-        # Every wing the build compiles is one the check knows.
-        wings = sorted(d for d in os.listdir(os.path.join(SRC, "lib"))
-                       if os.path.isdir(os.path.join(SRC, "lib", d)))
-        self.assertEqual(wings, ["cache", "detect", "registry", "select", "sig", "sinks", "unpack"])
+        # Every folder the build compiles is one the check knows, and lib/'s top holds no
+        # source file (issue 38).
+        lib = os.path.join(SRC, "lib")
+        wings = sorted(d for d in os.listdir(lib) if os.path.isdir(os.path.join(lib, d)))
+        self.assertEqual(wings, ["author", "base", "cache", "detect", "pull", "registry",
+                                 "select", "sig", "sinks", "unpack"])
+        loose = [f for f in os.listdir(lib) if f.endswith((".c", ".h"))]
+        self.assertEqual(loose, [])
 
     def test_wing_including_orchestration_fails(self):
         root = self.copy_lib()
-        self.inject(root, "cache/cache.c", '#include "resolve.h"')
-        self.inject(root, "select/match.c", '#include "candidates.h"')
+        self.inject(root, "cache/cache.c", '#include "pull/resolve.h"')
+        self.inject(root, "select/match.c", '#include "author/../pull/progress.h"')
+        # A new orchestration header is guarded without an edit of the check.
+        with open(os.path.join(root, "lib", "pull", "new_stage.h"), "w") as f:
+            f.write("/* new */\n")
+        self.inject(root, "sinks/bundle.c", '#include "pull/new_stage.h"')
+        # Authoring stands beside the pull, not on it.
+        self.inject(root, "author/push.c", '#include "pull/resolve.h"')
         r = run_check(root)
         self.assertEqual(r.returncode, 1)
-        self.assertIn("lib/cache/cache.c: wing cache includes the orchestration's resolve.h",
-                      r.stderr)
-        # An orchestration header the check was never told about is guarded too.
-        self.assertIn("lib/select/match.c: wing select includes the orchestration's candidates.h",
-                      r.stderr)
+        self.assertIn("lib/cache/cache.c: cache includes pull/resolve.h of pull", r.stderr)
+        self.assertIn("lib/select/match.c: select includes pull/progress.h of pull", r.stderr)
+        self.assertIn("lib/sinks/bundle.c: sinks includes pull/new_stage.h of pull", r.stderr)
+        self.assertIn("lib/author/push.c: author includes pull/resolve.h of pull", r.stderr)
+
+    def test_new_folder_or_loose_file_fails(self):
+        root = self.copy_lib()
+        os.mkdir(os.path.join(root, "lib", "newwing"))
+        with open(os.path.join(root, "lib", "loose.c"), "w") as f:
+            f.write("int x;\n")
+        r = run_check(root)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("lib/newwing/: a folder that scripts/check-layers does not know", r.stderr)
+        self.assertIn("lib/loose.c: a source file at lib/'s top", r.stderr)
 
     def test_sideways_include_not_below_fails(self):
         root = self.copy_lib()
@@ -52,15 +71,17 @@ class Layers(unittest.TestCase):
         self.inject(root, "registry/ref.c", '#include "../cache/cache_lock.h"')
         r = run_check(root)
         self.assertEqual(r.returncode, 1)
-        self.assertIn("lib/unpack/dest.c: wing unpack includes sinks/arena.h", r.stderr)
-        self.assertIn("lib/registry/ref.c: wing registry includes cache/cache_lock.h", r.stderr)
+        self.assertIn("lib/unpack/dest.c: unpack includes sinks/arena.h", r.stderr)
+        self.assertIn("lib/registry/ref.c: registry includes cache/cache_lock.h", r.stderr)
 
     def test_ground_floor_including_a_wing_fails(self):
         root = self.copy_lib()
-        self.inject(root, "util.h", '#include "select/names.h"')
+        self.inject(root, "base/util.h", '#include "select/names.h"')
+        self.inject(root, "base/config.c", '#include "../pull/space.h"')
         r = run_check(root)
         self.assertEqual(r.returncode, 1)
-        self.assertIn("lib/util.h: the ground floor includes select/names.h", r.stderr)
+        self.assertIn("lib/base/util.h: the ground floor includes select/names.h", r.stderr)
+        self.assertIn("lib/base/config.c: the ground floor includes pull/space.h", r.stderr)
 
 
 if __name__ == "__main__":

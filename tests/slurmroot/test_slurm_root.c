@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "job_dir.h"
-#include "util.h"
+#include "root/job_dir.h"
+#include "base/util.h"
 
 #define USER 65534
 

@@ -1,5 +1,5 @@
 /* What a task of the Slurm plugin gets once it joined the container: the seccomp filter
- * (contrib/slurm/seccomp.c) makes chown- and setuid-family calls succeed without effect,
+ * (contrib/slurm/task/seccomp.c) makes chown- and setuid-family calls succeed without effect,
  * and leaves everything else, setfsuid(-1) among it, as it was. Each check runs in a child
  * that installed the filter (it stays for the child's life). */
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "seccomp.h"
+#include "task/seccomp.h"
 
 /* Runs fn in a child with the filter; its exit status (0: every check held). */
 static int filtered(int (*fn)(const char *), const char *path)

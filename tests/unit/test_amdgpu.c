@@ -7,7 +7,7 @@
 #include "fpull/detect.h"
 #include "fpull/features.h"
 #include "harness.h"
-#include "util.h"
+#include "base/util.h"
 
 static struct fpull_amdgpu_info *detect_tree(const char *name)
 {

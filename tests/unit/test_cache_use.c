@@ -1,5 +1,5 @@
 /* Pins, last-use stamps and housekeeping's removals (lib/cache/cache_use.c, cache_scan.c),
- * and the limits of cache prune (lib/cache_limits.c). */
+ * and the limits of cache prune (lib/cache/cache_limits.c). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,12 +1,12 @@
-/* The candidates of an index (lib/candidates.c): nested indexes, their bounds and loops,
+/* The candidates of an index (lib/select/candidates.c): nested indexes, their bounds and loops,
  * entries without platform, and the entries passed over, over documents held in memory
  * (a loop cannot be served by a registry: its digests would not verify). */
 #include <stdio.h>
 #include <string.h>
 
-#include "candidates.h"
+#include "select/candidates.h"
 #include "harness.h"
-#include "util.h"
+#include "base/util.h"
 
 #define MT_M "application/vnd.oci.image.manifest.v1+json"
 #define MT_I "application/vnd.oci.image.index.v1+json"

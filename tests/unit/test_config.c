@@ -8,7 +8,7 @@
 #include "fpull/config.h"
 #include "fpull/log.h"
 #include "harness.h"
-#include "util.h"
+#include "base/util.h"
 
 struct collected {
   int warnings;

@@ -8,7 +8,7 @@
 #include "fpull/detect.h"
 #include "fpull/features.h"
 #include "harness.h"
-#include "util.h"
+#include "base/util.h"
 
 static void load(struct fp_cpuid_raw *raw, const char *name)
 {

@@ -1,6 +1,6 @@
 #include "fpull/login.h"
 #include "registry/creds.h"
-#include "util.h"
+#include "base/util.h"
 #include "harness.h"
 
 #include <stdio.h>

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "digest.h"
+#include "base/digest.h"
 #include "fpull/manifest.h"
 #include "harness.h"
 

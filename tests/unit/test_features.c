@@ -8,7 +8,7 @@
 #include "fpull/config.h"
 #include "fpull/features.h"
 #include "harness.h"
-#include "util.h"
+#include "base/util.h"
 
 static struct fpull_tagdb *db;
 

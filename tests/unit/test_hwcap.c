@@ -10,7 +10,7 @@
 #include "harness.h"
 #include "detect/hwcap.h"
 #include "select/tagdb.h"
-#include "util.h"
+#include "base/util.h"
 
 /* Kernel hwcap names (arch/arm64/include/uapi/asm/hwcap.h, bit order) for building words. */
 static const char *const arm_hw[] = {

@@ -13,7 +13,7 @@
 
 #include "harness.h"
 #include "unpack/inroot.h"
-#include "util.h"
+#include "base/util.h"
 
 static void clean_ok(const char *in, const char *want)
 {

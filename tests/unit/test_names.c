@@ -11,7 +11,7 @@
 #include "harness.h"
 #include "detect/hwcap.h"
 #include "select/tagdb.h"
-#include "util.h"
+#include "base/util.h"
 
 static struct fpull_tagdb *load(void)
 {

@@ -8,7 +8,7 @@
 #include "fpull/detect.h"
 #include "fpull/features.h"
 #include "harness.h"
-#include "util.h"
+#include "base/util.h"
 
 #define FULL_LIB FAKE_NVML_FULL_DIR "/libnvidia-ml.so.1"
 #define MINIMAL_LIB FAKE_NVML_MINIMAL_DIR "/libnvidia-ml.so.1"

@@ -9,7 +9,7 @@
 #include "harness.h"
 #include "sig/policy.h"
 #include "sig/sigstore.h"
-#include "util.h"
+#include "base/util.h"
 
 #define D64 "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

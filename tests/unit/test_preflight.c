@@ -8,7 +8,7 @@
 #include "fpull/features.h"
 #include "harness.h"
 #include "select/preflight.h"
-#include "util.h"
+#include "base/util.h"
 
 static struct fpull_tagdb *db;
 

@@ -1,4 +1,4 @@
-/* Progress reports (lib/progress.c): byte counts as the blob sink sees them, a restart that
+/* Progress reports (lib/pull/progress.c): byte counts as the blob sink sees them, a restart that
  * discards what a server sent before ignoring a Range request, cached layers counted apart
  * from downloaded ones. And fpull_match_why over ranks that the GPU preflight renumbered. */
 #include <stdlib.h>
@@ -7,8 +7,8 @@
 #include "fpull/features.h"
 #include "fpull/match.h"
 #include "harness.h"
-#include "progress.h"
-#include "util.h"
+#include "pull/progress.h"
+#include "base/util.h"
 
 struct seen {
   int events[64];
@@ -143,7 +143,7 @@ TEST(why_follows_renumbered_ranks)
   CHECK_STR_EQ(w, "more features than rank 3 (1 vs 0; rule 1)");
   free(w);
   CHECK_NULL(fpull_match_why(m, d, 2, db)); /* last: beats nobody */
-  /* As lib/resolve.c's reject_entry does after a failed GPU preflight. */
+  /* As lib/pull/resolve.c's reject_entry does after a failed GPU preflight. */
   m->entries[0].eligible = 0;
   m->entries[0].rank = 0;
   m->entries[1].rank = 1;

@@ -7,11 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "digest.h"
+#include "base/digest.h"
 #include "fpull/cache.h"
 #include "fpull/ref.h"
 #include "harness.h"
-#include "util.h"
+#include "base/util.h"
 
 /* FIPS 180-2's "abc". */
 #define SHA512_ABC                                                                                 \

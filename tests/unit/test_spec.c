@@ -10,7 +10,7 @@
 #include "fpull/ref.h"
 #include "fpull/spec.h"
 #include "harness.h"
-#include "util.h"
+#include "base/util.h"
 
 /* The eleven entries of the proposal's index (issue 3's table). */
 static const char eleven[] =

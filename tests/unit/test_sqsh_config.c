@@ -1,5 +1,5 @@
 /* The Slurm plugin's reader of enroot's /etc/environment and /etc/rc in a .sqsh image
- * (contrib/slurm/sqsh_config.c): the formats of every enroot version and fpull's own, and
+ * (contrib/slurm/runner/sqsh_config.c): the formats of every enroot version and fpull's own, and
  * files that are hostile or not enroot's, which are refused with a line saying why. */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 
 #include "harness.h"
 #include "sqsh_config.h"
-#include "util.h"
+#include "base/util.h"
 
 /* What `fpull pull --format squashfs` writes (lib/sinks/sqfs_config.c) for a WorkingDir
  * and words that need every kind of quoting. */

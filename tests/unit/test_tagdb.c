@@ -10,7 +10,7 @@
 #include "fpull/features.h"
 #include "harness.h"
 #include "select/tagdb.h"
-#include "util.h"
+#include "base/util.h"
 
 static struct fpull_tagdb *load_shipped(void)
 {

@@ -1,0 +1,440 @@
+/* fpull Slurm plugin: the per-job directory and error record (see job_dir.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "unpack/inroot.h"
+#include "job_dir.h"
+#include "common/fuse_unmount.h"
+#include "tree_remove.h"
+#include "common/settings.h"
+#include "base/util.h"
+
+/* Every directory above run_dir must be root's, and none writable by others but through
+ * the sticky bit (/tmp), whose entries only their owners can move; run_dir's own parent
+ * may not be writable by others at all: whoever made run_dir there first would own it. */
+static int ancestors_safe(const char *run_dir, fpull_err *err)
+{
+  cleanup_free char *path = fp_xstrdup(run_dir);
+  size_t len = strlen(path);
+  while (len > 1 && path[len - 1] == '/')
+    path[--len] = '\0';
+  int parent = 1;
+  for (char *slash = strrchr(path, '/'); slash; slash = strrchr(path, '/'), parent = 0) {
+    if (slash == path)
+      slash[1] = '\0';
+    else
+      *slash = '\0';
+    struct stat st;
+    if (lstat(path, &st) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "run_dir %s: %s: %s", run_dir, path, strerror(errno));
+    int others_write = (st.st_mode & 0022) != 0;
+    if (!S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+        (others_write && (parent || !(st.st_mode & S_ISVTX))))
+      return fpull_err_set(err, FPULL_EFAIL,
+                           "run_dir %s: refused: %s is %s (choose a directory whose parents only "
+                           "root can write, e.g. the default %s)",
+                           run_dir, path,
+                           !S_ISDIR(st.st_mode) ? "not a directory"
+                           : st.st_uid != 0     ? "not root's"
+                                                : "writable by others",
+                           FP_SLURM_RUN_DIR_DEFAULT);
+    if (slash == path)
+      break;
+  }
+  return 0;
+}
+
+int fp_slurm_run_dir_check(const char *run_dir, fpull_err *err)
+{
+  if (run_dir[0] != '/')
+    return fpull_err_set(err, FPULL_EUSAGE, "run_dir %s: not an absolute path", run_dir);
+  return ancestors_safe(run_dir, err);
+}
+
+int fp_slurm_run_dir_open(int *out, const char *run_dir, int create, fpull_err *err)
+{
+  if (run_dir[0] != '/')
+    return fpull_err_set(err, FPULL_EUSAGE, "run_dir %s: not an absolute path", run_dir);
+  int rc = ancestors_safe(run_dir, err);
+  if (rc)
+    return rc;
+  if (create && mkdir(run_dir, 0755) < 0 && errno != EEXIST)
+    return fpull_err_set(err, FPULL_EFAIL, "run_dir %s: %s", run_dir, strerror(errno));
+  cleanup_close int fd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return fpull_err_set(err, errno == ENOENT ? FPULL_ENOTFOUND : FPULL_EFAIL, "run_dir %s: %s",
+                         run_dir, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "run_dir %s: %s", run_dir, strerror(errno));
+  /* Anyone who can write here could plant JOBID.error or a JOBID symlink for a job. */
+  if (st.st_uid != 0 || (st.st_mode & 0022))
+    return fpull_err_set(err, FPULL_EFAIL,
+                         "run_dir %s: must be owned by root and writable by root only", run_dir);
+  *out = fd;
+  fd = -1;
+  return 0;
+}
+
+static void job_name(char *buf, size_t len, uint32_t job_id, const char *suffix)
+{
+  snprintf(buf, len, "%" PRIu32 "%s", job_id, suffix);
+}
+
+static int job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, fpull_err *err)
+{
+  char name[32];
+  job_name(name, sizeof name, job_id, "");
+  struct stat st;
+  /* Each step of the job comes here: the directory an earlier step made stays. */
+  if (fstatat(run_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+      st.st_uid == uid && st.st_gid == gid && (st.st_mode & 07777) == 0700)
+    return 0;
+  int rc = fp_slurm_job_dir_remove(run_fd, NULL, job_id, 10, err);
+  if (rc)
+    return rc;
+  /* Created as root in a root-only directory: nobody can race us to this name. */
+  if (mkdirat(run_fd, name, 0700) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "job directory %s: %s", name, strerror(errno));
+  if (fchownat(run_fd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+      fchmodat(run_fd, name, 0700, 0) < 0) {
+    int e = errno;
+    unlinkat(run_fd, name, AT_REMOVEDIR);
+    return fpull_err_set(err, FPULL_EFAIL, "job directory %s: %s", name, strerror(e));
+  }
+  return 0;
+}
+
+int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, fpull_err *err)
+{
+  /* Steps that start at once must not take each other's half-made directory for a stale
+   * one: one at a time. */
+  while (flock(run_fd, LOCK_EX) < 0 && errno == EINTR)
+    ;
+  int rc = job_dir_create(run_fd, job_id, uid, gid, err);
+  flock(run_fd, LOCK_UN);
+  return rc;
+}
+
+/* In the child: become the job's user for good, then empty the tree. */
+static int become(uid_t uid, gid_t gid)
+{
+  /* slurmstepd may have only its effective uid dropped: back to root first, then all. */
+  if (geteuid() != 0 && getuid() == 0 && seteuid(0) < 0)
+    return errno;
+  if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+    return errno ? errno : EPERM;
+  return 0;
+}
+
+/* As the user: a container's holder that a step's runner left (it was killed before it
+ * could end it) ends here. Its pids are the P and Q records of the step's info file
+ * (runner/runner.c); as the user, only the user's own processes can be killed. */
+static void kill_holder(int job_fd, const char *step)
+{
+  /* Only a step directory on the job directory's own mount is looked into. */
+  cleanup_close int sfd = openat(job_fd, step, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (sfd < 0 || fp_slurm_mount_id(sfd) != fp_slurm_mount_id(job_fd))
+    return;
+  cleanup_close int fd = openat(sfd, "info", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  char buf[1 << 16];
+  ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+  if (n <= 0)
+    return;
+  buf[n] = '\0';
+  for (char *p = buf; p < buf + n; p += strlen(p) + 1)
+    if (p[0] == 'P' || p[0] == 'Q') {
+      long pid = strtol(p + 1, NULL, 10);
+      if (pid > 1)
+        kill((pid_t)pid, SIGKILL);
+    }
+}
+
+/* Waits for the remover pid, at most timeout seconds: then it is killed (a FUSE request it
+ * waits for is killable) and what it did not remove stays. Its exit status, or -1 after
+ * the deadline. */
+static int wait_deadline(pid_t pid, int timeout)
+{
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    int status = 0;
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid)
+      return status;
+    if (w < 0 && errno != EINTR)
+      return -1;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - start.tv_sec >= (timeout > 0 ? timeout : 10)) {
+      kill(pid, SIGKILL);
+      while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+      return -1;
+    }
+    struct timespec tick = {0, 20 * 1000 * 1000};
+    nanosleep(&tick, NULL);
+  }
+}
+
+/* In a child that became uid:gid: the holders of dir's steps killed, then names (all of
+ * dir's entries when NULL) removed without entering a mount point. Exit 0, 1 when some is
+ * left, or an errno. */
+static int remove_as(int parent_fd, const char *dir, const char *only, uid_t uid, gid_t gid)
+{
+  int e = become(uid, gid);
+  if (e)
+    return e;
+  cleanup_close int fd = openat(parent_fd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? 0 : errno;
+  int rc = 0;
+  size_t left = 0, n = 0;
+  if (only) {
+    kill_holder(fd, only);
+    rc = fp_slurm_remove_tree(fd, only, &left) < 0 ? errno : 0;
+    return rc == EBUSY ? 1 : rc;
+  }
+  cleanup_close int list_fd = dup(fd);
+  DIR *d = list_fd >= 0 ? fdopendir(list_fd) : NULL;
+  if (!d)
+    return errno;
+  list_fd = -1;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+      continue;
+    kill_holder(fd, de->d_name);
+    if (fp_slurm_remove_tree(fd, de->d_name, &n) < 0 && !rc)
+      rc = errno == EBUSY ? 1 : errno;
+    left += n;
+  }
+  closedir(d);
+  return rc;
+}
+
+/* Runs remove_as in a child under the deadline; 0, or err set saying what is left. */
+static int remove_in_child(int parent_fd, const char *dir, const char *only, uid_t uid, gid_t gid,
+                           int timeout, const char *what, fpull_err *err)
+{
+  pid_t pid = fork();
+  if (pid < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "fork: %s", strerror(errno));
+  if (pid == 0)
+    _exit(remove_as(parent_fd, dir, only, uid, gid) & 0xff);
+  int status = wait_deadline(pid, timeout);
+  if (status == -1)
+    return fpull_err_set(err, FPULL_EFAIL,
+                         "%s: removal stopped after %d s (a mount that does not answer?): what is "
+                         "left stays in place",
+                         what, timeout);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return fpull_err_set(err, FPULL_EFAIL, "%s: removing as uid %u: %s", what, (unsigned)uid,
+                         !WIFEXITED(status) ? "killed"
+                         : WEXITSTATUS(status) == 1
+                             ? "mount points or entries in use are left in place"
+                             : fp_rm_strerror(WEXITSTATUS(status)));
+  return 0;
+}
+
+/* Parses one line of mountinfo: its mount ID, parent ID and mount point (octal escapes such
+ * as \040 decoded in place). 0, or -1 for a line that is not one. */
+static int mountinfo_line(char *line, int *id, int *parent, char **point)
+{
+  char *save = NULL, *f[5];
+  for (int i = 0; i < 5; i++)
+    if (!(f[i] = strtok_r(i ? NULL : line, " ", &save)))
+      return -1;
+  *id = atoi(f[0]);
+  *parent = atoi(f[1]);
+  char *w = f[4];
+  for (char *r = f[4]; *r; r++) {
+    if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
+        r[3] <= '7') {
+      *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+      r += 3;
+    } else {
+      *w++ = *r;
+    }
+  }
+  *w = '\0';
+  *point = f[4];
+  return 0;
+}
+
+/* rel (components below job_fd) as an O_PATH descriptor, one component at a time without
+ * following a symlink, every directory on the way on the job directory's own mount (so
+ * that no other file system, such as a FUSE mount that never answers, is asked anything);
+ * the last component is the mount point, and its descriptor the mount's root. */
+static int open_mount_point(int job_fd, int job_mnt, const char *rel)
+{
+  cleanup_free char *copy = fp_xstrdup(rel);
+  int cur = dup(job_fd);
+  char *save = NULL;
+  for (char *c = strtok_r(copy, "/", &save); c && cur >= 0; c = strtok_r(NULL, "/", &save)) {
+    if (strcmp(c, ".") == 0 || strcmp(c, "..") == 0) {
+      close(cur);
+      return -1;
+    }
+    if (fp_slurm_mount_id(cur) != job_mnt) {
+      close(cur);
+      return -1;
+    }
+    int next = openat(cur, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    close(cur);
+    cur = next;
+  }
+  return cur;
+}
+
+/* As root, in the host's mount namespace: what the job's user mounted under the job
+ * directory (FUSE mounts: squashfuse, fuse-overlayfs) is detached. Root parses only the
+ * kernel's mountinfo, whole lines however long, and unmounts only a mount whose ID is the
+ * one listed, reached below the job directory without a symlink and through the job
+ * directory's own mount only, by its descriptor (/proc/self/fd/N): a path the user renames
+ * meanwhile, or a mount source made to look like a path, cannot redirect it. Mounts on
+ * top of those go with them (MNT_DETACH). */
+static void unmount_under(int run_fd, const char *run_dir, const char *name)
+{
+  cleanup_close int job_fd = openat(run_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (job_fd < 0)
+    return;
+  int job_mnt = fp_slurm_mount_id(job_fd);
+  cleanup_fclose FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (!f || job_mnt < 0)
+    return;
+  cleanup_free char *prefix = fp_xasprintf("%s/%s/", run_dir, name);
+  size_t plen = strlen(prefix);
+  cleanup_free char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  while ((n = getline(&line, &cap, f)) > 0) {
+    int id, parent;
+    char *point;
+    if (line[n - 1] == '\n')
+      line[n - 1] = '\0';
+    if (mountinfo_line(line, &id, &parent, &point) != 0 || parent != job_mnt ||
+        strncmp(point, prefix, plen) != 0)
+      continue;
+    int fd = open_mount_point(job_fd, job_mnt, point + plen);
+    if (fd < 0 || fp_slurm_mount_id(fd) != id) {
+      fp_warn("%s: not unmounted: it is not where mountinfo says", point);
+    } else {
+      char proc[64];
+      snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+      if (umount2(proc, MNT_DETACH) < 0)
+        fp_warn("%s: not unmounted: %s", point, strerror(errno));
+    }
+    if (fd >= 0)
+      close(fd);
+  }
+}
+
+int fp_slurm_job_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, int timeout,
+                            fpull_err *err)
+{
+  char name[32];
+  job_name(name, sizeof name, job_id, "");
+  struct stat st;
+  if (run_dir)
+    unmount_under(run_fd, run_dir, name);
+  if (fstatat(run_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return 0;
+  if (!S_ISDIR(st.st_mode)) {
+    /* Only root writes here, and never anything but a user's directory: a stray file. */
+    if (unlinkat(run_fd, name, 0) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "job directory %s: %s", name, strerror(errno));
+    return 0;
+  }
+  /* The tree belongs to the directory's owner, who may be another uid than the job's when
+   * the id was reused: drop to that owner, so that nothing the user changes under us can
+   * make root delete what the user could not. A root-owned one is emptied as nobody can
+   * have written into it but root. */
+  int rc = remove_in_child(run_fd, name, NULL, st.st_uid, st.st_gid, timeout, name, err);
+  if (rc == 0 && unlinkat(run_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+    return fpull_err_set(err, FPULL_EFAIL, "job directory %s: %s", name, strerror(errno));
+  return rc;
+}
+
+const char *fp_slurm_code_meaning(int code)
+{
+  switch (code) {
+  case FPULL_EUSAGE:
+    return "usage error";
+  case FPULL_ENOMATCH:
+    return "no entry of the image fits this node";
+  case FPULL_EAUTH:
+    return "authentication refused";
+  case FPULL_ENOTFOUND:
+    return "image not found";
+  case FPULL_ENET:
+    return "network or registry failure, worth retrying";
+  case FPULL_EINTEGRITY:
+    return "integrity failure";
+  case FPULL_EUNSAFE:
+    return "unsafe or invalid layer content";
+  case FPULL_EPOLICY:
+    return "the signature policy rejects the image";
+  default:
+    return "failure";
+  }
+}
+
+int fp_slurm_step_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, uint32_t step_id,
+                             uid_t uid, gid_t gid, int timeout, fpull_err *err)
+{
+  char job[32], step[32];
+  job_name(job, sizeof job, job_id, "");
+  job_name(step, sizeof step, step_id, "");
+  /* A mounted SquashFS image's daemons went with the runner: its mounts are dead, and the
+   * user's own (fusermount3) unmount of them is the kernel's to check. */
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (become(uid, gid) != 0)
+      _exit(1);
+    cleanup_free char *bundle = fp_xasprintf("%s/%s/%s/bundle", run_dir, job, step);
+    fp_slurm_sqsh_unmount(bundle);
+    _exit(0);
+  }
+  if (pid > 0 && wait_deadline(pid, timeout) == -1)
+    fp_warn("%s/%s: the image's unmount did not end in %d s", job, step, timeout);
+  cleanup_free char *what = fp_xasprintf("%s/%s", job, step);
+  return remove_in_child(run_fd, job, step, uid, gid, timeout, what, err);
+}
+
+int fp_slurm_store_dir_create(int run_fd, uid_t uid, gid_t gid, fpull_err *err)
+{
+  if (mkdirat(run_fd, "store", 0755) < 0 && errno != EEXIST)
+    return fpull_err_set(err, FPULL_EFAIL, "store: %s", strerror(errno));
+  cleanup_close int fd = openat(run_fd, "store", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "store: %s", strerror(errno));
+  if (st.st_uid != 0 || (st.st_mode & 0022))
+    return fpull_err_set(err, FPULL_EFAIL,
+                         "store: must be owned by root and writable by root only");
+  char name[32];
+  snprintf(name, sizeof name, "%u", (unsigned)uid);
+  if (mkdirat(fd, name, 0700) == 0) {
+    if (fchownat(fd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "store/%s: %s", name, strerror(errno));
+  } else if (errno != EEXIST) {
+    return fpull_err_set(err, FPULL_EFAIL, "store/%s: %s", name, strerror(errno));
+  }
+  if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid ||
+      (st.st_mode & 0077))
+    return fpull_err_set(err, FPULL_EFAIL, "store/%s: not the user's private directory", name);
+  return 0;
+}

@@ -1,0 +1,357 @@
+/* fpull-slurm-runner: where the container's tree comes from besides a plain pull: a
+ * SquashFS file (mounted or unpacked, its config read back), --fpull-format=squashfs, a
+ * named container (--fpull-name), or the user's node store (store_max=) with a layer of
+ * the step's own over the kept image. */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include "common/run.h"
+#include "sqsh_config.h"
+#include "sqsh_mount.h"
+#include "store.h"
+#include "runner_image.h"
+#include "runner_pull.h"
+#include "runner_runtime.h"
+#include "runner_spec.h"
+#include "stage.h"
+
+/* The bundle's config.json (what write_spec reads of the image) for an image that came as
+ * a SquashFS file, not as fpull's bundle. 0, or -1 after saying why. */
+static int write_bundle_config(const struct runner *rn, const char *text)
+{
+  cleanup_free char *config = fp_xasprintf("%s/config.json", rn->bundle);
+  size_t n = strlen(text);
+  int fd = open(config, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int ok = fd >= 0 && write(fd, text, n) == (ssize_t)n;
+  if (fd >= 0 && close(fd) < 0)
+    ok = 0;
+  if (!ok) {
+    fp_slurm_say("fpull: %s: %s", config, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* The bundle's config.json for a .sqsh image: the image config its enroot files keep
+ * (sqsh_config.h), each file that cannot be used said in one line; the default PATH, /
+ * and no Entrypoint where they keep none. --fpull-entrypoint: its Entrypoint as N records.
+ * FPULL_IMAGE_DIGEST stays empty: the file's provenance line is no digest of what runs, and
+ * anyone who can write the file can change it. 0, or -1 after saying why. */
+static int sqsh_config(const struct runner *rn, const char *rootfs, struct fp_buf *info)
+{
+  const struct fp_slurm_request *r = rn->r;
+  struct fp_slurm_sqsh_config c;
+  fpull_err env_err = {0}, rc_err = {0};
+  cleanup_close int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0)
+    fp_slurm_say("fpull: warning: %s: %s: %s: the image's config is not read", r->image, rootfs,
+                 strerror(errno));
+  fp_slurm_sqsh_config_read(&c, root, &env_err, &rc_err);
+  if (env_err.code)
+    fp_slurm_say("fpull: warning: %s: %s: the image's Env is not used", r->image, env_err.msg);
+  if (rc_err.code)
+    fp_slurm_say("fpull: warning: %s: %s: the image's WorkingDir and Entrypoint are not used",
+                 r->image, rc_err.msg);
+  for (size_t i = 0; c.host_refs && c.host_refs[i]; i++)
+    fp_slurm_say("fpull: warning: %s: /etc/environment: %s takes the host's ${VAR}, which only "
+                 "enroot start substitutes: not set",
+                 r->image, c.host_refs[i]);
+  if (r->entrypoint && !c.has_rc && !rc_err.code)
+    fp_slurm_say("fpull: %s: --fpull-entrypoint: the SquashFS file has no /etc/rc (enroot's "
+                 "command script), so no Entrypoint: the command runs as given",
+                 r->image);
+  for (size_t i = 0; r->entrypoint && c.entrypoint && c.entrypoint[i]; i++)
+    fp_runner_send_rec(info, 'N', c.entrypoint[i]);
+  cJSON *spec = cJSON_CreateObject();
+  cJSON *proc = cJSON_AddObjectToObject(spec, "process");
+  cJSON_AddStringToObject(proc, "cwd", c.workdir ? c.workdir : "/");
+  cJSON *env = cJSON_AddArrayToObject(proc, "env");
+  int has_path = 0;
+  for (size_t i = 0; c.env && c.env[i]; i++) {
+    has_path |= strncmp(c.env[i], "PATH=", 5) == 0;
+    cJSON_AddItemToArray(env, cJSON_CreateString(c.env[i]));
+  }
+  if (!has_path)
+    cJSON_AddItemToArray(env, cJSON_CreateString(DEFAULT_PATH));
+  fp_slurm_sqsh_config_free(&c);
+  cleanup_free char *text = cJSON_PrintUnformatted(spec);
+  cJSON_Delete(spec);
+  return text ? write_bundle_config(rn, text) : -1;
+}
+
+/* --fpull-image=/path/file.sqsh (made by fpull pull --format squashfs, enroot import or
+ * mksquashfs): mounted, or extracted as the user into the step's rootfs with unsquashfs (a
+ * copy per step), and run with the image config its enroot files keep (sqsh_config). */
+int fp_runner_from_squashfs(struct runner *rn, struct fp_buf *info)
+{
+  const struct fp_slurm_request *r = rn->r;
+  cleanup_free char *rootfs = fp_xasprintf("%s/rootfs", rn->bundle);
+  if (mkdir(rn->bundle, 0700) < 0 && errno != EEXIST) {
+    fp_slurm_say("fpull: %s: %s", rn->bundle, strerror(errno));
+    return FPULL_EFAIL;
+  }
+  /* Mounted where the node can (no copy of the image per step), else unpacked. */
+  rn->mounted = fp_slurm_sqsh_mountable();
+  if (rn->mounted) {
+    if (fp_slurm_sqsh_mount(r->image, rn->bundle, rn->envp) < 0)
+      return FPULL_EFAIL;
+  } else {
+    char tool[PATH_MAX];
+    const char *argv[] = {fp_runner_runtime_path("unsquashfs", tool, sizeof tool),
+                          "-n",
+                          "-no-xattrs",
+                          "-d",
+                          rootfs,
+                          r->image,
+                          NULL};
+    int rc = fp_runner_run((char *const *)argv, rn->envp, NULL, 1);
+    if (rc) {
+      fp_slurm_say("fpull: %s: cannot be unpacked as a SquashFS file (unsquashfs: exit %d)",
+                   r->image, rc);
+      return rc == FPULL_EFAIL || rc == 127 ? FPULL_EFAIL : FPULL_EUNSAFE;
+    }
+  }
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  if (!r->quiet)
+    fp_slurm_say("fpull: %s: %s (a SquashFS file, %s)", host, r->image,
+                 rn->mounted ? "mounted with squashfuse" : "unpacked with unsquashfs");
+  return sqsh_config(rn, rootfs, info) == 0 ? 0 : FPULL_EFAIL;
+}
+
+/* --fpull-format=squashfs: the entry pulled as one SquashFS file into the bundle and
+ * mounted there (sqsh_mount.h); the bundle's config.json gets the image's Env and
+ * WorkingDir, as fpull's bundle would have. *res: what say_chosen needs. */
+int fp_runner_pull_squashfs(struct runner *rn, cJSON **res)
+{
+  if (mkdir(rn->bundle, 0700) < 0 && errno != EEXIST) {
+    fp_slurm_say("fpull: %s: %s", rn->bundle, strerror(errno));
+    return FPULL_EFAIL;
+  }
+  rn->format = "squashfs";
+  snprintf(rn->dest, sizeof rn->dest, "%s/image.sqsh", rn->bundle);
+  int rc = fp_runner_pull(rn, res);
+  if (rc)
+    return rc;
+  const char *digest = cJSON_GetStringValue(cJSON_GetObjectItem(*res, "manifest_digest"));
+  cJSON *cfg = digest ? fp_runner_image_config(rn, digest, "--fpull-format=squashfs", &rc) : NULL;
+  if (!cfg)
+    return digest ? rc : FPULL_EFAIL;
+  const cJSON *c = cJSON_GetObjectItem(cfg, "config");
+  cJSON *spec = cJSON_CreateObject();
+  cJSON *proc = cJSON_AddObjectToObject(spec, "process");
+  const char *wd = cJSON_GetStringValue(cJSON_GetObjectItem(c, "WorkingDir"));
+  cJSON_AddStringToObject(proc, "cwd", wd && wd[0] == '/' ? wd : "/");
+  cJSON *env = cJSON_AddArrayToObject(proc, "env");
+  int has_path = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "Env"))
+  {
+    const char *v = cJSON_GetStringValue(e);
+    if (!v)
+      continue;
+    has_path |= strncmp(v, "PATH=", 5) == 0;
+    cJSON_AddItemToArray(env, cJSON_CreateString(v));
+  }
+  if (!has_path)
+    cJSON_AddItemToArray(env, cJSON_CreateString(DEFAULT_PATH));
+  cJSON_Delete(cfg);
+  cleanup_free char *text = cJSON_PrintUnformatted(spec);
+  cJSON_Delete(spec);
+  if (!text || write_bundle_config(rn, text) != 0)
+    return FPULL_EFAIL;
+  if (fp_slurm_sqsh_mount(rn->dest, rn->bundle, rn->envp) < 0)
+    return FPULL_EFAIL;
+  rn->mounted = 1;
+  return 0;
+}
+
+/* --fpull-name=NAME: the container's tree (fpull's bundle layout: rootfs/, config.json) is
+ * kept as it is left, for later steps of the job (container_scope=job: in the job's
+ * directory, gone with the job) or of the user's later jobs on this node (global: in the
+ * user's store directory). An existing name is run as it is, without a pull; its "digest"
+ * file says what it was made from. NAME.lock: exclusive while the tree is made, shared
+ * while a step runs in it, so that steps of one name run at once. Without an image (the
+ * name alone), only an existing name runs. */
+static int name_exists(const char *digestp, const char *config, char **digest)
+{
+  size_t len = 0;
+  if (fp_read_file(digestp, 128, digest, &len) == 0 && access(config, F_OK) == 0) {
+    (*digest)[strcspn(*digest, "\n")] = '\0';
+    return 1;
+  }
+  free(*digest);
+  *digest = NULL;
+  return 0;
+}
+
+int fp_runner_from_name(struct runner *rn, cJSON **res, int *lock, int *reused)
+{
+  const struct fp_slurm_request *r = rn->r;
+  cleanup_free char *base = r->s->container_scope_global
+                                ? fp_xasprintf("%s/store/%u/names", r->s->run_dir, (unsigned)r->uid)
+                                : fp_xasprintf("%s/%" PRIu32 "/names", r->s->run_dir, r->job_id);
+  cleanup_free char *lockp = fp_xasprintf("%s/%s.lock", base, r->name);
+  cleanup_free char *digestp = fp_xasprintf("%s/%s/digest", base, r->name);
+  if ((mkdir(base, 0700) < 0 && errno != EEXIST) ||
+      (size_t)snprintf(rn->tree, sizeof rn->tree, "%s/%s", base, r->name) >= sizeof rn->tree) {
+    fp_slurm_say("fpull: %s: %s", base, strerror(errno));
+    return FPULL_EFAIL;
+  }
+  cleanup_free char *config = fp_xasprintf("%s/config.json", rn->tree);
+  char *digest = NULL;
+  /* Shared first: a name that exists is run at once, beside the steps running in it; only
+   * making it takes the lock alone (and looks again: another step may have made it). */
+  int fd = open(lockp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int ok = fd >= 0 && flock(fd, LOCK_SH) == 0;
+  int exists = ok && name_exists(digestp, config, &digest);
+  if (ok && !exists && r->image[0]) {
+    ok = flock(fd, LOCK_EX) == 0;
+    exists = ok && name_exists(digestp, config, &digest);
+  }
+  if (!ok) {
+    fp_slurm_say("fpull: %s: %s", lockp, strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    return FPULL_EFAIL;
+  }
+  if (!exists && !r->image[0]) {
+    fp_slurm_say("fpull: --fpull-name=%s: no container of that name %s (the first step that "
+                 "names it needs --fpull-image)",
+                 r->name, r->s->container_scope_global ? "on this node" : "in this job");
+    close(fd);
+    return FPULL_ENOTFOUND;
+  }
+  int rc = 0;
+  if (exists) {
+    *reused = 1;
+    *res = cJSON_CreateObject();
+    cJSON_AddStringToObject(*res, "manifest_digest", digest);
+    if (!r->quiet) {
+      char host[256] = "";
+      gethostname(host, sizeof host - 1);
+      fp_slurm_say("fpull: %s: container %s (%s) as the job's earlier steps left it", host, r->name,
+                   digest);
+    }
+    free(digest);
+  } else {
+    free(digest);
+    snprintf(rn->dest, sizeof rn->dest, "%s", rn->tree);
+    rc = fp_runner_pull(rn, res);
+    const char *d =
+        rc == 0 ? cJSON_GetStringValue(cJSON_GetObjectItem(*res, "manifest_digest")) : NULL;
+    struct fp_buf b = {0};
+    if (d)
+      fp_buf_append(&b, d, strlen(d));
+    if (rc == 0 && (!d || fp_runner_write_small(digestp, &b) != 0)) {
+      fp_slurm_say("fpull: %s: %s", digestp, strerror(errno));
+      rc = FPULL_EFAIL;
+    }
+    fp_buf_free(&b);
+  }
+  if (rc) {
+    close(fd);
+    return rc;
+  }
+  flock(fd, LOCK_SH);
+  *lock = fd;
+  return 0;
+}
+
+/* A kept tree is shared by the user's steps and jobs: each step writes into a layer of its
+ * own over it (fuse-overlayfs, in the step's bundle, gone with the step). With
+ * --fpull-readonly too: the runtime makes the mount points of the home, the batch script
+ * and the site's mounts before it turns the root read-only, and they must land in the
+ * step's layer. The tree stays as fpull unpacked it, and FPULL_IMAGE_DIGEST names what the
+ * step runs. */
+static int keep_pristine(struct runner *rn, const char *image)
+{
+  static char merged[PATH_MAX + 16];
+  cleanup_free char *lower = fp_xasprintf("%s/rootfs", rn->tree);
+  if (mkdir(rn->bundle, 0700) < 0 && errno != EEXIST) {
+    fp_slurm_say("fpull: %s: %s", rn->bundle, strerror(errno));
+    return FPULL_EFAIL;
+  }
+  if (fp_slurm_overlay_mount(lower, rn->bundle, rn->envp, image) < 0)
+    return FPULL_EFAIL;
+  snprintf(merged, sizeof merged, "%s/rootfs", rn->bundle);
+  rn->rootfs = merged;
+  rn->mounted = 1;
+  return 0;
+}
+
+/* With store_max=: resolves the entry (fpull inspect, under the pull policy), and unpacks
+ * it into the user's store only when it is not there yet. *lock stays held (shared) for
+ * the step: no other job evicts the tree meanwhile. *res: what say_chosen needs. */
+int fp_runner_from_store(struct runner *rn, cJSON **res, int *lock)
+{
+  const struct fp_slurm_request *r = rn->r;
+  cJSON *ins = NULL;
+  rn->inspect = 1;
+  int rc = fp_runner_pull(rn, &ins);
+  rn->inspect = 0;
+  if (rc)
+    return rc;
+  rn->offline_only = rn->went_offline;
+  const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(ins, "chosen"));
+  struct fp_slurm_store st;
+  fpull_err err = {0};
+  int kept = d ? fp_slurm_store_claim(&st, r->s->run_dir, r->uid, d, &err) : -1;
+  if (kept < 0) {
+    if (!d || err.code == FPULL_ENOMATCH)
+      fp_slurm_say("fpull: %s: no entry of the image fits this node", r->image);
+    else
+      fp_slurm_say("fpull: %s", err.msg);
+    cJSON_Delete(ins);
+    return !d || err.code == FPULL_ENOMATCH ? FPULL_ENOMATCH : FPULL_EFAIL;
+  }
+  if ((size_t)snprintf(rn->tree, sizeof rn->tree, "%s", st.tree) >= sizeof rn->tree) {
+    fp_slurm_say("fpull: %s: path too long", st.tree);
+    fp_slurm_store_release(&st);
+    cJSON_Delete(ins);
+    return FPULL_EFAIL;
+  }
+  /* What the pull of the image would have said: the pull below is of the entry's digest,
+   * a single manifest, which knows neither the index nor why the entry was chosen. */
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "manifest_digest", d);
+  cJSON_AddItemToObject(o, "index_digest",
+                        cJSON_Duplicate(cJSON_GetObjectItem(ins, "index_digest"), 1));
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(ins, "entries"))
+  {
+    if (!cJSON_IsTrue(cJSON_GetObjectItem(e, "chosen")))
+      continue;
+    cJSON_AddItemToObject(o, "platform", cJSON_Duplicate(cJSON_GetObjectItem(e, "platform"), 1));
+    cJSON_AddItemToObject(o, "why", cJSON_Duplicate(cJSON_GetObjectItem(e, "why"), 1));
+  }
+  if (kept) {
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    if (!r->quiet)
+      fp_slurm_say("fpull: %s: %s: %s is kept on this node: not unpacked again", host, r->image, d);
+  } else {
+    cleanup_free char *pinned = fp_runner_pinned_ref(r->image, d);
+    rn->pull_image = pinned ? pinned : r->image;
+    cJSON *pulled = NULL;
+    rc = fp_runner_pull(rn, &pulled);
+    cJSON_Delete(pulled);
+    rn->pull_image = r->image;
+    if (rc == 0)
+      fp_slurm_store_filled(&st);
+  }
+  cJSON_Delete(ins);
+  if (rc)
+    cJSON_Delete(o);
+  else
+    *res = o;
+  if (rc) {
+    fp_slurm_store_release(&st);
+    return rc;
+  }
+  *lock = fp_slurm_store_hold(&st, r->s->store_max);
+  return keep_pristine(rn, r->image);
+}

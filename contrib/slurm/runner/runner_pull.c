@@ -1,0 +1,276 @@
+/* fpull-slurm-runner: fpull's pull under the step's pull policy (always, missing, newer,
+ * never; the cache when the registry is down), what of its output reaches the step, the
+ * line that says what the node chose, and --fpull-save. */
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <fpull/cache.h>
+#include <fpull/config.h>
+
+#include "common/run.h"
+#include "runner_pull.h"
+#include "stage.h"
+
+/* What of the pull's stderr reaches the step's. With --fpull-quiet, fpull's errors only;
+ * by default also the progress lines of a pull slow enough to print them (one every few
+ * seconds), but not the first and last lines of every pull: the line that says what this
+ * node chose is enough. The container runs no command of the image's: a warning that the
+ * image names none would only mislead. */
+static int keep_quiet(const char *line)
+{
+  return strncmp(line, "fpull: ", 7) == 0 && !strstr(line, "neither Entrypoint nor Cmd");
+}
+
+static int keep_default(const char *line)
+{
+  return keep_quiet(line) || (strstr(line, " downloaded, ") && !strstr(line, ": done: "));
+}
+
+/* fpull pull --format bundle (or rn->format) as the user; the --json result into out. */
+static int pull_once(struct runner *rn, int offline, int quiet, struct fp_buf *out)
+{
+  const struct fp_slurm_request *r = rn->r;
+  char jobs[16];
+  snprintf(jobs, sizeof jobs, "%d", r->s->jobs);
+  const char *argv[32];
+  size_t n = 0;
+  argv[n++] = r->s->fpull;
+  argv[n++] = rn->inspect ? "inspect" : "pull";
+  argv[n++] = "--json";
+  char format[32];
+  snprintf(format, sizeof format, "--format=%s", rn->format ? rn->format : "bundle");
+  if (!rn->inspect) {
+    argv[n++] = format;
+    argv[n++] = "--progress=lines";
+    argv[n++] = "--force";
+  }
+  if (offline)
+    argv[n++] = "--offline";
+  n = fp_runner_common_args(rn, argv, n);
+  if (r->features) {
+    argv[n++] = "--features";
+    argv[n++] = r->features;
+  }
+  if (r->s->jobs && !rn->inspect) {
+    argv[n++] = "--jobs";
+    argv[n++] = jobs;
+  }
+  char max[48];
+  if (r->s->max_unpacked && !rn->inspect) {
+    snprintf(max, sizeof max, "--max-unpacked=%lluB", r->s->max_unpacked);
+    argv[n++] = max;
+  }
+  argv[n++] = "--";
+  argv[n++] = rn->pull_image;
+  if (!rn->inspect)
+    argv[n++] = rn->dest[0] ? rn->dest : rn->tree;
+  argv[n] = NULL;
+  out->len = 0;
+  if (fp_slurm_run_timed_out())
+    return FPULL_ENET;
+  return fp_slurm_run_to((char *const *)argv, rn->envp, out, quiet, NULL,
+                         r->quiet ? keep_quiet : keep_default);
+}
+
+/* How old the cached manifest is, for the outage warning. */
+static void cached_age(const struct runner *rn, const char *digest, char *buf, size_t len)
+{
+  snprintf(buf, len, "unknown age");
+  const char *hex = strchr(digest, ':');
+  if (!hex)
+    return;
+  cleanup_free char *dir = NULL;
+  if (rn->cache[0]) {
+    dir = fp_xstrdup(rn->cache);
+  } else {
+    struct fpull_config *config = NULL;
+    fpull_err ignored = {0};
+    if (fpull_config_load(&config, rn->r->s->config, &ignored) == 0)
+      dir = fpull_cache_resolve_dir(NULL, config);
+    fpull_config_free(config);
+  }
+  struct stat st;
+  cleanup_free char *p = dir ? fp_xasprintf("%s/blobs/sha256/%s", dir, hex + 1) : NULL;
+  if (!p || stat(p, &st) != 0)
+    return;
+  long secs = (long)(time(NULL) - st.st_mtime);
+  if (secs < 0)
+    secs = 0;
+  if (secs >= 86400)
+    snprintf(buf, len, "%ldd%02ldh old", secs / 86400, secs / 3600 % 24);
+  else if (secs >= 3600)
+    snprintf(buf, len, "%ldh%02ldm old", secs / 3600, secs / 60 % 60);
+  else
+    snprintf(buf, len, "%ldm%02lds old", secs / 60, secs % 60);
+}
+
+/* The pull policy (settings.h) over fpull's exit codes. */
+int fp_runner_pull(struct runner *rn, cJSON **result)
+{
+  struct fp_buf out = {0};
+  int rc;
+  /* A registry that trickles cannot hold the job longer than the site allows (the job's
+   * time limit bounds it anyway; the node is never at stake). */
+  if (rn->r->s->pull_timeout > 0) {
+    fp_slurm_run_deadline((unsigned)rn->r->s->pull_timeout);
+  }
+  rn->went_offline = 0;
+  switch (rn->offline_only ? FP_PULL_NEVER : rn->r->pull) {
+  case FP_PULL_NEVER:
+    rc = pull_once(rn, 1, 0, &out);
+    rn->went_offline = 1;
+    break;
+  case FP_PULL_MISSING:
+    rc = pull_once(rn, 1, 1, &out);
+    rn->went_offline = rc == 0;
+    if (rc != 0)
+      rc = pull_once(rn, 0, 0, &out);
+    break;
+  case FP_PULL_NEWER:
+    rc = pull_once(rn, 0, 0, &out);
+    if (rc == FPULL_ENET && pull_once(rn, 1, 1, &out) == 0) {
+      cJSON *j = cJSON_ParseWithLength(out.data ? out.data : "", out.len);
+      const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(j, "manifest_digest"));
+      if (!d)
+        d = cJSON_GetStringValue(cJSON_GetObjectItem(j, "chosen"));
+      rn->went_offline = 1;
+      char age[64];
+      cached_age(rn, d ? d : "", age, sizeof age);
+      fp_slurm_say("fpull: warning: %s: the registry cannot be reached: running the cached %s (%s)",
+                   rn->r->image, d ? d : "image", age);
+      cJSON_Delete(j);
+      rc = 0;
+    }
+    break;
+  default:
+    rc = pull_once(rn, 0, 0, &out);
+    break;
+  }
+  fp_slurm_run_deadline(0);
+  if (fp_slurm_run_timed_out()) {
+    fp_slurm_say("fpull: %s: the pull took longer than pull_timeout=%d seconds (exit 6: network or "
+                 "registry failure, worth retrying)",
+                 rn->r->image, rn->r->s->pull_timeout);
+    rc = FPULL_ENET;
+  }
+  if (rc == 0) {
+    *result = cJSON_ParseWithLength(out.data ? out.data : "", out.len);
+    if (!*result)
+      rc = FPULL_EFAIL;
+  }
+  fp_buf_free(&out);
+  return rc;
+}
+
+/* The line saying what this node chose, on the step's stderr. */
+void fp_runner_say_chosen(const struct runner *rn, const cJSON *res)
+{
+  if (rn->r->quiet)
+    return;
+  const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(res, "manifest_digest"));
+  const cJSON *pl = cJSON_GetObjectItem(res, "platform");
+  char feats[1024] = "";
+  size_t off = 0;
+  const cJSON *f;
+  cJSON_ArrayForEach(f, cJSON_GetObjectItem(pl, "features"))
+  {
+    const char *s = cJSON_GetStringValue(f);
+    if (s && off + strlen(s) + 2 < sizeof feats)
+      off += (size_t)snprintf(feats + off, sizeof feats - off, "%s%s", off ? "," : "", s);
+  }
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  const char *os = cJSON_GetStringValue(cJSON_GetObjectItem(pl, "os"));
+  const char *arch = cJSON_GetStringValue(cJSON_GetObjectItem(pl, "architecture"));
+  /* The deciding rule, as fpull inspect says it (pull --json's why). */
+  const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(res, "why"));
+  int single = cJSON_IsNull(cJSON_GetObjectItem(res, "index_digest"));
+  fp_slurm_say(
+      "fpull: %s: %s: %s (%s/%s%s%s, %s%s%s)", host, rn->r->image, d ? d : "?", os ? os : "?",
+      arch ? arch : "?", feats[0] ? " " : "", feats,
+      single ? "the only entry"
+             : (rn->r->features ? "the entry for --fpull-features" : "the entry for this node"),
+      single ? "" : ": ", single ? "" : (why ? why : "the only one that fits"));
+}
+
+/* --fpull-save: the entry the step runs, as a SquashFS file, from the cache (the pull just
+ * filled it) and as the user. Said, not fatal, when it cannot be written: the step runs. */
+void fp_runner_save(struct runner *rn, const char *digest)
+{
+  const struct fp_slurm_request *r = rn->r;
+  cleanup_free char *pinned = fp_runner_pinned_ref(r->image, digest);
+  if (!pinned)
+    return;
+  const char *argv[24];
+  size_t n = 0;
+  argv[n++] = r->s->fpull;
+  argv[n++] = "pull";
+  argv[n++] = "--format=squashfs";
+  argv[n++] = "--offline";
+  argv[n++] = "--force";
+  argv[n++] = "--quiet";
+  char max[48];
+  if (r->s->max_unpacked) {
+    snprintf(max, sizeof max, "--max-unpacked=%lluB", r->s->max_unpacked);
+    argv[n++] = max;
+  }
+  n = fp_runner_common_args(rn, argv, n);
+  argv[n++] = "--";
+  argv[n++] = pinned;
+  argv[n++] = r->save;
+  argv[n] = NULL;
+  int rc = fp_runner_run((char *const *)argv, rn->envp, NULL, 0);
+  if (rc)
+    fp_slurm_say("fpull: warning: --fpull-save=%s: not saved (exit %d)", r->save, rc);
+  else if (!r->quiet)
+    fp_slurm_say("fpull: saved %s to %s", pinned, r->save);
+}
+
+/* --fpull-entrypoint: the chosen entry's Entrypoint, from its image config (fpull config,
+ * from the cache the pull just filled), as N records. */
+/* The chosen entry's image configuration (fpull config, from the cache the pull just
+ * filled), or NULL after saying why (what: the option that needs it). */
+cJSON *fp_runner_image_config(const struct runner *rn, const char *digest, const char *what,
+                              int *rc)
+{
+  const struct fp_slurm_request *r = rn->r;
+  cleanup_free char *pinned = fp_runner_pinned_ref(r->image, digest);
+  *rc = FPULL_EFAIL;
+  if (!pinned)
+    return NULL;
+  const char *argv[20];
+  size_t n = 0;
+  argv[n++] = r->s->fpull;
+  argv[n++] = "config";
+  argv[n++] = "--offline";
+  n = fp_runner_common_args(rn, argv, n);
+  argv[n++] = "--";
+  argv[n++] = pinned;
+  argv[n] = NULL;
+  struct fp_buf out = {0};
+  int run_rc = fp_runner_run((char *const *)argv, rn->envp, &out, 0);
+  cJSON *cfg = run_rc == 0 ? cJSON_ParseWithLength(out.data ? out.data : "", out.len) : NULL;
+  fp_buf_free(&out);
+  if (!cfg) {
+    fp_slurm_say("fpull: %s: %s: the image's configuration cannot be read", r->image, what);
+    *rc = run_rc ? run_rc : FPULL_EFAIL;
+  }
+  return cfg;
+}
+
+int fp_runner_send_entrypoint(const struct runner *rn, const char *digest, struct fp_buf *info)
+{
+  int rc;
+  cJSON *cfg = fp_runner_image_config(rn, digest, "--fpull-entrypoint", &rc);
+  if (!cfg)
+    return rc;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(cJSON_GetObjectItem(cfg, "config"), "Entrypoint"))
+  {
+    if (cJSON_IsString(e))
+      fp_runner_send_rec(info, 'N', e->valuestring);
+  }
+  cJSON_Delete(cfg);
+  return 0;
+}

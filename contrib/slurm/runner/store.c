@@ -1,0 +1,151 @@
+/* fpull Slurm plugin: the node store (see store.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store.h"
+#include "unpack/inroot.h"
+#include "base/util.h"
+
+static uint64_t tree_bytes;
+static int add_bytes(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+  (void)p;
+  (void)flag;
+  (void)f;
+  tree_bytes += (uint64_t)st->st_blocks * 512;
+  return 0;
+}
+
+struct kept {
+  char hex[72];
+  time_t used;
+  uint64_t bytes;
+};
+
+static int kept_older(const void *a, const void *b)
+{
+  const struct kept *x = a, *y = b;
+  return x->used < y->used ? -1 : x->used > y->used;
+}
+
+/* Removes the least recently used trees until the user's store is within store_max, never
+ * keep (this step's) nor one another step holds (its lock). */
+static void evict(const char *store, const char *keep, uint64_t max)
+{
+  cleanup_close int dfd = open(store, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d = dfd < 0 ? NULL : fdopendir(dup(dfd));
+  if (!d)
+    return;
+  struct kept *k = NULL;
+  size_t n = 0;
+  uint64_t total = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    size_t len = strlen(de->d_name);
+    if (len < 6 || len > 70 || strcmp(de->d_name + len - 5, ".lock") != 0)
+      continue;
+    struct stat st;
+    if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+      continue;
+    k = fp_xrealloc(k, (n + 1) * sizeof *k);
+    snprintf(k[n].hex, sizeof k[n].hex, "%.*s", (int)(len - 5), de->d_name);
+    k[n].used = st.st_mtime;
+    k[n].bytes = 0;
+    char sz[96], buf[32] = "";
+    snprintf(sz, sizeof sz, "%s.size", k[n].hex);
+    int fd = openat(dfd, sz, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+      ssize_t r = read(fd, buf, sizeof buf - 1);
+      buf[r > 0 ? r : 0] = '\0';
+      k[n].bytes = strtoull(buf, NULL, 10);
+      close(fd);
+    }
+    total += k[n].bytes;
+    n++;
+  }
+  closedir(d);
+  qsort(k, n, sizeof *k, kept_older);
+  for (size_t i = 0; i < n && total > max; i++) {
+    if (strcmp(k[i].hex, keep) == 0)
+      continue;
+    char name[96];
+    snprintf(name, sizeof name, "%s.lock", k[i].hex);
+    int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+      continue;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      fp_rm_rf_at(dfd, k[i].hex);
+      snprintf(name, sizeof name, "%s.size", k[i].hex);
+      unlinkat(dfd, name, 0);
+      snprintf(name, sizeof name, "%s.lock", k[i].hex);
+      unlinkat(dfd, name, 0);
+      total -= k[i].bytes;
+    }
+    close(fd);
+  }
+  free(k);
+}
+
+int fp_slurm_store_claim(struct fp_slurm_store *s, const char *run_dir, uid_t uid,
+                         const char *digest, fpull_err *err)
+{
+  s->lock = -1;
+  if (strncmp(digest, "sha256:", 7) != 0 || strlen(digest) != 71 ||
+      strspn(digest + 7, "0123456789abcdef") != 64) {
+    fpull_err_set(err, FPULL_ENOMATCH, "%s: not a sha256 digest", digest);
+    return -1;
+  }
+  snprintf(s->dir, sizeof s->dir, "%s/store/%u", run_dir, (unsigned)uid);
+  snprintf(s->hex, sizeof s->hex, "%s", digest + 7);
+  snprintf(s->tree, sizeof s->tree, "%s/%s", s->dir, s->hex);
+  cleanup_free char *lockp = fp_xasprintf("%s.lock", s->tree);
+  cleanup_free char *config = fp_xasprintf("%s/config.json", s->tree);
+  int fd = open(lockp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+    fpull_err_set(err, FPULL_EFAIL, "%s: %s", lockp, strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  s->lock = fd;
+  struct stat st;
+  return stat(config, &st) == 0;
+}
+
+void fp_slurm_store_filled(struct fp_slurm_store *s)
+{
+  tree_bytes = 0;
+  nftw(s->tree, add_bytes, 16, FTW_PHYS | FTW_MOUNT);
+  cleanup_free char *szp = fp_xasprintf("%s.size", s->tree);
+  FILE *f = fopen(szp, "we");
+  if (f) {
+    fprintf(f, "%llu\n", (unsigned long long)tree_bytes);
+    fclose(f);
+  }
+}
+
+int fp_slurm_store_hold(struct fp_slurm_store *s, uint64_t max)
+{
+  futimens(s->lock, NULL);
+  flock(s->lock, LOCK_SH);
+  evict(s->dir, s->hex, max);
+  int fd = s->lock;
+  s->lock = -1;
+  return fd;
+}
+
+void fp_slurm_store_release(struct fp_slurm_store *s)
+{
+  if (s->lock >= 0)
+    close(s->lock);
+  s->lock = -1;
+}
