@@ -39,6 +39,12 @@ int fp_slurm_run_timed_out(void)
   return pull_timed_out;
 }
 
+void fp_slurm_run_deadline_clear(void)
+{
+  alarm(0);
+  pull_timed_out = 0;
+}
+
 void fp_slurm_say(const char *fmt, ...)
 {
   char line[FPULL_ERR_MSG_MAX + 64];

@@ -352,6 +352,6 @@ int fp_runner_from_store(struct runner *rn, cJSON **res, int *lock)
     fp_slurm_store_release(&st);
     return rc;
   }
-  *lock = fp_slurm_store_hold(&st, r->s->store_max);
+  *lock = fp_slurm_store_hold(&st, fp_slurm_store_limit(r->s->store_max, r->s->run_dir));
   return keep_pristine(rn, r->image);
 }
