@@ -190,6 +190,11 @@ static int pull_newer(struct runner *rn, struct fp_buf *out)
   if (before)
     rn->pull_image = before;
   rc = pull_once(rn, 1, 1, out);
+  if (rc && !before && image != rn->r->image) {
+    /* The job's pinned index is not cached here: the tag's, as this node last had it. */
+    rn->pull_image = rn->r->image;
+    rc = pull_once(rn, 1, 1, out);
+  }
   rn->pull_image = image;
   if (rc != 0)
     return timed ? FPULL_ENET | FP_RUNNER_TIMED_OUT : FPULL_ENET;
@@ -213,6 +218,14 @@ int fp_runner_pull(struct runner *rn, cJSON **result)
   int rc;
   rn->went_offline = 0;
   enum fp_slurm_pull policy = rn->offline_only ? FP_PULL_NEVER : rn->r->pull;
+  /* The tag as the job resolved it (common/job_pin.h): no node asks for it again. */
+  const char *image = rn->pull_image;
+  cleanup_free char *pinned =
+      rn->r->pin && image == rn->r->image && (policy == FP_PULL_NEWER || policy == FP_PULL_ALWAYS)
+          ? fp_runner_pinned_ref(image, rn->r->pin)
+          : NULL;
+  if (pinned)
+    rn->pull_image = pinned;
   /* A registry that trickles cannot hold the job longer than the site allows (the job's
    * time limit bounds it anyway; the node is never at stake). */
   if (rn->r->s->pull_timeout > 0 && policy != FP_PULL_NEWER) {
@@ -244,6 +257,7 @@ int fp_runner_pull(struct runner *rn, cJSON **result)
     rc = FPULL_ENET;
   }
   fp_slurm_run_deadline_clear();
+  rn->pull_image = image;
   if (rc == 0) {
     *result = cJSON_ParseWithLength(out.data ? out.data : "", out.len);
     if (!*result)

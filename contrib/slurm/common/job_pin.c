@@ -1,0 +1,85 @@
+/* fpull Slurm plugin: one resolution per job (see job_pin.h). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <fpull/ref.h>
+
+#include "job_pin.h"
+#include "run.h"
+
+extern char **environ;
+
+int fp_slurm_pin_wanted(const char *image)
+{
+  return image && image[0] && image[0] != '/' && !strchr(image, '@') &&
+         !fp_slurm_is_sqsh_name(image) && !fp_slurm_image_is_none(image) &&
+         !strpbrk(image, " \t\n");
+}
+
+int fp_slurm_pin_find(const char *pins, const char *image, char *digest, size_t len)
+{
+  size_t n = strlen(image);
+  for (const char *p = pins; p && *p;) {
+    p += strspn(p, " ");
+    size_t w = strcspn(p, " ");
+    if (w > n + 1 && strncmp(p, image, n) == 0 && p[n] == '@' && w - n - 1 < len) {
+      snprintf(digest, len, "%.*s", (int)(w - n - 1), p + n + 1);
+      if (fpull_digest_valid(digest))
+        return 1;
+    }
+    p += w;
+  }
+  return 0;
+}
+
+int fp_slurm_pin_resolve(const struct fp_slurm_settings *s, const char *image, char *digest,
+                         size_t len)
+{
+  char timeout[PATH_MAX], secs[16];
+  if (!fp_slurm_find_program("timeout", timeout, sizeof timeout))
+    return FPULL_EFAIL;
+  snprintf(secs, sizeof secs, "%d", s->check_timeout ? s->check_timeout : 3600);
+  const char *argv[20];
+  size_t n = 0;
+  argv[n++] = timeout;
+  argv[n++] = "-s";
+  argv[n++] = "KILL";
+  argv[n++] = secs;
+  argv[n++] = s->fpull;
+  argv[n++] = "digest";
+  argv[n++] = "--index";
+  argv[n++] = "--json";
+  if (s->config) {
+    argv[n++] = "--config";
+    argv[n++] = s->config;
+  }
+  /* The cache the job's nodes read, where the submit host has it too: the index the tag
+   * names is then there for every node before the job starts. */
+  char cache[PATH_MAX];
+  const char *own = getenv("FPULL_CACHE");
+  if ((!own || !*own) && s->shared_cache &&
+      (size_t)snprintf(cache, sizeof cache, "%s/%u", s->shared_cache, (unsigned)getuid()) <
+          sizeof cache &&
+      access(cache, W_OK) == 0) {
+    argv[n++] = "--cache-dir";
+    argv[n++] = cache;
+  }
+  argv[n++] = "--";
+  argv[n++] = image;
+  argv[n] = NULL;
+  struct fp_buf out = {0};
+  int rc = fp_slurm_run_to((char *const *)argv, environ, &out, 1, NULL, NULL);
+  cJSON *j = rc == 0 ? cJSON_ParseWithLength(out.data ? out.data : "", out.len) : NULL;
+  const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(j, "digest"));
+  if (rc == 0 && d && fpull_digest_valid(d) && strlen(d) < len)
+    snprintf(digest, len, "%s", d);
+  else if (rc == 0)
+    rc = FPULL_EFAIL;
+  cJSON_Delete(j);
+  fp_buf_free(&out);
+  return rc;
+}

@@ -1,0 +1,31 @@
+/* fpull Slurm plugin: one resolution per job (issue 41.2). The submit command (srun,
+ * sbatch, salloc) resolves an --fpull-image tag once, as the user, to the digest of its
+ * index (fpull digest --index), and leaves it in the job's environment, FPULL_IMAGE_PINS
+ * ("IMAGE@DIGEST" entries separated by blanks, IMAGE as the option gave it), which every
+ * step and node of the job (and a batch script's own sruns) sees: each node then pulls
+ * IMAGE pinned to that digest, picks its entry from that index, and reads manifests and
+ * blobs by digest from the caches. A step whose submit finds its image pinned already
+ * (an srun in a job sbatch or salloc gave the image) asks the registry nothing. */
+#ifndef FPULL_SLURM_JOB_PIN_H
+#define FPULL_SLURM_JOB_PIN_H
+
+#include <stddef.h>
+
+#include "settings.h"
+
+#define FP_SLURM_PINS_ENV "FPULL_IMAGE_PINS"
+
+/* Whether an --fpull-image value is a registry image named by a tag (not a digest, a
+ * SquashFS file, none or empty): the only kind worth pinning. */
+int fp_slurm_pin_wanted(const char *image);
+
+/* IMAGE's digest in pins (FPULL_IMAGE_PINS's value) into digest; 1 when found. */
+int fp_slurm_pin_find(const char *pins, const char *image, char *digest, size_t len);
+
+/* At submit, as the user: resolves image with fpull digest --index (the site's fpull and
+ * config, within check_timeout= seconds, through coreutils' timeout) into digest. 0, or
+ * fpull's code (nothing pinned then: each node checks the tag itself). */
+int fp_slurm_pin_resolve(const struct fp_slurm_settings *s, const char *image, char *digest,
+                         size_t len);
+
+#endif
