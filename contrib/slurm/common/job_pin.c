@@ -36,6 +36,30 @@ int fp_slurm_pin_find(const char *pins, const char *image, char *digest, size_t 
   return 0;
 }
 
+char *fp_slurm_pin_set(const char *pins, const char *image, const char *digest)
+{
+  struct fp_buf b = {0};
+  size_t n = strlen(image);
+  for (const char *p = pins; p && *p;) {
+    p += strspn(p, " ");
+    size_t w = strcspn(p, " ");
+    if (w && !(w > n && strncmp(p, image, n) == 0 && p[n] == '@')) {
+      fp_buf_append(&b, p, w);
+      fp_buf_append(&b, " ", 1);
+    }
+    p += w;
+  }
+  if (digest) {
+    fp_buf_append(&b, image, n);
+    fp_buf_append(&b, "@", 1);
+    fp_buf_append(&b, digest, strlen(digest));
+  } else if (b.len) {
+    b.len--; /* the last blank */
+  }
+  fp_buf_append(&b, "", 1);
+  return b.data;
+}
+
 int fp_slurm_pin_resolve(const struct fp_slurm_settings *s, const char *image, char *digest,
                          size_t len)
 {

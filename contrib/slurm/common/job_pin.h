@@ -22,6 +22,10 @@ int fp_slurm_pin_wanted(const char *image);
 /* IMAGE's digest in pins (FPULL_IMAGE_PINS's value) into digest; 1 when found. */
 int fp_slurm_pin_find(const char *pins, const char *image, char *digest, size_t len);
 
+/* pins with IMAGE's entry (if any) replaced by IMAGE@DIGEST (digest NULL: removed); the
+ * caller frees it. */
+char *fp_slurm_pin_set(const char *pins, const char *image, const char *digest);
+
 /* At submit, as the user: resolves image with fpull digest --index (the site's fpull and
  * config, within check_timeout= seconds, through coreutils' timeout) into digest. 0, or
  * fpull's code (nothing pinned then: each node checks the tag itself). */

@@ -311,11 +311,14 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
     return 0;
   const char *pins = getenv(FP_SLURM_PINS_ENV);
   char digest[160];
-  if (fp_slurm_pin_find(pins, image, digest, sizeof digest) ||
-      fp_slurm_pin_resolve(&settings, image, digest, sizeof digest) != 0)
+  /* An srun inside a job takes the job's pin; a new job (sbatch, salloc, an srun outside
+   * any job) resolves the tag anew, whatever its environment inherited. */
+  int in_job = ctx == S_CTX_LOCAL && getenv("SLURM_JOB_ID");
+  if (in_job && fp_slurm_pin_find(pins, image, digest, sizeof digest))
     return 0;
-  cleanup_free char *v =
-      fp_xasprintf("%s%s%s@%s", pins && *pins ? pins : "", pins && *pins ? " " : "", image, digest);
+  int ok = fp_slurm_pin_resolve(&settings, image, digest, sizeof digest) == 0;
+  /* Not resolved: no pin (an inherited one is another job's), each node checks. */
+  cleanup_free char *v = fp_slurm_pin_set(pins, image, ok ? digest : NULL);
   setenv(FP_SLURM_PINS_ENV, v, 1);
   return 0;
 }
