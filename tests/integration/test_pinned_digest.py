@@ -55,6 +55,18 @@ class PinnedDigest(cases.RegistryCase):
                          ["/v2/pin/img/manifests/v1"])
         self.assertEqual(self.proxy.count("/blobs/"), 0)
 
+    def test_tag_pinned_to_a_digest_is_recorded_for_offline(self):
+        # NAME:TAG@DIGEST from the registry: TAG names DIGEST offline after, as a pull by
+        # the tag would have recorded (a Slurm node's fallback when the registry fails).
+        ref = "%s/pin/img:v1" % self.proxy.hostport
+        cp = fpull.run(["pull", "--offline", "--platform", "linux/amd64", ref,
+                        os.path.join(self.tmp, "x")], env=self.env)
+        self.assertEqual(cp.returncode, 5, cp.stderr)
+        self.pull("%s@%s" % (ref, self.index["digest"]), "a")
+        cp, doc = fpull.run_json(["pull", "--offline", "--platform", "linux/amd64", ref,
+                                  os.path.join(self.tmp, "b")], env=self.env)
+        self.assertEqual(doc["index_digest"], self.index["digest"])
+
     def test_a_damaged_cached_manifest_is_fetched_again(self):
         pinned = "%s/pin/img@%s" % (self.proxy.hostport, self.index["digest"])
         self.pull(pinned, "a")

@@ -102,8 +102,8 @@ class HungRegistry(SlurmCase):
         self.assertEqual((cp.returncode, cp.stdout), (0, "cached\n"), cp.stderr)
         self.assertLess(took, 10, cp.stderr)
         self.assertRegex(self.warning(cp.stderr),
-                         r"^fpull: warning: %s: the registry did not answer within \d+ "
-                         r"seconds: running the cached %s \(\d+m\d\ds old\)$" % (
+                         r"^fpull: warning: %s: the registry did not answer the job's "
+                         r"submit within 4 seconds: running the cached %s \(\d+m\d\ds old\)$" % (
                              re.escape(self.cref), self.img["digest"]))
         # An image that is not cached still waits for the registry (and fails with it).
         cp, _ = self.srun("--fpull-image=%s/hpc/nope:1.0" % self.proxy.hostport,

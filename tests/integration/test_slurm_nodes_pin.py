@@ -35,6 +35,11 @@ class OneResolutionPerJob(NodesCase):
         os.chmod(site, 0o1777)
 
     def test_warm_job_asks_the_registry_once_and_a_moved_tag_never_splits_it(self):
+        # An index, as multi-build images are (the submit's check then reads the index
+        # alone; a single manifest's check also reads its config, once per submit).
+        amd64 = {"os": "linux", "architecture": "amd64"}
+        images.push_index(self.client, "hpc/os", "idx", [(self.image, amd64)])
+        self.ref = "%s/hpc/os:idx" % self.reg.hostport
         n = "-N%d" % NODES
         cp = self.srun([n, "--fpull-image=" + self.ref, "cat", "/etc/kind"])
         self.assertEqual((cp.returncode, cp.stdout), (0, "image-os\n" * NODES),
@@ -57,8 +62,9 @@ class OneResolutionPerJob(NodesCase):
         self.assertEqual(out, ["image-os\n"] * NODES + ["step-done\n"])
         time.sleep(1)  # the access log is written as requests end
         first = registry_requests(self.reg.log_path)[before:]
-        images.push_image(self.client, "hpc/os", "1.0",
-                          [tools_layer(self.tools()), os_release("image-moved")])
+        moved = images.push_image(self.client, "hpc/os", None,
+                                  [tools_layer(self.tools()), os_release("image-moved")])
+        images.push_index(self.client, "hpc/os", "idx", [(moved, amd64)])
         pushed = len(registry_requests(self.reg.log_path))
         open(flag, "w").close()
         rest, err = p.communicate(timeout=120)
@@ -70,7 +76,7 @@ class OneResolutionPerJob(NodesCase):
         # node of either step.
         self.assertLessEqual(len(first), 2, first)
         self.assertEqual([r for r in first if "/manifests/" in r],
-                         ["GET /v2/hpc/os/manifests/1.0"], first)
+                         ["GET /v2/hpc/os/manifests/idx"], first)
         self.assertEqual(second, [])
         # A new job sees the moved tag.
         cp = self.srun([n, "--fpull-image=" + self.ref, "cat", "/etc/kind"])

@@ -36,6 +36,9 @@ TEST(pin_found_for_its_exact_image_only)
   /* What is no digest is no pin. */
   CHECK(!fp_slurm_pin_find("reg/a:1@sha256:xyz reg/a:2@../../x", "reg/a:1", d, sizeof d));
   CHECK(!fp_slurm_pin_find("reg/a:2@../../x", "reg/a:2", d, sizeof d));
+  /* A registry that did not answer the submit in time. */
+  CHECK(fp_slurm_pin_find("reg/a:3@" FP_SLURM_PIN_UNANSWERED, "reg/a:3", d, sizeof d));
+  CHECK_STR_EQ(d, FP_SLURM_PIN_UNANSWERED);
 }
 
 TEST(pin_set_replaces_or_removes_one_entry)

@@ -1,4 +1,5 @@
 /* fpull Slurm plugin: one resolution per job (see job_pin.h). */
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <fpull/ref.h>
 
 #include "job_pin.h"
+#include "unpack/inroot.h"
 #include "run.h"
 
 extern char **environ;
@@ -28,7 +30,7 @@ int fp_slurm_pin_find(const char *pins, const char *image, char *digest, size_t 
     size_t w = strcspn(p, " ");
     if (w > n + 1 && strncmp(p, image, n) == 0 && p[n] == '@' && w - n - 1 < len) {
       snprintf(digest, len, "%.*s", (int)(w - n - 1), p + n + 1);
-      if (fpull_digest_valid(digest))
+      if (fpull_digest_valid(digest) || strcmp(digest, FP_SLURM_PIN_UNANSWERED) == 0)
         return 1;
     }
     p += w;
@@ -67,11 +69,11 @@ int fp_slurm_pin_resolve(const struct fp_slurm_settings *s, const char *image, c
   if (!fp_slurm_find_program("timeout", timeout, sizeof timeout))
     return FPULL_EFAIL;
   snprintf(secs, sizeof secs, "%d", s->check_timeout ? s->check_timeout : 3600);
-  const char *argv[20];
+  const char *argv[24];
   size_t n = 0;
   argv[n++] = timeout;
-  argv[n++] = "-s";
-  argv[n++] = "KILL";
+  argv[n++] = "-k";
+  argv[n++] = "1";
   argv[n++] = secs;
   argv[n++] = s->fpull;
   argv[n++] = "digest";
@@ -81,17 +83,14 @@ int fp_slurm_pin_resolve(const struct fp_slurm_settings *s, const char *image, c
     argv[n++] = "--config";
     argv[n++] = s->config;
   }
-  /* The cache the job's nodes read, where the submit host has it too: the index the tag
-   * names is then there for every node before the job starts. */
-  char cache[PATH_MAX];
-  const char *own = getenv("FPULL_CACHE");
-  if ((!own || !*own) && s->shared_cache &&
-      (size_t)snprintf(cache, sizeof cache, "%s/%u", s->shared_cache, (unsigned)getuid()) <
-          sizeof cache &&
-      access(cache, W_OK) == 0) {
-    argv[n++] = "--cache-dir";
-    argv[n++] = cache;
-  }
+  /* A cache of its own, gone after: the tag's record in the user's cache stays what the
+   * nodes last ran, the image a node falls back on when the registry fails it. */
+  const char *tmp = getenv("TMPDIR");
+  cleanup_free char *cache = fp_xasprintf("%s/fpull-pin-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(cache))
+    return FPULL_EFAIL;
+  argv[n++] = "--cache-dir";
+  argv[n++] = cache;
   argv[n++] = "--";
   argv[n++] = image;
   argv[n] = NULL;
@@ -103,6 +102,11 @@ int fp_slurm_pin_resolve(const struct fp_slurm_settings *s, const char *image, c
     snprintf(digest, len, "%s", d);
   else if (rc == 0)
     rc = FPULL_EFAIL;
+  else if (rc == 124 || rc == 128 + 9) /* timeout(1): the deadline passed */
+    rc = -1;
+  cleanup_close int tfd = open(tmp && *tmp ? tmp : "/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (tfd >= 0)
+    fp_rm_rf_at(tfd, strrchr(cache, '/') + 1);
   cJSON_Delete(j);
   fp_buf_free(&out);
   return rc;

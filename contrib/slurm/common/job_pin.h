@@ -19,7 +19,13 @@
  * SquashFS file, none or empty): the only kind worth pinning. */
 int fp_slurm_pin_wanted(const char *image);
 
-/* IMAGE's digest in pins (FPULL_IMAGE_PINS's value) into digest; 1 when found. */
+/* The entry of an image whose registry did not answer the submit's check in time
+ * ("IMAGE@-"): the nodes then run a cached image at once, with the warning, instead of
+ * each waiting for the registry again. */
+#define FP_SLURM_PIN_UNANSWERED "-"
+
+/* IMAGE's digest in pins (FPULL_IMAGE_PINS's value) into digest; 1 when found (the
+ * digest valid, or FP_SLURM_PIN_UNANSWERED). */
 int fp_slurm_pin_find(const char *pins, const char *image, char *digest, size_t len);
 
 /* pins with IMAGE's entry (if any) replaced by IMAGE@DIGEST (digest NULL: removed); the
@@ -28,7 +34,8 @@ char *fp_slurm_pin_set(const char *pins, const char *image, const char *digest);
 
 /* At submit, as the user: resolves image with fpull digest --index (the site's fpull and
  * config, within check_timeout= seconds, through coreutils' timeout) into digest. 0, or
- * fpull's code (nothing pinned then: each node checks the tag itself). */
+ * fpull's code (nothing pinned then: each node checks the tag itself), or -1 when the
+ * registry did not answer within the deadline. */
 int fp_slurm_pin_resolve(const struct fp_slurm_settings *s, const char *image, char *digest,
                          size_t len);
 

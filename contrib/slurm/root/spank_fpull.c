@@ -314,11 +314,16 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
   /* An srun inside a job takes the job's pin; a new job (sbatch, salloc, an srun outside
    * any job) resolves the tag anew, whatever its environment inherited. */
   int in_job = ctx == S_CTX_LOCAL && getenv("SLURM_JOB_ID");
-  if (in_job && fp_slurm_pin_find(pins, image, digest, sizeof digest))
+  if (in_job && fp_slurm_pin_find(pins, image, digest, sizeof digest) &&
+      strcmp(digest, FP_SLURM_PIN_UNANSWERED) != 0)
     return 0;
-  int ok = fp_slurm_pin_resolve(&settings, image, digest, sizeof digest) == 0;
-  /* Not resolved: no pin (an inherited one is another job's), each node checks. */
-  cleanup_free char *v = fp_slurm_pin_set(pins, image, ok ? digest : NULL);
+  int rc = fp_slurm_pin_resolve(&settings, image, digest, sizeof digest);
+  /* Not resolved: no pin (an inherited one is another job's), each node checks; not
+   * answered in time: the nodes run what they have cached without asking again. */
+  cleanup_free char *v = fp_slurm_pin_set(pins, image,
+                                          rc == 0    ? digest
+                                          : rc == -1 ? FP_SLURM_PIN_UNANSWERED
+                                                     : NULL);
   setenv(FP_SLURM_PINS_ENV, v, 1);
   return 0;
 }

@@ -8,6 +8,8 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <fpull/ref.h>
+
 #include "common/run.h"
 #include "sqsh_config.h"
 #include "sqsh_mount.h"
@@ -334,7 +336,17 @@ int fp_runner_from_store(struct runner *rn, cJSON **res, int *lock)
     if (!r->quiet)
       fp_slurm_say("fpull: %s: %s: %s is kept on this node: not unpacked again", host, r->image, d);
   } else {
+    /* By the entry's digest alone: the tag names the index, not this entry. */
     cleanup_free char *pinned = fp_runner_pinned_ref(r->image, d);
+    char *at = pinned ? strchr(pinned, '@') : NULL;
+    struct fpull_ref *ref = NULL;
+    if (at && fpull_ref_parse(&ref, pinned, NULL) == 0) {
+      free(ref->tag);
+      ref->tag = NULL;
+      free(pinned);
+      pinned = fpull_ref_format(ref);
+    }
+    fpull_ref_free(ref);
     rn->pull_image = pinned ? pinned : r->image;
     cJSON *pulled = NULL;
     rc = fp_runner_pull(rn, &pulled);

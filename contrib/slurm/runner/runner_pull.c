@@ -7,7 +7,9 @@
 
 #include <fpull/cache.h>
 #include <fpull/config.h>
+#include <fpull/ref.h>
 
+#include "common/job_pin.h"
 #include "common/run.h"
 #include "runner_pull.h"
 #include "stage.h"
@@ -150,7 +152,13 @@ static int pull_newer(struct runner *rn, struct fp_buf *out)
   const char *image = rn->pull_image;
   char cached[96] = "", now[96] = "", why[160] = "";
   int rc = 0, timed = 0;
-  if (!strchr(image, '@') && ask_digest(rn, 1, cached, sizeof cached) == 0 && s->check_timeout) {
+  int unanswered = rn->r->pin && strcmp(rn->r->pin, FP_SLURM_PIN_UNANSWERED) == 0;
+  if (!strchr(image, '@') && unanswered && ask_digest(rn, 1, cached, sizeof cached) == 0) {
+    /* The job's submit waited for the registry already: no node waits again. */
+    snprintf(why, sizeof why, "the registry did not answer the job's submit within %d seconds",
+             s->check_timeout);
+  } else if (!strchr(image, '@') && ask_digest(rn, 1, cached, sizeof cached) == 0 &&
+             s->check_timeout) {
     fp_slurm_run_deadline_clear();
     fp_slurm_run_deadline((unsigned)s->check_timeout);
     rc = ask_digest(rn, 0, now, sizeof now);
@@ -175,11 +183,9 @@ static int pull_newer(struct runner *rn, struct fp_buf *out)
     fp_slurm_run_deadline_clear();
     rn->pull_image = image;
     timed = late;
-    if (late && cached[0])
+    if (late)
       snprintf(why, sizeof why, "the pull took longer than pull_timeout=%d seconds",
                s->pull_timeout);
-    else if (late)
-      return FPULL_ENET | FP_RUNNER_TIMED_OUT;
     else if (rc == FPULL_ENET)
       snprintf(why, sizeof why, "the registry cannot be reached");
     if (!why[0])
@@ -220,10 +226,11 @@ int fp_runner_pull(struct runner *rn, cJSON **result)
   enum fp_slurm_pull policy = rn->offline_only ? FP_PULL_NEVER : rn->r->pull;
   /* The tag as the job resolved it (common/job_pin.h): no node asks for it again. */
   const char *image = rn->pull_image;
-  cleanup_free char *pinned =
-      rn->r->pin && image == rn->r->image && (policy == FP_PULL_NEWER || policy == FP_PULL_ALWAYS)
-          ? fp_runner_pinned_ref(image, rn->r->pin)
-          : NULL;
+  cleanup_free char *pinned = rn->r->pin && fpull_digest_valid(rn->r->pin) &&
+                                      image == rn->r->image &&
+                                      (policy == FP_PULL_NEWER || policy == FP_PULL_ALWAYS)
+                                  ? fp_runner_pinned_ref(image, rn->r->pin)
+                                  : NULL;
   if (pinned)
     rn->pull_image = pinned;
   /* A registry that trickles cannot hold the job longer than the site allows (the job's
