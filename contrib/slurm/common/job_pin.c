@@ -94,8 +94,35 @@ int fp_slurm_pin_resolve(const struct fp_slurm_settings *s, const char *image, c
   argv[n++] = "--";
   argv[n++] = image;
   argv[n] = NULL;
+  /* The user's own cache read beside it (what the user pulled before: a single
+   * manifest's config is not fetched again for the check). */
+  char own[PATH_MAX] = "";
+  const char *fc = getenv("FPULL_CACHE"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if (fc && *fc)
+    snprintf(own, sizeof own, "%s", fc);
+  else if (s->shared_cache)
+    snprintf(own, sizeof own, "%s/%u", s->shared_cache, (unsigned)getuid());
+  else if (xdg && *xdg == '/')
+    snprintf(own, sizeof own, "%s/fpull", xdg);
+  else if (home && *home == '/')
+    snprintf(own, sizeof own, "%s/.cache/fpull", home);
+  const char *shared = getenv("FPULL_SHARED_CACHES");
+  cleanup_free char *caches =
+      fp_xasprintf("FPULL_SHARED_CACHES=%s%s%s", own, shared && *shared ? ":" : "",
+                   shared && *shared ? shared : "");
+  cleanup_strv char **envp = NULL;
+  for (char **e = environ; e && *e; e++)
+    if (strncmp(*e, "FPULL_SHARED_CACHES=", 20) != 0)
+      envp = fp_strv_push(envp, *e);
+  /* A user without a cache of their own (no home to write: the nodes keep one per job)
+   * is not pinned: the check would fetch what no cache keeps, at every submit. */
+  if (!own[0] || access(own, R_OK | X_OK) != 0) {
+    fp_rm_rf_at(AT_FDCWD, cache);
+    return FPULL_EFAIL;
+  }
+  envp = fp_strv_push(envp, caches);
   struct fp_buf out = {0};
-  int rc = fp_slurm_run_to((char *const *)argv, environ, &out, 1, NULL, NULL);
+  int rc = fp_slurm_run_to((char *const *)argv, envp, &out, 1, NULL, NULL);
   cJSON *j = rc == 0 ? cJSON_ParseWithLength(out.data ? out.data : "", out.len) : NULL;
   const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(j, "digest"));
   if (rc == 0 && d && fpull_digest_valid(d) && strlen(d) < len)
