@@ -1,6 +1,7 @@
 /* fpull Slurm plugin: one resolution per job (issue 41.2). The submit command (srun,
  * sbatch, salloc) resolves an --fpull-image tag once, as the user, to the digest of its
- * index (fpull digest --index), and leaves it in the job's environment, FPULL_IMAGE_PINS
+ * index (fpull manifest inspect: one request, nothing cached), and leaves it in the job's
+ * environment, FPULL_IMAGE_PINS
  * ("IMAGE@DIGEST" entries separated by blanks, IMAGE as the option gave it), which every
  * step and node of the job (and a batch script's own sruns) sees: each node then pulls
  * IMAGE pinned to that digest, picks its entry from that index, and reads manifests and
@@ -32,7 +33,7 @@ int fp_slurm_pin_find(const char *pins, const char *image, char *digest, size_t 
  * caller frees it. */
 char *fp_slurm_pin_set(const char *pins, const char *image, const char *digest);
 
-/* At submit, as the user: resolves image with fpull digest --index (the site's fpull and
+/* At submit, as the user: resolves image with fpull manifest inspect (the site's fpull and
  * config, within check_timeout= seconds, through coreutils' timeout) into digest. 0, or
  * fpull's code (nothing pinned then: each node checks the tag itself), or -1 when the
  * registry did not answer within the deadline. */
