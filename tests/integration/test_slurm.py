@@ -1467,7 +1467,9 @@ class SlurmSlowRegistry(SlurmCase):
         lines = []
         reader = threading.Thread(target=lambda: lines.extend(iter(p.stderr.readline, "")))
         reader.start()
-        progress = re.compile(r"^%s: \d+/\d+ layers, .* / .* downloaded, \d+s$" %
+        # (The image as the job's submit pinned it: IMAGE@DIGEST.)
+        progress = re.compile(r"^%s(@sha256:[0-9a-f]{64})?: \d+/\d+ layers, .* / .* "
+                              r"downloaded, \d+s$" %
                               re.escape(self.big))
         for _ in range(300):
             if any(progress.match(ln) for ln in lines):
