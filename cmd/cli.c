@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -12,7 +13,8 @@ static const struct cli_opt all_opts[] = {
      "what pull writes: the rootfs, the bundle or the SquashFS file (default ./NAME)"},
     {OPT_FORCE, "force", 0, NULL, "replace DEST once the new rootfs is complete"},
     {OPT_FEATURES, "features", 0, "LIST", "comma-separated features replacing the detected ones"},
-    {OPT_PLATFORM, "platform", 0, "OS/ARCH[/VARIANT][:FEATURE...]", "the target platform"},
+    {OPT_PLATFORM, "platform", 0, "[OS/]ARCH[/VARIANT][:FEATURE...]",
+     "the target platform (ARCH alone: linux/ARCH)"},
     {OPT_CACHE_DIR, "cache-dir", 0, "DIR", "blob cache directory"},
     {OPT_CERTS_DIR, "certs-dir", 0, "DIR", "certs.d-style directory searched first"},
     {OPT_CERT_DIR, "cert-dir", 0, "DIR",
@@ -56,12 +58,16 @@ static const struct cli_opt all_opts[] = {
      "signature policy (containers-policy.json; default: the config's policy:, else "
      "~/.config/containers/policy.json, else /etc/containers/policy.json)"},
     {OPT_REQUIRE_SIGS, "require-signatures", 0, NULL,
-     "fail (exit 9) when no signature policy is found"},
+     "fail (exit 9) unless a signature check accepts the image (an accept-anything policy "
+     "does not)"},
     {OPT_SIG_INDEX, "signature-index", 0, "instance|either|both",
      "an entry of an index needs its own signature (default), or also accepts, or also "
      "needs, one on the index"},
     {OPT_SIGN_KEY, "sign-key", 0, "KEY.pem",
-     "manifest push: sign the index and each entry with this private key (sigstore)"},
+     "manifest push: sign the index and each entry with this private key (sigstore; PEM, or "
+     "cosign's encrypted key)"},
+    {OPT_SIGN_PASSPHRASE_FILE, "sign-passphrase-file", 0, "FILE",
+     "manifest push: the --sign-key passphrase, its first line (default: COSIGN_PASSWORD)"},
     {OPT_INDEX, "index", 0, NULL, "the digest of the index itself, not of the chosen entry"},
     {OPT_PARENTS, "parents", 0, NULL, "create DEST's missing parent directories"},
     {OPT_NO_TRUNC, "no-trunc", 0, NULL, "whole digests and feature lists, however wide"},
@@ -70,6 +76,14 @@ static const struct cli_opt all_opts[] = {
 };
 
 static const char *const format_names[] = {"dir", "bundle", "squashfs", NULL};
+
+const struct cli_opt *cli_opt_by_name(const char *long_name)
+{
+  for (size_t i = 0; i < sizeof all_opts / sizeof all_opts[0]; i++)
+    if (strcmp(all_opts[i].long_name, long_name) == 0)
+      return &all_opts[i];
+  return NULL;
+}
 
 const struct cli_opt *cli_opt_find(enum cli_opt_id id)
 {
@@ -131,10 +145,17 @@ void cli_print_help(const struct cli_cmd *cmd, FILE *out)
   fprintf(out, "\nSee fpull(1) for details.\n");
 }
 
+/* Set by cli_parse: "fpull IMAGE" is pull without the word, and its errors name no command
+ * the user did not type. */
+static int parse_implied;
+
 static int usage_error(const struct cli_cmd *cmd, const char *msg, const char *what)
 {
-  fprintf(stderr, "fpull: %s: %s%s%s (see 'fpull %s --help')\n", cmd->name, msg, what ? " " : "",
-          what ? what : "", cmd->name);
+  if (parse_implied)
+    fprintf(stderr, "fpull: %s%s%s (see 'fpull --help')\n", msg, what ? " " : "", what ? what : "");
+  else
+    fprintf(stderr, "fpull: %s: %s%s%s (see 'fpull %s --help')\n", cmd->name, msg, what ? " " : "",
+            what ? what : "", cmd->name);
   return FPULL_EUSAGE;
 }
 
@@ -160,9 +181,21 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
 
   optind = 1;
   opterr = 0;
+  int implied = parse_implied = strcmp(argv[0], cmd->name) != 0;
   int c;
   while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
     const struct cli_opt *o = NULL;
+    if (c == '?') {
+      /* A flag's --NAME=true is the flag, =false its absence; the rest is refused with
+       * what fpull takes instead (cli_opterr.c). */
+      int id = cli_bad_option(cmd, implied, optopt > 0 && optopt < 256 ? NULL : argv[optind - 1],
+                              optopt, s);
+      if (id < 0)
+        return FPULL_EUSAGE;
+      if (id == 0)
+        continue;
+      c = id;
+    }
     if (c > 0 && c < 256) {
       for (const enum cli_opt_id *id = cmd->opts; *id; id++)
         if (cli_opt_find(*id)->short_name == c)
@@ -172,10 +205,8 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
     }
     if (c == ':')
       return usage_error(cmd, "option needs an argument:", argv[optind - 1]);
-    if (c == '?' || !o) {
-      char bad[3] = {'-', (char)optopt, 0};
-      return usage_error(cmd, "unknown option", optopt ? bad : argv[optind - 1]);
-    }
+    if (!o)
+      return usage_error(cmd, "unknown option", argv[optind - 1]);
     switch (o->id) {
     case OPT_HELP:
       cli_print_help(cmd, stdout);
@@ -267,9 +298,13 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
         break;
       }
       const char *near = fpull_suggest(optarg, format_names);
-      fprintf(stderr, "fpull: %s: unknown --format '%s'%s%s%s (dir, bundle or squashfs)\n",
-              cmd->name, optarg, near ? " (did you mean '" : "", near ? near : "",
-              near ? "'?)" : "");
+      /* skopeo's, podman's and crane's --format is a template or "json": fpull's is what
+       * DEST becomes, and --json is its JSON output. */
+      int json = strcasecmp(optarg, "json") == 0 || strstr(optarg, "{{");
+      fprintf(stderr, "fpull: %s%sunknown --format '%s'%s%s%s (dir, bundle or squashfs%s)\n",
+              implied ? "" : cmd->name, implied ? "" : ": ", optarg, near ? " (did you mean '" : "",
+              near ? near : "", near ? "'?)" : "",
+              json ? "; --json prints the result as JSON" : "");
       return FPULL_EUSAGE;
     }
     case OPT_OLDER_THAN:
@@ -294,6 +329,7 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_setti
     case OPT_REQUIRE_SIGS:
     case OPT_SIG_INDEX:
     case OPT_SIGN_KEY:
+    case OPT_SIGN_PASSPHRASE_FILE:
       if (cli_sig_parse(cmd, o->id, optarg, s))
         return FPULL_EUSAGE;
       break;

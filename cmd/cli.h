@@ -51,6 +51,7 @@ enum cli_opt_id {
   OPT_CERT_DIR,
   OPT_NO_TRUNC, /* inspect --no-trunc */
   OPT_CREDS,
+  OPT_SIGN_PASSPHRASE_FILE, /* manifest push (cli_sig.c) */
 };
 
 /* pull --format: what DEST becomes. */
@@ -112,6 +113,9 @@ struct cli_settings {
   int index;            /* digest --index */
   int parents;          /* pull --parents */
   int no_trunc;         /* inspect --no-trunc */
+
+  /* manifest push --sign-passphrase-file (else COSIGN_PASSWORD) */
+  const char *sign_passphrase_file;
 };
 
 struct cli_cmd {
@@ -130,7 +134,15 @@ struct cli_cmd {
 int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_settings *s,
               int *first_arg);
 void cli_print_help(const struct cli_cmd *cmd, FILE *out);
+/* A refused option (getopt_long's '?'; arg: the argument, NULL for a short one; optopt_val:
+ * getopt's optopt): a flag's boolean value is taken (its id for true, 0 for false), and
+ * --tls-verify=false sets s->insecure (0); anything else is printed with what fpull takes
+ * instead, and -1 returned. implied: the command was not typed (fpull IMAGE). */
+int cli_bad_option(const struct cli_cmd *cmd, int implied, const char *arg, int optopt_val,
+                   struct cli_settings *s);
 const struct cli_opt *cli_opt_find(enum cli_opt_id id);
+/* An option of some command by its long name, or NULL. */
+const struct cli_opt *cli_opt_by_name(const char *long_name);
 
 /* Prints "fpull: MSG" (the one failure line) and returns err->code. */
 int cli_fail(const fpull_err *err);
@@ -152,9 +164,10 @@ void cli_pull_opts(struct fpull_pull_opts *o, const struct cli_env *env,
                    const struct cli_settings *s);
 
 /* The terminal progress display (progress.c): installed only when stderr is a terminal and
- * not -q; cli_progress_break ends a frame left on the line before other output. */
+ * not -q; cli_progress_break ends a frame left on the line before other output (1 when it
+ * ended one). */
 void cli_progress_attach(struct fpull_pull_opts *o, const struct cli_settings *s);
-void cli_progress_break(void);
+int cli_progress_break(void);
 /* n bytes in decimal units as docker shows them ("1.2 GB", "512 B"); returns buf. */
 const char *cli_human_bytes(char *buf, size_t len, uint64_t n);
 /* The --sqfs-* options of --format squashfs: parses one (0, or FPULL_EUSAGE after
@@ -177,6 +190,11 @@ void cli_sig_say(const struct cli_settings *s, const char *what, const struct fp
  * its DEST so that what it writes beside DEST goes when it is interrupted. */
 void cli_interrupt_install(void);
 void cli_interrupt_watch_dest(const char *dest);
+
+/* What fpull features' summary line names (cmd_features.c): the target's CPU tag with the
+ * largest ISA set, and the newest feature of a kind ("nvidia-", "cuda-"); NULL for none. */
+const char *cli_best_cpu_tag(const struct cli_env *env);
+const char *cli_top_feature(const struct fpull_target *t, const char *prefix);
 
 /* Writes the JSON document v (a cJSON *) on stdout and frees it. */
 void cli_print_json(void *v);

@@ -18,6 +18,10 @@ int cli_sig_parse(const struct cli_cmd *cmd, enum cli_opt_id id, const char *arg
     s->sign_key = arg;
     return 0;
   }
+  if (id == OPT_SIGN_PASSPHRASE_FILE) {
+    s->sign_passphrase_file = arg;
+    return 0;
+  }
   if (id == OPT_REQUIRE_SIGS) {
     s->require_signatures = 1;
     return 0;

@@ -270,3 +270,15 @@ const struct cli_cmd cmd_features = {
     .max_args = 0,
     .run = run_features,
 };
+
+/* For inspect's one-line target (issue 43.11): the same best CPU tag and newest NVIDIA
+ * names that the summary line gives. */
+const char *cli_best_cpu_tag(const struct cli_env *env)
+{
+  return best_tag(env, 0);
+}
+
+const char *cli_top_feature(const struct fpull_target *t, const char *prefix)
+{
+  return top_feature(t, prefix);
+}

@@ -29,6 +29,39 @@ static void print_target(FILE *out, const struct fpull_target *t)
 }
 
 static int no_trunc; /* --no-trunc: whole digests and feature lists */
+static int verbose;  /* -v: every feature of the target */
+
+/* The target in one line: what matching turns on (the variant, the best CPU tag, the newest
+ * NVIDIA and AMD names, as many as fit in 79 columns) and how many features more; -v lists
+ * them all (issue 43.11: twelve lines of them came before the table). */
+static void print_target_line(const struct fpull_target *t, const struct fpull_tagdb *tagdb)
+{
+  struct cli_env e = {.target = (struct fpull_target *)t, .tagdb = (struct fpull_tagdb *)tagdb};
+  const char *names[6];
+  size_t k = 0;
+  if ((names[k] = cli_best_cpu_tag(&e)))
+    k++;
+  static const char *const kinds[] = {"nvidia-", "cuda-", "nv-compute-", "amdgpu-", NULL};
+  for (size_t i = 0; kinds[i]; i++)
+    if ((names[k] = cli_top_feature(t, kinds[i])))
+      k++;
+  size_t n = fpull_featureset_count(t->features);
+  char line[256], more[48];
+  int len = snprintf(line, sizeof line, "target: %s/%s%s%s", t->os, t->architecture,
+                     t->variant ? "/" : "", t->variant ? t->variant : "");
+  size_t shown = 0;
+  for (size_t i = 0; i < k; i++) {
+    int m = snprintf(more, sizeof more, " +%zu more (-v)", n - shown - 1);
+    if (len + 1 + (int)strlen(names[i]) + (n > shown + 1 ? m : 0) > TARGET_WIDTH)
+      break;
+    len += snprintf(line + len, sizeof line - (size_t)len, "%c%s", shown ? ',' : ' ', names[i]);
+    shown++;
+  }
+  if (n > shown)
+    snprintf(line + len, sizeof line - (size_t)len, " %s%zu %s (-v)", shown ? "+" : "", n - shown,
+             shown ? "more" : (n - shown == 1 ? "feature" : "features"));
+  printf("%s\n", line);
+}
 
 static const char *short_digest(const char *d)
 {
@@ -162,9 +195,18 @@ static void print_table(const struct fpull_inspect_result *r, const struct fpull
                         const struct fpull_tagdb *tagdb, const struct fpull_pull_opts *o)
 {
   int width = table_width();
-  printf("%s%s%s\n", r->reference, r->index_digest ? " index " : " (single manifest)",
-         r->index_digest ? r->index_digest : "");
-  print_target(stdout, t);
+  /* The index digest on a line of its own where the reference and it are too wide for
+   * one (a 71-column digest after a long reference: 103 columns). */
+  size_t first = strlen(r->reference) + (r->index_digest ? 7 + strlen(r->index_digest) : 18);
+  if (r->index_digest && width && (int)first > width - 1)
+    printf("%s\nindex: %s\n", r->reference, r->index_digest);
+  else
+    printf("%s%s%s\n", r->reference, r->index_digest ? " index " : " (single manifest)",
+           r->index_digest ? r->index_digest : "");
+  if (verbose)
+    print_target(stdout, t);
+  else
+    print_target_line(t, tagdb);
   if (!r->index_digest)
     print_single(r, o);
   /* Columns as wide as their widest cell; FEATURES shares what is left with STATUS. */
@@ -202,14 +244,20 @@ static void print_table(const struct fpull_inspect_result *r, const struct fpull
     const struct fpull_sig_check *sc = r->signatures ? r->signatures[i] : NULL;
     if (sc) {
       size_t l = strlen(status);
-      snprintf(status + l, sizeof status - l, "; signature %s%s%s", sc->state,
-               sc->reason ? ": " : "", sc->reason ? sc->reason : "");
+      /* "accepted" is a rule that checks no signature (insecureAcceptAnything). */
+      if (strcmp(sc->state, "accepted") == 0)
+        snprintf(status + l, sizeof status - l, "; no signature required");
+      else
+        snprintf(status + l, sizeof status - l, "; signature %s%s%s", sc->state,
+                 sc->reason ? ": " : "", sc->reason ? sc->reason : "");
     }
     int col =
         printf("%-4s %-*s  %-*s %-*s ", rank, dw, short_digest(d->digest), pw, plat, fw, fcell);
     print_status(status, col, width);
   }
-  if (r->index_signature)
+  if (r->index_signature && strcmp(r->index_signature->state, "accepted") == 0)
+    printf("index signature: none required\n");
+  else if (r->index_signature)
     printf("index signature: %s%s%s\n", r->index_signature->state,
            r->index_signature->reason ? ": " : "",
            r->index_signature->reason ? r->index_signature->reason : "");
@@ -317,6 +365,7 @@ static int run_inspect(struct cli_settings *s, int argc, char **argv)
   struct fpull_inspect_result *r = NULL;
   struct fpull_pull_opts o;
   no_trunc = s->no_trunc;
+  verbose = s->verbose;
   int rc = cli_env_load(&env, s, 1, &err);
   if (rc == 0) {
     cli_pull_opts(&o, &env, s);

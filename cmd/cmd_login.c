@@ -143,6 +143,7 @@ static int run_login(struct cli_settings *s, int argc, char **argv)
   if (rc == 0) {
     struct fpull_registry_opts ro;
     fpull_registry_opts_init(&ro, ref->registry, env.config, s->insecure, s->certs_dir);
+    ro.cert_dir = s->cert_dir;
     rc = fpull_login_check(ref->registry, user, password, &ro, &err);
   }
   if (rc == 0)
@@ -171,9 +172,9 @@ static int run_logout(struct cli_settings *s, int argc, char **argv)
   return 0;
 }
 
-static const enum cli_opt_id login_opts[] = {OPT_HELP,           OPT_USERNAME, OPT_PASSWORD,
-                                             OPT_PASSWORD_STDIN, OPT_CONFIG,   OPT_INSECURE,
-                                             OPT_CERTS_DIR,      OPT_QUIET,    0};
+static const enum cli_opt_id login_opts[] = {
+    OPT_HELP,     OPT_USERNAME,  OPT_PASSWORD, OPT_PASSWORD_STDIN, OPT_CONFIG,
+    OPT_INSECURE, OPT_CERTS_DIR, OPT_CERT_DIR, OPT_QUIET,          0};
 static const enum cli_opt_id logout_opts[] = {OPT_HELP, OPT_QUIET, 0};
 
 const struct cli_cmd cmd_login = {

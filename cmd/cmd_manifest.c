@@ -1,5 +1,7 @@
 /* fpull manifest push SPEC.yaml | fpull manifest inspect IMAGE */
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,11 +56,12 @@ static void signer_freep(fpull_signer **s)
   fpull_signer_free(*s);
 }
 
-/* --sign-key: the index and each entry, for the target reference, as skopeo and
- * cosign sign --recursive do; the signatures go to the target repository. */
+/* --sign-key: the index and each entry, for the target reference and for each tag of the
+ * spec's tags: (so that a pull of any pushed tag meets the default identity rule), as
+ * skopeo and cosign sign --recursive do; the signatures go to the target repository. */
 static int sign_pushed(const struct cli_settings *s, const struct fpull_config *config,
                        const fpull_signer *signer, const struct fpull_push_result *r,
-                       fpull_err *err)
+                       char *const *tags, fpull_err *err)
 {
   struct fpull_ref *ref = NULL;
   fpull_registry *reg = NULL;
@@ -66,24 +69,90 @@ static int sign_pushed(const struct cli_settings *s, const struct fpull_config *
   if (rc == 0) {
     struct fpull_registry_opts ro;
     fpull_registry_opts_init(&ro, ref->registry, config, s->insecure, s->certs_dir);
+    ro.cert_dir = s->cert_dir;
+    ro.creds = s->creds;
     rc = fpull_registry_open(&reg, ref->registry, &ro, err);
   }
+  size_t n_tags = 0;
+  while (tags && tags[n_tags])
+    n_tags++;
+  char **ids = calloc(n_tags + 2, sizeof *ids);
+  size_t n = 0;
+  ids[n++] = strdup(r->reference);
+  for (size_t i = 0; rc == 0 && i < n_tags; i++) {
+    if (asprintf(&ids[n], "%s/%s:%s", ref->registry, ref->repository, tags[i]) < 0)
+      abort();
+    if (strcmp(ids[n], r->reference) == 0) {
+      free(ids[n]);
+      ids[n] = NULL;
+    } else {
+      n++;
+    }
+  }
   if (rc == 0)
-    rc = fpull_signer_push(signer, reg, ref->repository, r->digest, r->reference, err);
+    rc = fpull_signer_push_identities(signer, reg, ref->repository, r->digest, ids, err);
   for (size_t i = 0; rc == 0 && i < r->n_manifests; i++)
-    rc = fpull_signer_push(signer, reg, ref->repository, r->manifests[i].digest, r->reference, err);
+    rc = fpull_signer_push_identities(signer, reg, ref->repository, r->manifests[i].digest, ids,
+                                      err);
   if (rc == 0 && !s->quiet && !s->json)
-    fprintf(stderr, "signed %s and its %zu entries\n", r->reference, r->n_manifests);
+    fprintf(stderr, "signed %s and its %zu entries (%zu tag%s)\n", r->reference, r->n_manifests, n,
+            n == 1 ? "" : "s");
+  for (size_t i = 0; i < n; i++)
+    free(ids[i]);
+  free(ids);
   fpull_registry_free(reg);
   fpull_ref_free(ref);
   return rc;
+}
+
+/* --sign-passphrase-file's first line (skopeo's), else COSIGN_PASSWORD (cosign's, even
+ * empty), else NULL. */
+static int sign_passphrase(char **out, const struct cli_settings *s, fpull_err *err)
+{
+  *out = NULL;
+  if (!s->sign_passphrase_file) {
+    const char *env = getenv("COSIGN_PASSWORD");
+    *out = env ? strdup(env) : NULL;
+    return 0;
+  }
+  FILE *f = fopen(s->sign_passphrase_file, "r");
+  if (!f)
+    return fpull_err_set(err, FPULL_EUSAGE, "--sign-passphrase-file %s: %s",
+                         s->sign_passphrase_file, strerror(errno));
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n = getline(&line, &cap, f);
+  fclose(f);
+  if (n < 0) {
+    free(line);
+    line = strdup("");
+    n = 0;
+  }
+  while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+    line[--n] = '\0';
+  *out = line;
+  return 0;
+}
+
+static void wipe_freep(char **p)
+{
+  if (*p) {
+    explicit_bzero(*p, strlen(*p));
+    free(*p);
+  }
 }
 
 static int run_push(struct cli_settings *s, const struct fpull_config *config, const char *path)
 {
   fpull_err err = {0};
   __attribute__((cleanup(signer_freep))) fpull_signer *signer = NULL;
-  if (s->sign_key && fpull_signer_load(&signer, s->sign_key, &err))
+  __attribute__((cleanup(wipe_freep))) char *pass = NULL;
+  if (s->sign_passphrase_file && !s->sign_key) {
+    fprintf(stderr, "fpull: manifest push: --sign-passphrase-file goes with --sign-key\n");
+    return FPULL_EUSAGE;
+  }
+  if (s->sign_key &&
+      (sign_passphrase(&pass, s, &err) || fpull_signer_load_key(&signer, s->sign_key, pass, &err)))
     return cli_fail(&err);
   __attribute__((cleanup(spec_freep))) struct fpull_spec *spec = NULL;
   if (fpull_spec_load(&spec, path, &err))
@@ -101,9 +170,12 @@ static int run_push(struct cli_settings *s, const struct fpull_config *config, c
       .insecure = s->insecure,
       .certs_dir = s->certs_dir,
       .config = config,
+      .cert_dir = s->cert_dir,
+      .creds = s->creds,
   };
   __attribute__((cleanup(result_freep))) struct fpull_push_result *r = NULL;
-  if (fpull_spec_push(&r, spec, &opts, &err) || (signer && sign_pushed(s, config, signer, r, &err)))
+  if (fpull_spec_push(&r, spec, &opts, &err) ||
+      (signer && sign_pushed(s, config, signer, r, spec->tags, &err)))
     return cli_fail(&err);
   if (s->json) {
     print_push_json(r, spec);
@@ -140,6 +212,8 @@ static int run_inspect(struct cli_settings *s, const struct fpull_config *config
     return cli_fail(&err);
   struct fpull_registry_opts ro;
   fpull_registry_opts_init(&ro, ref->registry, config, s->insecure, s->certs_dir);
+  ro.cert_dir = s->cert_dir;
+  ro.creds = s->creds;
   __attribute__((cleanup(registry_freep))) fpull_registry *reg = NULL;
   if (fpull_registry_open(&reg, ref->registry, &ro, &err))
     return cli_fail(&err);
@@ -172,9 +246,11 @@ static int run_manifest(struct cli_settings *s, int argc, char **argv)
     return FPULL_EUSAGE;
   }
   /* --type is what push writes; on inspect it would be silently ignored. */
-  if (strcmp(sub, "inspect") == 0 && (s->type || s->sign_key)) {
+  if (strcmp(sub, "inspect") == 0 && (s->type || s->sign_key || s->sign_passphrase_file)) {
     fprintf(stderr, "fpull: manifest inspect: --%s is for manifest push only\n",
-            s->type ? "type" : "sign-key");
+            s->type       ? "type"
+            : s->sign_key ? "sign-key"
+                          : "sign-passphrase-file");
     return FPULL_EUSAGE;
   }
   fpull_err err = {0};
@@ -188,8 +264,9 @@ static int run_manifest(struct cli_settings *s, int argc, char **argv)
 
 /* clang-format off */
 static const enum cli_opt_id manifest_opts[] = {
-    OPT_HELP,  OPT_TYPE,    OPT_JSON, OPT_INSECURE, OPT_CERTS_DIR, OPT_CONFIG,
-    OPT_SIGN_KEY, /* signatures (cli_sig.c) */
+    OPT_HELP,  OPT_TYPE,    OPT_JSON, OPT_INSECURE, OPT_CERTS_DIR, OPT_CERT_DIR, OPT_CREDS,
+    OPT_CONFIG,
+    OPT_SIGN_KEY, OPT_SIGN_PASSPHRASE_FILE, /* signatures (cli_sig.c) */
     OPT_QUIET, OPT_VERBOSE, 0,
 };
 /* clang-format on */

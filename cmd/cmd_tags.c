@@ -52,9 +52,6 @@ static int run_tags(struct cli_settings *s, int argc, char **argv)
                        "tags: %s: give a repository, without a tag or digest ('fpull digest "
                        "IMAGE' prints an image's digest)",
                        text);
-  if (rc == 0 && s->offline)
-    rc = fpull_err_set(&err, FPULL_EUSAGE,
-                       "tags: the tag list is the registry's: --offline cannot give it");
   char repo[600] = "";
   if (rc == 0)
     snprintf(repo, sizeof repo, "%s/%s", ref->registry, ref->repository);
@@ -89,8 +86,8 @@ static int run_tags(struct cli_settings *s, int argc, char **argv)
 }
 
 static const enum cli_opt_id tags_opts[] = {
-    OPT_HELP, OPT_CERTS_DIR, OPT_CERT_DIR, OPT_CREDS,   OPT_CONFIG, OPT_INSECURE,
-    OPT_JSON, OPT_QUIET,     OPT_VERBOSE,  OPT_OFFLINE, 0};
+    OPT_HELP,     OPT_CERTS_DIR, OPT_CERT_DIR, OPT_CREDS,   OPT_CONFIG,
+    OPT_INSECURE, OPT_JSON,      OPT_QUIET,    OPT_VERBOSE, 0};
 
 const struct cli_cmd cmd_tags = {
     .name = "tags",

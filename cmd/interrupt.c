@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,7 +81,12 @@ static void *watch(void *unused)
   int sig = 0;
   if (sigwait(&signals, &sig) != 0)
     return NULL;
-  cli_progress_break();
+  /* A terminal that echoes control characters has just written "^C" where the cursor was:
+   * the line starts on a row of its own, not after it. */
+  struct termios tio;
+  if (!cli_progress_break() && sig == SIGINT && isatty(STDERR_FILENO) &&
+      tcgetattr(STDERR_FILENO, &tio) == 0 && (tio.c_lflag & ECHO) && (tio.c_lflag & ECHOCTL))
+    fputc('\n', stderr);
   int left = watched.parent[0] ? remove_ours() : 0;
   const char *what = "";
   if (watched.parent[0])

@@ -104,6 +104,63 @@ static int foreign_command(const char *word)
   return 0;
 }
 
+/* regctl's and crane's two-word commands ("regctl image digest X"): the first word alone
+ * stays an image name ("fpull image" pulls docker.io/library/image), but followed by one of
+ * these words it is a command of another tool, refused with fpull's own (issue 43.3). */
+#define TAGS_LS                                                                                    \
+  "'fpull tags REPOSITORY' lists a repository's tags, 'fpull cache ls' the cached images"
+#define WRITE_IMAGE "'fpull pull IMAGE oci:DIR' (or oci-archive:, docker-archive:) writes the image"
+static const struct {
+  const char *first, *second, *instead;
+} foreign_pairs[] = {
+    {"image", "digest", "'fpull digest IMAGE' prints the digest"},
+    {"image", "ls", TAGS_LS},
+    {"image", "list", TAGS_LS},
+    {"image", "inspect",
+     "'fpull inspect IMAGE' shows an image's entries, 'fpull manifest "
+     "inspect IMAGE' its raw manifest"},
+    {"image", "config", "'fpull config IMAGE' prints the image configuration"},
+    {"image", "manifest", "'fpull manifest inspect IMAGE' prints the raw manifest"},
+    {"image", "copy", WRITE_IMAGE},
+    {"image", "cp", WRITE_IMAGE},
+    {"image", "export",
+     "'fpull pull IMAGE DIR' unpacks the rootfs, 'fpull pull IMAGE "
+     "oci-archive:FILE' writes the image"},
+    {"image", "pull", "'fpull pull IMAGE [DEST]' pulls it"},
+    {"image", "check", "'fpull inspect IMAGE' shows whether an entry fits"},
+    {"image", "delete",
+     "fpull deletes nothing in registries; 'fpull cache rm IMAGE' removes an "
+     "image from the cache"},
+    {"image", "rm", "'fpull cache rm IMAGE' removes an image from the cache"},
+    {"image", "prune", "'fpull cache prune' removes what is least recently used"},
+    {"repo", "ls",
+     "'fpull tags REPOSITORY' lists one repository's tags; fpull lists no "
+     "registry's repositories"},
+    {"repo", "list",
+     "'fpull tags REPOSITORY' lists one repository's tags; fpull lists no "
+     "registry's repositories"},
+    {"registry", "login", "'fpull login REGISTRY' stores credentials"},
+    {"registry", "logout", "'fpull logout REGISTRY' removes them"},
+    {"artifact", "get", "fpull pulls container images only"},
+    {"artifact", "list", "fpull pulls container images only"},
+};
+
+static int foreign_pair(int argc, char **argv)
+{
+  if (argc < 3)
+    return 0;
+  for (size_t i = 0; i < sizeof foreign_pairs / sizeof foreign_pairs[0]; i++)
+    if (strcmp(argv[1], foreign_pairs[i].first) == 0 &&
+        strcmp(argv[2], foreign_pairs[i].second) == 0) {
+      fprintf(stderr,
+              "fpull: unknown command '%s %s' (%s); to pull an image of that name, use 'fpull "
+              "pull %s'\n",
+              argv[1], argv[2], foreign_pairs[i].instead, argv[1]);
+      return 1;
+    }
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   if (argc < 2) {
@@ -141,7 +198,7 @@ int main(int argc, char **argv)
     argv[1] = "version";
   const struct cli_cmd *cmd = find(argv[1]);
   int shift = 1;
-  if (!cmd && (foreign_command(argv[1]) || mistyped_command(argv[1])))
+  if (!cmd && (foreign_pair(argc, argv) || foreign_command(argv[1]) || mistyped_command(argv[1])))
     return FPULL_EUSAGE;
   if (!cmd) {
     /* "fpull IMAGE [DEST]" and "fpull --json IMAGE" are pull. */

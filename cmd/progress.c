@@ -135,12 +135,14 @@ static const char *hex12(const char *digest)
 }
 
 /* Ends a frame left on the line, so that what is printed next starts on a line of its own. */
-void cli_progress_break(void)
+int cli_progress_break(void)
 {
   if (bar.on_line) {
     fputc('\n', stderr);
     bar.on_line = 0;
+    return 1;
   }
+  return 0;
 }
 
 /* One frame; the layer's own part goes first when the line is too narrow for all. */
@@ -219,20 +221,38 @@ static void on_progress(void *ud, const struct fpull_progress *p)
     break;
   case FPULL_PROGRESS_FINISH: {
     double secs = bar.have_byte ? now - bar.first_byte : 0;
-    char line[256];
+    /* The parts, the least telling first to go on a narrow terminal: the layer count, then
+     * the resumed bytes; the bytes, the time and the speed stay (issue 43.11). */
+    char layers[96], down[64], resumed[64] = "", timing[64] = "";
     size_t n = 0;
-    put(line, sizeof line, &n, "done: %u layer%s", p->blobs_total, p->blobs_total == 1 ? "" : "s");
+    put(layers, sizeof layers, &n, "%u layer%s", p->blobs_total, p->blobs_total == 1 ? "" : "s");
     if (p->blobs_cached)
-      put(line, sizeof line, &n, " (%u cached, %s)", p->blobs_cached,
+      put(layers, sizeof layers, &n, " (%u cached, %s)", p->blobs_cached,
           cli_human_bytes(a, sizeof a, p->bytes_cached));
-    put(line, sizeof line, &n, ", %s downloaded", cli_human_bytes(b, sizeof b, p->bytes_done));
+    snprintf(down, sizeof down, "%s downloaded", cli_human_bytes(b, sizeof b, p->bytes_done));
     if (p->bytes_resumed)
-      put(line, sizeof line, &n, " (and %s resumed)",
-          cli_human_bytes(c, sizeof c, p->bytes_resumed));
+      snprintf(resumed, sizeof resumed, " (and %s resumed)",
+               cli_human_bytes(c, sizeof c, p->bytes_resumed));
     if (p->bytes_done && secs > 0.05)
-      put(line, sizeof line, &n, " in %s (%s/s)", duration(c, sizeof c, secs),
-          cli_human_bytes(a, sizeof a, (uint64_t)((double)p->bytes_done / secs)));
+      snprintf(timing, sizeof timing, " in %s (%s/s)", duration(c, sizeof c, secs),
+               cli_human_bytes(a, sizeof a, (uint64_t)((double)p->bytes_done / secs)));
     frame_start();
+    int room = (bar.width ? bar.width : 80) - 1;
+    char line[256];
+    n = 0;
+    put(line, sizeof line, &n, "done: %s, %s%s%s", layers, down, resumed, timing);
+    if ((int)n > room) {
+      n = 0;
+      put(line, sizeof line, &n, "done: %s%s%s", down, resumed, timing);
+    }
+    if ((int)n > room) {
+      n = 0;
+      put(line, sizeof line, &n, "done: %s%s", down, timing);
+    }
+    if ((int)n > room) {
+      n = 0;
+      put(line, sizeof line, &n, "done: %s%s", cli_human_bytes(b, sizeof b, p->bytes_done), timing);
+    }
     frame_put(line, n);
     fputc('\n', stderr);
     bar.on_line = 0;

@@ -12,6 +12,7 @@ FPULL_PKGS_BUILD=(build-essential cmake pkg-config
 FPULL_PKGS_DEMO=(docker-registry python3)
 FPULL_PKGS_TEST=(clang clang-format libclang-rt-14-dev
   skopeo umoci zstd openssl apache2-utils groff-base mandoc ca-certificates time
+  libsodium23 # the tests' reference secretbox for cosign key files (fpull does not link it)
   gcc-aarch64-linux-gnu gcc-powerpc64le-linux-gnu libc6-dev-arm64-cross libc6-dev-ppc64el-cross
   qemu-user
   slurm-wlm slurmctld slurmd munge libslurm-dev

@@ -26,7 +26,15 @@
 #                           PrologEpilogTimeout                  (default: 120)
 #   FPULL_PROLOG_MAX_IMAGES images one job's comment may name   (default: 4)
 #   FPULL_PROLOG_REGISTRIES registries a comment may name, separated by spaces
-#                           (e.g. "registry.example.org docker.io"; default: any)
+#                           (e.g. "registry.example.org docker.io"; "*": any; default:
+#                           none, so a comment prefetches nothing until the site lists them)
+#   FPULL_PROLOG_MAX_BYTES  what one job's prefetches may add to the cache's file system,
+#                           bytes or K, M, G, T                   (default: 10G)
+#   FPULL_PROLOG_MIN_FREE   what must stay free for users on the cache's file system (root's
+#                           reserved blocks not counted: the prolog never eats into them);
+#                           bytes or K, M, G, T                   (default: 5% of it)
+#   FPULL_PROLOG_CACHE_MAX  the Epilog prunes the cache to this size (fpull cache prune
+#                           --max-size), least recently used first (default: no pruning)
 #   FPULL_PROLOG_IMAGES     a file of images every job gets, one per line (optional)
 #   FPULL_CONFIG            fpull's config file (as for fpull itself)
 #   FPULL_PROLOG_LOG        a file for this script's messages (default: syslog via logger;
@@ -50,7 +58,20 @@ TIMEOUT=${FPULL_PROLOG_TIMEOUT:-120}
 MAX_IMAGES=${FPULL_PROLOG_MAX_IMAGES:-4}
 REGISTRIES=${FPULL_PROLOG_REGISTRIES:-}
 IMAGES_FILE=${FPULL_PROLOG_IMAGES:-}
+CACHE_MAX=${FPULL_PROLOG_CACHE_MAX:-}
 JOB=${SLURM_JOB_ID:-}
+
+# SIZE (bytes, or a number with K, M, G or T) in bytes; nothing for a malformed one.
+bytes() {
+  case $1 in
+  *[!0-9KMGT]* | '' | [KMGT]*) return 0 ;;
+  *[0-9]) echo "$1" ;;
+  *K) echo $((${1%K} * 1024)) ;;
+  *M) echo $((${1%M} * 1048576)) ;;
+  *G) echo $((${1%G} * 1073741824)) ;;
+  *T) echo $((${1%T} * 1099511627776)) ;;
+  esac
+}
 
 log() {
   msg="fpull-prolog: job ${JOB:-?}: $*"
@@ -67,12 +88,20 @@ case $JOB in
 esac
 case $TIMEOUT in '' | *[!0-9]*) TIMEOUT=120 ;; esac
 case $MAX_IMAGES in '' | *[!0-9]*) MAX_IMAGES=4 ;; esac
+MAX_BYTES=$(bytes "${FPULL_PROLOG_MAX_BYTES:-10G}")
+MAX_BYTES=${MAX_BYTES:-10737418240}
 ERRFILE=$RUN_DIR/$JOB.error
 
-# The epilog (the same script as Epilog=): the job's record goes.
+# The epilog (the same script as Epilog=): the job's record goes, and the cache is pruned
+# to FPULL_PROLOG_CACHE_MAX when the site set one.
 case ${SLURM_SCRIPT_CONTEXT:-} in
 epilog*)
   rm -f -- "$ERRFILE"
+  if [ -n "$CACHE_MAX" ] && [ -d "$CACHE" ]; then
+    timeout -k 5 "$TIMEOUT" "$FPULL" cache prune -q --max-size "$CACHE_MAX" \
+      --cache-dir "$CACHE" >/dev/null 2>&1 ||
+      log "cache prune --max-size $CACHE_MAX of $CACHE failed"
+  fi
   exit 0
   ;;
 esac
@@ -141,8 +170,15 @@ for word in ${SLURM_JOB_COMMENT:-}; do
     ;;
   esac
 done
-# Names a user cannot choose: the comment's images are checked against the allow-list.
-if [ -n "$REGISTRIES" ]; then
+# Names a user cannot choose: the comment's images are checked against the allow-list;
+# without one, a comment prefetches nothing (a root process writing what any user's
+# registry serves into a cache on the node's disk).
+if [ -z "$REGISTRIES" ] && [ $# -gt 0 ]; then
+  for image in "$@"; do
+    record "$image: not prefetched: the site lists no registry a job's comment may name (FPULL_PROLOG_REGISTRIES)"
+  done
+  set --
+elif [ "$REGISTRIES" != "*" ]; then
   n=$#
   i=0
   while [ "$i" -lt "$n" ]; do
@@ -188,12 +224,89 @@ if [ ! -d "$CACHE" ] && ! mkdir -m 0755 -- "$CACHE"; then
   write_errors
   exit 0
 fi
+# Root's alone: what root writes there (and the partial files it removes) nobody else
+# placed.
+owner_mode=$(stat -L -c '%u %a' -- "$CACHE" 2>/dev/null)
+case $owner_mode in
+'0 '[0-7][0145][0145] | '0 '[0145][0145] | '0 '[0145]) ;;
+*)
+  record "the cache $CACHE must be root's and writable by root only ($owner_mode): not used"
+  write_errors
+  exit 0
+  ;;
+esac
 
 # No credentials: DOCKER_CONFIG names a directory without config.json, and the other
 # sources are unset. A private image fails here (exit 4) and is fetched by the job itself.
 DOCKER_CONFIG=/nonexistent/fpull-prolog-uses-no-credentials
 export DOCKER_CONFIG
 unset REGISTRY_AUTH_FILE XDG_RUNTIME_DIR
+
+# The cache's file system: free bytes (root's reserved blocks included) and what users
+# may still use (not), as "FREE AVAIL".
+space() {
+  stat -f -c '%f %a %S' -- "$CACHE" 2>/dev/null | {
+    read -r f a b && echo "$((f * b)) $((a * b))"
+  }
+}
+read -r free0 _ <<EOF
+$(space)
+EOF
+case $free0 in '' | *[!0-9]*) free0=0 ;; esac
+MIN_FREE=$(bytes "${FPULL_PROLOG_MIN_FREE:-}")
+if [ -z "$MIN_FREE" ]; then
+  # 5% of the file system.
+  MIN_FREE=$(stat -f -c '%b %S' -- "$CACHE" 2>/dev/null | { read -r n b && echo $((n * b / 20)); })
+  MIN_FREE=${MIN_FREE:-0}
+fi
+tmpout=$(mktemp) || tmpout=/dev/null
+
+# One prefetch under the deadline, watched: what the file system lost since the job's first
+# prefetch stays within MAX_BYTES, and what users may use above MIN_FREE; else it is
+# ended. Sets rc (125: the bytes, 126: the floor) and out.
+prefetch() {
+  # Each file it writes is bounded by what is left of the budget (RLIMIT_FSIZE: a blob
+  # that grows past it ends the prefetch at once), and the sum is watched.
+  rem=$((MAX_BYTES - free0 + free))
+  if [ "$rem" -le 0 ]; then
+    rc=125 out=
+    return
+  fi
+  if [ -n "$features" ]; then
+    prlimit --fsize="$rem" timeout -k 5 "$left" "$FPULL" prefetch -q --cache-dir "$CACHE" \
+      --features="$features" -- "$1" >"$tmpout" 2>&1 &
+  else
+    prlimit --fsize="$rem" timeout -k 5 "$left" "$FPULL" prefetch -q --cache-dir "$CACHE" \
+      -- "$1" >"$tmpout" 2>&1 &
+  fi
+  pid=$!
+  over=
+  while kill -0 "$pid" 2>/dev/null; do
+    read -r free avail <<EOF
+$(space)
+EOF
+    if [ -n "$free" ] && [ $((free0 - free)) -gt "$MAX_BYTES" ]; then
+      over=125
+    elif [ -n "$avail" ] && [ "$avail" -lt "$MIN_FREE" ]; then
+      over=126
+    fi
+    if [ -n "$over" ]; then
+      kill -TERM "$pid" 2>/dev/null
+      break
+    fi
+    sleep 0.1 2>/dev/null || sleep 1
+  done
+  wait "$pid"
+  rc=$?
+  # SIGXFSZ: a file past the budget.
+  [ "$rc" -ne 153 ] || over=125
+  [ -z "$over" ] || rc=$over
+  out=$(cat "$tmpout" 2>/dev/null)
+  if [ -n "$over" ]; then
+    # What the ended download wrote stays nowhere: root's own partial files go.
+    find "$CACHE/tmp/u0" -maxdepth 1 -type f -name '*.partial' -delete 2>/dev/null
+  fi
+}
 
 start=$(date +%s)
 for image in "$@"; do
@@ -202,17 +315,24 @@ for image in "$@"; do
     record "$image: not prefetched: the prolog's $TIMEOUT s (FPULL_PROLOG_TIMEOUT) ran out"
     continue
   fi
-  if [ -n "$features" ]; then
-    out=$(timeout -k 5 "$left" "$FPULL" prefetch -q --cache-dir "$CACHE" \
-      --features="$features" -- "$image" 2>&1)
-  else
-    out=$(timeout -k 5 "$left" "$FPULL" prefetch -q --cache-dir "$CACHE" -- "$image" 2>&1)
+  read -r free avail <<EOF
+$(space)
+EOF
+  if [ -n "$avail" ] && [ "$avail" -lt "$MIN_FREE" ]; then
+    record "$image: not prefetched: less than $MIN_FREE bytes free for users on the cache's file system (FPULL_PROLOG_MIN_FREE)"
+    continue
   fi
-  rc=$?
+  prefetch "$image"
   case $rc in
   0) ;;
   124 | 137)
     record "$image: not prefetched: the prolog's $TIMEOUT s (FPULL_PROLOG_TIMEOUT) ran out"
+    ;;
+  125)
+    record "$image: not prefetched: the job's prefetches may add at most $MAX_BYTES bytes (FPULL_PROLOG_MAX_BYTES)"
+    ;;
+  126)
+    record "$image: not prefetched: less than $MIN_FREE bytes free for users on the cache's file system (FPULL_PROLOG_MIN_FREE)"
     ;;
   *)
     # Never the node's fault: say it in slurmd's log and to the job, let the job fail.
@@ -220,5 +340,6 @@ for image in "$@"; do
     ;;
   esac
 done
+[ "$tmpout" = /dev/null ] || rm -f -- "$tmpout"
 write_errors
 exit 0

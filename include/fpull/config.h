@@ -33,7 +33,7 @@ struct fpull_config {
   /* Added in v5. */
   uint64_t max_unpacked;  /* "max-unpacked:" (a size, as --max-unpacked), 0 when not set */
   char *policy;           /* "policy:": containers-policy.json, before the ones found */
-  int require_signatures; /* "require-signatures:": no policy found is exit 9 */
+  int require_signatures; /* "require-signatures:": an image no signature accepts is exit 9 */
 };
 
 /* Reads path, or when path is NULL: $FPULL_CONFIG, ~/.config/fpull/config.yaml

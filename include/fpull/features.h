@@ -107,7 +107,9 @@ struct fpull_target {
   char *gpu_brand;
   /* Added in v5: with --platform OS/ARCH[/VARIANT] and no features on the host's own os and
    * architecture, the target the host would be without it (for the note when the choice
-   * differs); NULL otherwise. Owned by this target. */
+   * differs); also with given features (--features, --platform's) on the host's
+   * own os and architecture, for the note and for the no-fit error naming what they
+   * dropped; NULL otherwise. Owned by this target. */
   struct fpull_target *host;
 };
 

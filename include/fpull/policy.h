@@ -47,11 +47,21 @@ struct fpull_registry;
 /* Loads an unencrypted PEM private key (ECDSA P-256/384/521, RSA, Ed25519). Errors:
  * FPULL_EUSAGE naming the file. */
 FPULL_API int fpull_signer_load(fpull_signer **out, const char *key_path, fpull_err *err);
+/* The same, for an encrypted key too: cosign's (ENCRYPTED SIGSTORE PRIVATE KEY: scrypt and
+ * NaCl secretbox, cosign generate-key-pair's) or an encrypted PEM, with passphrase (NULL:
+ * none given, and an encrypted key is FPULL_EUSAGE saying how to give one). */
+FPULL_API int fpull_signer_load_key(fpull_signer **out, const char *key_path,
+                                    const char *passphrase, fpull_err *err);
 FPULL_API void fpull_signer_free(fpull_signer *s);
 /* Signs the manifest digest in repo for identity (a docker reference, REGISTRY/REPO:TAG) and
  * pushes the signature as containers/image and cosign store it: the sha256-HEX.sig tag,
  * replacing what it held. Errors as the registry's. */
 FPULL_API int fpull_signer_push(const fpull_signer *s, struct fpull_registry *reg, const char *repo,
                                 const char *digest, const char *identity, fpull_err *err);
+/* The same for several identities (NULL-terminated; each pushed tag of one image): one
+ * signature each, all in the one .sig tag. */
+FPULL_API int fpull_signer_push_identities(const fpull_signer *s, struct fpull_registry *reg,
+                                           const char *repo, const char *digest,
+                                           char *const *identities, fpull_err *err);
 
 #endif

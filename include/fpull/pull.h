@@ -30,7 +30,7 @@ struct fpull_pull_opts {
   /* Added in version 2: signatures (man fpull, SIGNATURES). */
   const char *policy;     /* containers-policy.json; NULL: the config's policy:, else the
                              user's or the system's as containers/image finds them */
-  int require_signatures; /* no policy found is FPULL_EPOLICY (also the config's) */
+  int require_signatures; /* FPULL_EPOLICY unless a signature check accepts (also the config's) */
   int signature_index;    /* enum fpull_sigindex */
   /* Version 2: skopeo's --cert-dir, the registry's own CA and client certificate folder
    * (fpull_registry_opts.cert_dir); NULL: none. */

@@ -54,13 +54,18 @@ struct fpull_config;
 /* Options structs grow at the end: version says which layout the caller was compiled
  * with, and the library refuses versions it does not know (FPULL_EUSAGE). Start from
  * FPULL_PUSH_OPTS_INIT, then set fields. */
-#define FPULL_PUSH_OPTS_VERSION 1
+#define FPULL_PUSH_OPTS_VERSION 2
 struct fpull_push_opts {
   unsigned int version;              /* FPULL_PUSH_OPTS_VERSION */
   int type;                          /* enum fpull_push_type */
   int insecure;                      /* --insecure: for every registry involved */
   const char *certs_dir;             /* --certs-dir or NULL */
   const struct fpull_config *config; /* insecure-registries, certs-dir, retries; may be NULL */
+  /* Version 2: for the target's registry only (and the sources on it), as
+   * fpull_registry_opts's: --cert-dir (its *.crt, client.cert and client.key) and --creds
+   * USER:PASS instead of the auth files; NULL: none. */
+  const char *cert_dir;
+  const char *creds;
 };
 #define FPULL_PUSH_OPTS_INIT                                                                       \
   {                                                                                                \

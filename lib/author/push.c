@@ -67,6 +67,10 @@ static int open_reg(fpull_registry **out, struct pusher *p, const char *host, fp
   struct fpull_registry_opts ro;
   fpull_registry_opts_init(&ro, host, p->opts->config, p->opts->insecure, p->opts->certs_dir);
   ro.mirrors = NULL;
+  if (p->opts->version >= 2 && strcmp(host, p->target->registry) == 0) {
+    ro.cert_dir = p->opts->cert_dir;
+    ro.creds = p->opts->creds;
+  }
   fpull_registry *r = NULL;
   int rc = fpull_registry_open(&r, host, &ro, err);
   if (rc)
@@ -363,8 +367,28 @@ static int src_candidates(struct fp_cands *c, struct fpull_index *view, fpull_re
 
 /* ---- one entry ---- */
 
+/* An entry resolved: what copying it needs, kept until every entry is resolved. */
+struct resolved {
+  struct fpull_ref *sref;
+  fpull_registry *src; /* the pusher's */
+  struct fpull_fetched *f;
+  struct fpull_manifest *m;
+};
+
+static void resolved_clear(struct resolved *r)
+{
+  fpull_ref_free(r->sref);
+  fpull_fetched_free(r->f);
+  fpull_manifest_free(r->m);
+  memset(r, 0, sizeof *r);
+}
+
+/* Resolves entry e into out (and *copied: it is in another repository) without writing
+ * anything: every entry is resolved before the first is copied, so that a missing later
+ * entry leaves the target repository as it was (issue 43.11). */
 static int resolve_entry(struct pusher *p, const struct fpull_spec_entry *e,
-                         struct fpull_descriptor *out, int *copied, fpull_err *err)
+                         struct fpull_descriptor *out, int *copied, struct resolved *keep,
+                         fpull_err *err)
 {
   cleanup_ref struct fpull_ref *sref = NULL;
   int rc = fpull_ref_parse(&sref, e->image, err);
@@ -430,16 +454,22 @@ static int resolve_entry(struct pusher *p, const struct fpull_spec_entry *e,
 
   *copied = strcmp(sref->registry, p->target->registry) != 0 ||
             strcmp(sref->repository, p->target->repository) != 0;
-  if (*copied) {
-    fp_info("copying %s into %s/%s", e->image, p->target->registry, p->target->repository);
-    if ((rc = copy_manifest(p, src, sref, f, m, err)))
-      return rc;
-  }
   out->media_type = fp_xstrdup(m->media_type);
   out->digest = fp_xstrdup(f->digest);
   out->size = (int64_t)f->len;
   out->platform = fpull_platform_dup(&e->platform);
+  keep->src = src;
+  keep->sref = steal_pointer(&sref);
+  keep->f = steal_pointer(&f);
+  keep->m = steal_pointer(&m);
   return 0;
+}
+
+static int copy_entry(struct pusher *p, const struct fpull_spec_entry *e, struct resolved *r,
+                      fpull_err *err)
+{
+  fp_info("copying %s into %s/%s", e->image, p->target->registry, p->target->repository);
+  return copy_manifest(p, r->src, r->sref, r->f, r->m, err);
 }
 
 void fpull_push_result_free(struct fpull_push_result *r)
@@ -513,19 +543,35 @@ int fpull_spec_push(struct fpull_push_result **out, const struct fpull_spec *spe
   __attribute__((cleanup(result_freep))) struct fpull_push_result *res = fp_xcalloc(1, sizeof *res);
   res->reference = fpull_ref_format(p.target);
   res->manifests = fp_xcalloc(spec->n_entries + 1, sizeof *res->manifests);
-  for (size_t i = 0; i < spec->n_entries; i++) {
+  struct resolved *keep = fp_xcalloc(spec->n_entries + 1, sizeof *keep);
+  int *copied = fp_xcalloc(spec->n_entries + 1, sizeof *copied);
+  /* Every entry first, then the copies: nothing is written for a spec that cannot be
+   * pushed. */
+  for (size_t i = 0; rc == 0 && i < spec->n_entries; i++) {
     const struct fpull_spec_entry *e = &spec->entries[i];
-    int copied = 0;
-    rc = resolve_entry(&p, e, &res->manifests[i], &copied, err);
-    if (rc)
-      return fpull_err_prefix(err, "%s:%u:%u: %s", spec->name, e->line, e->column, e->image);
+    rc = resolve_entry(&p, e, &res->manifests[i], &copied[i], &keep[i], err);
+    if (rc) {
+      fpull_err_prefix(err, "%s:%u:%u: %s", spec->name, e->line, e->column, e->image);
+      break;
+    }
     res->n_manifests++;
-    res->copied += (size_t)copied;
+    res->copied += (size_t)copied[i];
     if (opts->type == FPULL_PUSH_DOCKER &&
         strcmp(res->manifests[i].media_type, FPULL_MT_DOCKER_MANIFEST) != 0)
       fp_warn("%s:%u:%u: %s is %s, not a Docker manifest, in a Docker manifest list", spec->name,
               e->line, e->column, e->image, res->manifests[i].media_type);
   }
+  for (size_t i = 0; rc == 0 && i < spec->n_entries; i++) {
+    const struct fpull_spec_entry *e = &spec->entries[i];
+    if (copied[i] && (rc = copy_entry(&p, e, &keep[i], err)))
+      fpull_err_prefix(err, "%s:%u:%u: %s", spec->name, e->line, e->column, e->image);
+  }
+  for (size_t i = 0; i < spec->n_entries; i++)
+    resolved_clear(&keep[i]);
+  free(keep);
+  free(copied);
+  if (rc)
+    return rc;
 
   size_t len = 0;
   cleanup_free char *bytes = fpull_index_build(res->manifests, res->n_manifests, opts->type, &len);

@@ -66,11 +66,38 @@ static int is_default_dir(const char *dir)
   return d && strcmp(d, dir) == 0;
 }
 
-/* mode: the cache root's permissions (sticky bit included), so that the layout is as
- * shared as the root; the umask still applies and the kernel passes a setgid bit on. */
-static int open_subdir(int *out, int parent, const char *name, mode_t mode, const char *dir,
-                       fpull_err *err)
+/* Whether a directory of the cache's layout may be written into: the caller's or root's;
+ * in a cache root others may write (a group's, or a sticky one for everyone), also another
+ * user's sticky one (the layout whoever pulled first made: the entries of others there are
+ * theirs alone, and every blob is hashed before use). Anyone else's could be read,
+ * emptied or closed by its owner: a cache root made by another user first (a squatted
+ * shared_cache=DIR/UID) would see every private image its victim pulls. */
+static int layout_dir_ok(const struct stat *st, const struct stat *root)
 {
+  if (st->st_uid == geteuid() || st->st_uid == 0)
+    return 1;
+  return root && (root->st_mode & (S_IWGRP | S_IWOTH)) && (st->st_mode & S_ISVTX);
+}
+
+static int refuse_owner(const char *dir, const char *name, const struct stat *st, fpull_err *err)
+{
+  return fpull_err_set(err, FPULL_EFAIL,
+                       "cache %s: %s is owned by uid %u, neither yours nor root's: refusing to "
+                       "write there (its owner could read what you pull, or take it away)",
+                       dir, name, (unsigned)st->st_uid);
+}
+
+static int make_sticky(int fd, struct stat *st);
+
+/* mode: the cache root's permissions (sticky bit included), so that the layout is as
+ * shared as the root; the umask still applies and the kernel passes a setgid bit on. A
+ * directory others may write is made sticky (a member's entries are theirs alone), and one
+ * another user owns is refused as the root would be (layout_dir_ok). */
+static int open_subdir(int *out, int parent, const char *name, mode_t mode, const char *dir,
+                       const struct stat *root, fpull_err *err)
+{
+  if (mode & (S_IWGRP | S_IWOTH))
+    mode |= S_ISVTX;
   if (mkdirat(parent, name, mode) < 0 && errno != EEXIST)
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: cannot create %s: %s", dir, name,
                          strerror(errno));
@@ -79,6 +106,14 @@ static int open_subdir(int *out, int parent, const char *name, mode_t mode, cons
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: %s: %s", dir, name,
                          errno == ELOOP || errno == ENOTDIR ? "not a directory (symlink?)"
                                                             : strerror(errno));
+  struct stat st;
+  if (fstat(*out, &st) < 0 || !layout_dir_ok(&st, root)) {
+    int r = refuse_owner(dir, name, &st, err);
+    close(*out);
+    *out = -1;
+    return r;
+  }
+  make_sticky(*out, &st);
   return 0;
 }
 
@@ -223,25 +258,26 @@ int fpull_cache_open(fpull_cache **out, const char *dir, fpull_err *err)
   if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
     return fpull_err_set(err, FPULL_EFAIL, "cache %s: writable by every user; refusing to use it",
                          dir);
+  /* Only a cache root of ours or root's is written into (issue 39). */
+  if (st.st_uid != geteuid() && st.st_uid != 0)
+    return refuse_owner(dir, "the cache root", &st, err);
   make_sticky(c->root_fd, &st);
+  struct stat root = st;
   mode_t m = st.st_mode & (S_IRWXU | S_IRWXG | S_IRWXO | S_ISVTX);
   int blobs = -1, r;
-  if ((r = open_subdir(&blobs, c->root_fd, "blobs", m, dir, err)))
+  if ((r = open_subdir(&blobs, c->root_fd, "blobs", m, dir, &root, err)))
     return r;
-  r = open_subdir(&c->blobs_fd, blobs, "sha256", m, dir, err);
+  r = open_subdir(&c->blobs_fd, blobs, "sha256", m, dir, &root, err);
   /* A cache made before sha512 was known, that we may not add to: sha512 blobs are then
    * not kept (the writer says so). */
   fpull_err e512 = {0};
-  if (r == 0 && open_subdir(&c->blobs512_fd, blobs, "sha512", m, dir, &e512) != 0)
+  if (r == 0 && open_subdir(&c->blobs512_fd, blobs, "sha512", m, dir, &root, &e512) != 0)
     fp_debug("%s", e512.msg);
   close(blobs);
-  if (r || (r = open_subdir(&c->tmp_fd, c->root_fd, "tmp", m, dir, err)) ||
-      (r = open_subdir(&c->locks_fd, c->root_fd, "locks", m, dir, err)) ||
-      (r = open_subdir(&c->tags_fd, c->root_fd, "tags", m, dir, err)))
+  if (r || (r = open_subdir(&c->tmp_fd, c->root_fd, "tmp", m, dir, &root, err)) ||
+      (r = open_subdir(&c->locks_fd, c->root_fd, "locks", m, dir, &root, err)) ||
+      (r = open_subdir(&c->tags_fd, c->root_fd, "tags", m, dir, &root, err)))
     return r;
-  /* An older fpull made tags/ as the root's mode, without the sticky bit. */
-  if (fstat(c->tags_fd, &st) == 0)
-    make_sticky(c->tags_fd, &st);
   /* Our work files go where nobody else can swap, link or plant anything (tmp/ may be
    * shared): a directory of ours alone. */
   c->priv_fd = fp_trust_private_dir(c->tmp_fd);

@@ -18,6 +18,8 @@ struct fpull_cache {
   struct fpull_cache **shared; /* read-only caches searched after this one, in order */
   size_t n_shared;
   struct fp_cache_pins *pins; /* cache_use.c: CACHE/used and its pins; NULL until opened */
+  int no_records;             /* cache_verified.h: no verified record is trusted (a pull
+                                 under a signature policy hashes every blob it uses) */
 };
 
 /* The directory of verified blobs for digest's algorithm (-1 when there is none); the file

@@ -1,5 +1,7 @@
 /* The cache trust model (see cache_trust.h). */
+#include <dirent.h>
 #include <errno.h>
+#include <string.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/random.h>
@@ -45,12 +47,9 @@ const char *fp_trust_file_why(const struct stat *st, char *buf, size_t cap)
   return buf;
 }
 
-int fp_trust_private_dir(int parent)
+/* parent/name opened, when it is a directory of the caller's alone; -1 with errno. */
+static int own_private(int parent, const char *name)
 {
-  char name[32];
-  snprintf(name, sizeof name, "u%u", (unsigned)geteuid());
-  if (mkdirat(parent, name, 0700) < 0 && errno != EEXIST)
-    return -1;
   int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return -1;
@@ -62,6 +61,50 @@ int fp_trust_private_dir(int parent)
     return -1;
   }
   return fd;
+}
+
+int fp_trust_private_dir(int parent)
+{
+  char name[32];
+  snprintf(name, sizeof name, "u%u", (unsigned)geteuid());
+  if (mkdirat(parent, name, 0700) < 0 && errno != EEXIST)
+    return -1;
+  errno = 0;
+  int fd = own_private(parent, name);
+  if (fd >= 0 ||
+      (errno != EPERM && errno != EACCES && errno != ENOTDIR && errno != ELOOP && errno != EEXIST))
+    return fd;
+  /* Someone else took the name first (a member of a group cache): it denies nothing. A
+   * directory of ours named uUID.SUFFIX is ours (nobody else can make one we own), else a
+   * new one. */
+  size_t len = strlen(name);
+  int dup_fd = dup(parent);
+  DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+  if (!d && dup_fd >= 0)
+    close(dup_fd);
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    if (strncmp(e->d_name, name, len) == 0 && e->d_name[len] == '.' &&
+        (fd = own_private(parent, e->d_name)) >= 0)
+      break;
+  if (d)
+    closedir(d);
+  if (fd >= 0)
+    return fd;
+  for (int i = 0; i < 100; i++) {
+    unsigned char r[6];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+      return -1;
+    char alt[64];
+    snprintf(alt, sizeof alt, "%s.%02x%02x%02x%02x%02x%02x", name, r[0], r[1], r[2], r[3], r[4],
+             r[5]);
+    if (mkdirat(parent, alt, 0700) == 0)
+      return own_private(parent, alt);
+    if (errno != EEXIST)
+      return -1;
+  }
+  errno = EEXIST;
+  return -1;
 }
 
 int fp_trust_create_random(int dirfd, const char *prefix, mode_t mode, char *name, size_t cap,

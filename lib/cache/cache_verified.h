@@ -36,6 +36,12 @@ int fp_verified_diff_id(const struct fpull_cache *c, const char *digest, int fd,
 void fp_verified_note_diff_id(const struct fpull_cache *c, const char *digest, int fd,
                               const char *diff_id);
 
+/* From now on no record is trusted for c (records are still written): a pull under a
+ * signature policy hashes every blob and layer it uses, since the cache and its records are
+ * the user's own to forge, and the policy may be a site's that the user must not get past
+ * (issue 39). */
+void fp_verified_distrust(struct fpull_cache *c);
+
 /* Removes the caller's record of digest (housekeeping removes it with the blob). */
 void fp_verified_remove(const struct fpull_cache *c, const char *digest);
 

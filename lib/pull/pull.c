@@ -11,6 +11,7 @@
 #include "unpack/dest.h"
 #include "base/opts.h"
 #include "resolve.h"
+#include "sinks/layout.h"
 #include "sinks/sqfs_config.h"
 #include "space.h"
 #include "base/util.h"
@@ -152,8 +153,11 @@ static void dest_record(const char *dest, const struct fpull_pull_opts *o, const
     (void)lsetxattr(dest, DEST_DIGEST_XATTR, digest, strlen(digest), 0);
 }
 
+/* dest: the rootfs, bundle or SquashFS file to unpack into, NULL for none; layout_dest: the
+ * OCI layout or archive that is written from the cache afterwards (its space is checked
+ * here, before the download), NULL for none. */
 static int run(struct fpull_pull_result **out, const char *image, const char *dest,
-               const struct fpull_pull_opts *o, fpull_err *err)
+               const char *layout_dest, const struct fpull_pull_opts *o, fpull_err *err)
 {
   *out = NULL;
   struct fp_session s;
@@ -170,7 +174,8 @@ static int run(struct fpull_pull_result **out, const char *image, const char *de
   /* Disk space, before anything is downloaded or unpacked (space.c). */
   struct fp_space sp;
   if (rc == 0 && !already) {
-    fp_space_estimate(&sp, s.cache, r.manifest, dest, o->unpack.format);
+    fp_space_estimate(&sp, s.cache, r.manifest, dest ? dest : layout_dest,
+                      dest ? (int)o->unpack.format : FP_SPACE_LAYOUT);
     rc = fp_space_check(&sp, err);
   }
   if (rc == 0 && !already) {
@@ -210,7 +215,10 @@ static int run(struct fpull_pull_result **out, const char *image, const char *de
       res->why = fpull_match_why(r.match, r.index->manifests, (size_t)r.match->chosen, o->tagdb);
     res->layers = r.manifest->n_layers;
     res->bytes_downloaded = s.bytes_downloaded;
-    res->bytes_from_cache = s.bytes_from_cache;
+    /* DEST already holding the image took nothing from the cache: the config read to
+     * choose is no layer put into DEST (issue 43.11: "nothing to unpack", "347 B from
+     * cache"). What had to be downloaded to choose still counts as downloaded. */
+    res->bytes_from_cache = already ? 0 : s.bytes_from_cache;
     if (dest) {
       char abs[PATH_MAX];
       res->rootfs = fp_xstrdup(realpath(dest, abs) ? abs : dest);
@@ -241,13 +249,37 @@ int fpull_pull(struct fpull_pull_result **out, const char *image, const char *de
       !fp_dest_parents(&o->unpack) &&
       fp_dest_split(&where, dest, o->unpack.format != FPULL_FORMAT_SQUASHFS, 0, err))
     return err ? err->code : FPULL_EFAIL;
-  return run(out, image, dest, o, err);
+  return run(out, image, dest, NULL, o, err);
 }
 
 int fpull_prefetch(struct fpull_pull_result **out, const char *image,
                    const struct fpull_pull_opts *o, fpull_err *err)
 {
-  return run(out, image, NULL, o, err);
+  return run(out, image, NULL, NULL, o, err);
+}
+
+int fpull_pull_layout(struct fpull_pull_result **out, const char *image,
+                      enum fpull_layout_kind kind, const char *dest, const char *name,
+                      const struct fpull_pull_opts *opts, fpull_err *err)
+{
+  *out = NULL;
+  cleanup_free char *tagname = NULL;
+  /* What is at dest is checked before the network (again before the rename), and the
+   * space the layout takes before the download. */
+  int rc = fp_layout_precheck(image, kind, dest, name, opts, &tagname, err);
+  if (rc == 0)
+    rc = run(out, image, NULL, dest, opts, err);
+  if (rc == 0)
+    rc = fp_layout_write(*out, kind, dest, tagname, opts, err);
+  if (rc) {
+    fpull_pull_result_free(*out);
+    *out = NULL;
+    return rc;
+  }
+  char abs[PATH_MAX];
+  free((*out)->rootfs);
+  (*out)->rootfs = fp_xstrdup(realpath(dest, abs) ? abs : dest);
+  return 0;
 }
 
 void fpull_inspect_result_free(struct fpull_inspect_result *r)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cache/cache_use.h"
+#include "cache/cache_verified.h"
 #include "registry/blob_memory.h"
 #include "base/opts.h"
 #include "select/preflight.h"
@@ -33,6 +34,10 @@ static int session_open(struct fp_session *s, const char *image, const struct fp
     rc = fpull_cache_open_with_shared(&s->cache, o->cache_dir, o->config, err);
   if (rc)
     return rc;
+  /* Under a policy someone named (a site's, with --policy and --require-signatures) every
+   * blob is hashed: records are the user's own to forge. */
+  if (s->policy && s->policy_named)
+    fp_verified_distrust(s->cache);
   /* What this session uses is pinned against fpull cache prune|rm until it closes. */
   fp_cache_pins_open(s->cache);
   if (o->offline)
@@ -296,12 +301,18 @@ static int offline_hint(struct fp_session *s, const struct fpull_descriptor *d, 
                                ? fp_xasprintf("--features %s", feats)
                                : (p ? fp_xasprintf("--platform %s", plat)
                                     : fp_xasprintf("--platform %s/%s", t->os, t->architecture));
+  /* The commands to type fill the same cache: the user's --cache-dir goes into them when
+   * it is not where a command without one would look (issue 43.11). */
+  cleanup_free char *dflt = fpull_cache_resolve_dir(NULL, s->opts->config);
+  const char *cd = s->opts->cache_dir;
+  cleanup_free char *in =
+      cd && (!dflt || strcmp(cd, dflt) != 0) ? fp_xasprintf("--cache-dir %s ", cd) : NULL;
   return fpull_err_set(err, FPULL_ENOTFOUND,
                        "the entry for this target, %s (%s, features: %s), is not in the cache "
-                       "(--offline)%s; fetch it with 'fpull prefetch --all %s' or "
-                       "'fpull prefetch %s %s'",
-                       d->digest, plat, feats[0] ? feats : "none", was ? was : "", s->reference,
-                       how, s->reference);
+                       "(--offline)%s; fetch it with 'fpull prefetch --all %s%s' or "
+                       "'fpull prefetch %s%s %s'",
+                       d->digest, plat, feats[0] ? feats : "none", was ? was : "", in ? in : "",
+                       s->reference, in ? in : "", how, s->reference);
 }
 
 /* The document an index entry names, which must be what the entry says (want: a
@@ -434,6 +445,12 @@ static void note_host_choice(struct fp_session *s, const struct fp_resolved *r)
   const struct fpull_target *t = s->opts->target, *h = t->host;
   struct fpull_match *m = NULL;
   fpull_err e = {0};
+  /* Features given replace the host's on purpose (preparing for another node type): no
+   * note then, only the no-fit error names what they dropped. */
+  int src = 0;
+  if (h && (fpull_featureset_count(t->features) == 0 ||
+            (fpull_featureset_get(t->features, 0, &src) && src == FPULL_SRC_CLI)))
+    return;
   if (!h || fpull_match_entries(&m, h, r->index->manifests, r->index->n_manifests, s->opts->tagdb,
                                 &e) != 0)
     return;

@@ -21,6 +21,10 @@ struct fp_session {
   /* The signature policy in force (sigcheck.h), NULL when none; while one is, fetched
    * manifests wait in deferred until an image is accepted. */
   struct fpull_policy *policy;
+  int policy_named;   /* the policy was named (--policy, the config's) or signatures are
+                         required: no verified record is trusted (cache_verified.h) */
+  int require_signed; /* --require-signatures: a requirement that checks a signature must
+                         accept the image */
   struct fp_deferred *deferred;
   size_t n_deferred;
 };

@@ -36,11 +36,13 @@ int fp_sig_session_open(struct fp_session *s, fpull_err *err)
   int rc = fpull_policy_load(&s->policy, path, err);
   if (rc)
     return rc;
+  s->policy_named = path != NULL || require;
   if (!s->policy && require)
     return fpull_err_set(err, FPULL_EPOLICY,
                          "signatures are required but no policy was found (--policy, the "
                          "config's policy:, ~/.config/containers/policy.json, "
                          "/etc/containers/policy.json)");
+  s->require_signed = require;
   if (s->policy)
     fp_debug("signature policy: %s", fpull_policy_name(s->policy));
   return 0;
@@ -64,6 +66,8 @@ int fp_sig_enforced(const struct fp_session *s)
 {
   if (!s->policy)
     return 0;
+  if (s->require_signed)
+    return 1;
   struct fp_dref image = {.name = fp_xasprintf("%s/%s", s->ref->registry, s->ref->repository),
                           .tag = s->ref->digest ? NULL : fp_xstrdup(s->ref->tag),
                           .digest = fp_xstrdup(s->ref->digest)};
@@ -114,6 +118,7 @@ struct sigs {
   char **payloads; /* att.n, verified against their digests */
   size_t *lens;
   int loaded;
+  int not_cached; /* offline, and the cache has no record of the .sig tag */
 };
 
 static void sigs_free(struct sigs *g)
@@ -162,12 +167,15 @@ static int load_sigs(struct fp_session *s, const char *digest, struct sigs *g, f
   } else {
     cleanup_free char *md = NULL;
     fpull_err e = {0};
-    if (!s->cache || fpull_cache_tag_lookup(s->cache, tagref, &md, &e) != 0)
+    if (!s->cache || fpull_cache_tag_lookup(s->cache, tagref, &md, &e) != 0) {
+      g->not_cached = 1;
       return 0;
+    }
     f = fp_xcalloc(1, sizeof *f);
     f->digest = fp_xstrdup(md);
     if (cached_bytes(s, md, &f->data, &f->len) != 0) {
       fpull_fetched_free(f);
+      g->not_cached = 1;
       return 0;
     }
   }
@@ -184,7 +192,9 @@ static int load_sigs(struct fp_session *s, const char *digest, struct sigs *g, f
     if (!s->reg) {
       if (cached_bytes(s, a->digest, &g->payloads[i], &g->lens[i]) != 0)
         return fpull_err_set(err, FPULL_EPOLICY,
-                             "signature payload %s is not in the cache (--offline)", a->digest);
+                             "signature payload %s is not in the cache; prefetch with the "
+                             "policy in force before --offline",
+                             a->digest);
       continue;
     }
     struct fpull_descriptor d = {.digest = (char *)a->digest, .size = a->size};
@@ -250,7 +260,12 @@ static int sigstore_req(struct fp_session *s, const struct fp_req *req, struct s
   int rc = fp_sig_keys_load(&keys, req->key_paths, req->key_datas, err);
   if (rc == 0 && !g->loaded)
     rc = load_sigs(s, digest, g, err);
-  if (rc == 0 && g->att.n == 0)
+  if (rc == 0 && g->att.n == 0 && g->not_cached)
+    rc = fpull_err_set(err, FPULL_EPOLICY,
+                       "the signatures of %s are not in the cache; prefetch with the policy in "
+                       "force (fpull prefetch --policy FILE IMAGE) before --offline",
+                       digest);
+  else if (rc == 0 && g->att.n == 0)
     rc = fpull_err_set(err, FPULL_EPOLICY,
                        "a signature was required, but no signature exists for %s%s", digest,
                        g->att.ignored ? " (only attachments of other types)" : "");
@@ -309,6 +324,13 @@ static int evaluate(struct fp_session *s, const char *digest, const char *data, 
   fp_dref_clear(&image);
   if (!c->requirement)
     c->requirement = fp_xstrdup("insecureAcceptAnything");
+  /* --require-signatures promises a signature: a rule that accepts without one (an
+   * insecureAcceptAnything scope, a stock accept-anything policy.json) does not do. */
+  if (rc == 0 && !signed_ok && s->require_signed)
+    rc = fpull_err_set(err, FPULL_EPOLICY,
+                       "signatures are required (--require-signatures), but the rule %s accepts "
+                       "it without checking one (give this scope a sigstoreSigned requirement)",
+                       c->requirement);
   c->state = fp_xstrdup(rc == 0 ? (signed_ok ? "verified" : "accepted") : "rejected");
   if (rc == FPULL_EPOLICY) {
     c->reason = fp_xstrdup(err->msg);

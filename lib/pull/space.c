@@ -3,18 +3,65 @@
  * a pull that cannot fit says so before it fills a disk; and the same numbers when a write
  * fails with ENOSPC anyway. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "space.h"
 #include "base/util.h"
 #include "fpull/cache.h"
 
-/* Layers unpack to about this many times their compressed size (gzip's usual ratio on
- * images); a SquashFS image and an OCI layout are about their compressed size. */
+/* A layer whose uncompressed size is not known (not cached yet) unpacks to about this many
+ * times its compressed size (gzip's usual ratio on images); a SquashFS image is about the
+ * layers' compressed size, and an OCI layout or archive holds their very bytes. */
 #define ROOTFS_FACTOR 2
+/* What a layout or archive adds to its blobs: the manifest, index.json, oci-layout, tar
+ * headers (an upper bound for one image). */
+#define LAYOUT_SLACK (256u * 1024)
+
+/* The uncompressed size of a cached layer, as the blob itself says: an uncompressed tar
+ * is its size, a gzip member ends with its size (mod 2^32), a zstd frame may carry it in
+ * its header. 0 when it does not say (or says less than the blob: a multi-member gzip or a
+ * size past 4 GiB, several zstd frames), or the blob is not cached. */
+static uint64_t cached_uncompressed(fpull_cache *cache, const struct fpull_descriptor *d)
+{
+  int comp = fpull_layer_compression(d->media_type);
+  uint64_t size = (uint64_t)d->size;
+  if (!cache || comp < 0 || !fpull_cache_has_blob(cache, d->digest, d->size))
+    return 0;
+  if (comp == 0)
+    return size;
+  cleanup_free char *path = fpull_cache_blob_path(cache, d->digest);
+  cleanup_close int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+  unsigned char b[18];
+  uint64_t n = 0;
+  if (fd < 0 || size < sizeof b)
+    return 0;
+  if (comp == 1) {
+    if (pread(fd, b, 4, (off_t)(size - 4)) != 4)
+      return 0;
+    n = (uint64_t)b[0] | (uint64_t)b[1] << 8 | (uint64_t)b[2] << 16 | (uint64_t)b[3] << 24;
+  } else {
+    if (pread(fd, b, sizeof b, 0) != (ssize_t)sizeof b || b[0] != 0x28 || b[1] != 0xb5 ||
+        b[2] != 0x2f || b[3] != 0xfd)
+      return 0;
+    unsigned fhd = b[4], fcs_flag = fhd >> 6, single = (fhd >> 5) & 1;
+    static const unsigned dict_len[] = {0, 1, 2, 4}, fcs_len[] = {0, 2, 4, 8};
+    size_t at = 5 + (single ? 0 : 1) + dict_len[fhd & 3];
+    size_t len = fcs_flag == 0 ? (single ? 1 : 0) : fcs_len[fcs_flag];
+    if (!len)
+      return 0;
+    for (size_t i = 0; i < len; i++)
+      n |= (uint64_t)b[at + i] << (8 * i);
+    if (len == 2)
+      n += 256;
+  }
+  return n >= size ? n : 0;
+}
 
 static int fs_of(const char *path, dev_t *dev, uint64_t *avail)
 {
@@ -55,13 +102,23 @@ void fp_space_estimate(struct fp_space *sp, fpull_cache *cache, const struct fpu
                        const char *dest, int format)
 {
   memset(sp, 0, sizeof *sp);
-  uint64_t total = 0;
+  uint64_t total = 0, unpacked = 0;
   for (size_t i = 0; i < m->n_layers; i++) {
-    total += (uint64_t)m->layers[i].size;
+    uint64_t size = (uint64_t)m->layers[i].size;
+    total += size;
     if (!cache || !fpull_cache_has_blob(cache, m->layers[i].digest, m->layers[i].size))
-      sp->cache_need += (uint64_t)m->layers[i].size;
+      sp->cache_need += size;
+    if (format == FPULL_FORMAT_DIR) {
+      uint64_t known = cached_uncompressed(cache, &m->layers[i]);
+      unpacked += known ? known : size * ROOTFS_FACTOR;
+    }
   }
-  sp->dest_need = dest ? (format == FPULL_FORMAT_DIR ? total * ROOTFS_FACTOR : total) : 0;
+  if (format == FP_SPACE_LAYOUT)
+    sp->dest_need = total + (uint64_t)m->config.size + LAYOUT_SLACK;
+  else
+    sp->dest_need = format == FPULL_FORMAT_DIR ? unpacked : total;
+  if (!dest)
+    sp->dest_need = 0;
   sp->cache_dir = cache ? fpull_cache_dir(cache) : NULL;
   sp->dest = dest;
 }
@@ -99,14 +156,18 @@ void fp_space_explain(const struct fp_space *sp, fpull_err *err)
 {
   if (!err || !err->code || !strstr(err->msg, strerror(ENOSPC)))
     return;
-  dev_t dev;
   uint64_t cfree = 0, dfree = 0;
-  int have_c = sp->cache_dir && fs_of(sp->cache_dir, &dev, &cfree) == 0;
-  int have_d = sp->dest && fs_of(sp->dest, &dev, &dfree) == 0;
+  dev_t cdev = 0, ddev = 0;
+  int have_c = sp->cache_dir && fs_of(sp->cache_dir, &cdev, &cfree) == 0;
+  int have_d = sp->dest && fs_of(sp->dest, &ddev, &dfree) == 0;
+  /* Pruning the cache makes room for DEST only on the cache's own file system; elsewhere
+   * it helps only when the cache's file system is what filled up. */
+  int prune = have_c && (!have_d || cdev == ddev || cfree < sp->cache_need + (1u << 20));
   size_t len = strlen(err->msg);
   snprintf(err->msg + len, sizeof err->msg - len,
-           " (the pull needs about %llu MB for DEST and %llu MB in the cache; %llu MB free for "
-           "DEST, %llu MB for the cache; 'fpull cache prune' frees cache space)",
-           mb(sp->dest_need), mb(sp->cache_need), have_d ? mb_free(dfree) : 0ull,
-           have_c ? mb_free(cfree) : 0ull);
+           " (%s needs about %llu MB and %llu MB are free there; the cache needs %llu MB more "
+           "and %llu MB are free for it%s)",
+           sp->dest ? sp->dest : "DEST", mb(sp->dest_need), have_d ? mb_free(dfree) : 0ull,
+           mb(sp->cache_need), have_c ? mb_free(cfree) : 0ull,
+           prune ? "; 'fpull cache prune' frees cache space" : "");
 }

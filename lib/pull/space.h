@@ -15,8 +15,13 @@ struct fp_space {
   const char *cache_dir, *dest;
 };
 
-/* What the pull of m into dest (NULL: prefetch) in format (enum fpull_unpack_format) will
- * write. */
+/* The format of an OCI layout or archive (oci:, oci-archive:, docker-archive:): its blobs'
+ * own size. */
+#define FP_SPACE_LAYOUT (-1)
+
+/* What the pull of m into dest (NULL: prefetch) in format (enum fpull_unpack_format, or
+ * FP_SPACE_LAYOUT) will write: a rootfs takes its layers' uncompressed size where a cached
+ * blob says it, else twice their compressed size. */
 void fp_space_estimate(struct fp_space *sp, fpull_cache *cache, const struct fpull_manifest *m,
                        const char *dest, int format);
 /* FPULL_EFAIL "not enough disk space: needs N MB, M free" when the estimate does not fit

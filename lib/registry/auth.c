@@ -242,8 +242,14 @@ static int fetch_token(fpull_registry *r, struct fp_endpoint *ep, const char *sc
   }
   if (resp.status == 401 || resp.status == 403) {
     fp_http_resp_free(&resp);
-    return fpull_err_set(err, FPULL_EAUTH, "token server %s refused %s (HTTP %ld)", realm_host,
-                         send_creds ? "the credentials" : "an anonymous token", resp.status);
+    /* Which credentials: the user may have several sources and not know which won. */
+    if (send_creds)
+      return fpull_err_set(err, FPULL_EAUTH,
+                           "token server %s refused the credentials of %s from %s (HTTP %ld)",
+                           realm_host, ep->creds.username ? ep->creds.username : "(token)",
+                           ep->creds.source ? ep->creds.source : "?", resp.status);
+    return fpull_err_set(err, FPULL_EAUTH, "token server %s refused an anonymous token (HTTP %ld)",
+                         realm_host, resp.status);
   }
   if (resp.status != 200) {
     long st = resp.status;

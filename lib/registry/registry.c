@@ -262,6 +262,47 @@ static int status_retryable(long s)
 
 /* ---- ping ---- */
 
+/* A TLS handshake that got an answer that is not TLS at all: OpenSSL reads the first bytes
+ * of "HTTP/1.1 400" as a record of a version it does not know. Retrying cannot help. */
+static int not_tls(const struct fp_http_resp *resp)
+{
+  static const char *const marks[] = {"wrong version number", "unknown protocol",
+                                      "packet length too long",
+                                      "An unexpected TLS packet was received", NULL};
+  if (resp->status || resp->curl != CURLE_SSL_CONNECT_ERROR)
+    return 0;
+  const char *d = fp_curl_describe(resp);
+  for (size_t i = 0; marks[i]; i++)
+    if (strstr(d, marks[i]))
+      return 1;
+  return 0;
+}
+
+/* The server at https_base answered the handshake with something that is not TLS: one
+ * plain-HTTP GET of /v2/ (no credentials, no retries) tells whether it speaks plain HTTP,
+ * the lab registry without --insecure (issue 43.1). That is no outage but a setting
+ * missing: exit 2 with the two ways to allow it, as skopeo says it in one line. */
+static int plain_http_error(fpull_registry *r, struct fp_endpoint *ep, const char *detail,
+                            fpull_err *err)
+{
+  cleanup_free char *url = fp_xasprintf("http://%s/v2/", ep->https_base + strlen("https://"));
+  struct fp_http_req req = {.method = "GET", .url = url, .max_body = FP_ERRBODY_MAX};
+  struct fp_http_resp resp = {0};
+  int http = fp_http_perform(r, &req, &resp) == 0 && resp.status > 0;
+  fp_http_resp_free(&resp);
+  if (!http)
+    return fpull_err_set(err, FPULL_ENET, "%s does not speak TLS (%s)", ep->hostport, detail);
+  if (ep->is_mirror)
+    return fpull_err_set(err, FPULL_EUSAGE,
+                         "registry mirror %s speaks plain HTTP, not HTTPS: give it as http://%s "
+                         "and list %s under insecure-registries: in the config",
+                         ep->hostport, ep->hostport, ep->hostport);
+  return fpull_err_set(err, FPULL_EUSAGE,
+                       "%s speaks plain HTTP, not HTTPS: to allow it, use --insecure or list %s "
+                       "under insecure-registries: in the config",
+                       ep->hostport, ep->hostport);
+}
+
 static int ensure_ready(fpull_registry *r, struct fp_endpoint *ep, fpull_err *err)
 {
   pthread_mutex_lock(&r->mu);
@@ -274,7 +315,7 @@ static int ensure_ready(fpull_registry *r, struct fp_endpoint *ep, fpull_err *er
   int rc = FPULL_ENET;
   char last[CURL_ERROR_SIZE + 128] = "";
   int transient = 0, tries = 0, unresolved = 0;
-  char cert_detail[CURL_ERROR_SIZE] = "";
+  char cert_detail[CURL_ERROR_SIZE] = "", plain_detail[CURL_ERROR_SIZE] = "";
   for (int attempt = 1; attempt <= r->max_tries; attempt++) {
     transient = 0;
     tries = attempt;
@@ -304,6 +345,13 @@ static int ensure_ready(fpull_registry *r, struct fp_endpoint *ep, fpull_err *er
       unresolved = !resp.status && resp.curl == CURLE_COULDNT_RESOLVE_HOST;
       if (!resp.status && fp_tls_is_cert_error(resp.curl))
         snprintf(cert_detail, sizeof cert_detail, "%s", fp_curl_describe(&resp));
+      /* HTTPS answered by a server that does not speak TLS: without an http_base to try
+       * next, no retry will change that. */
+      if (i == 0 && !bases[1] && not_tls(&resp)) {
+        snprintf(plain_detail, sizeof plain_detail, "%s", fp_curl_describe(&resp));
+        fp_http_resp_free(&resp);
+        break;
+      }
       if (resp.status)
         snprintf(last, sizeof last, "%s answered HTTP %ld", url, resp.status), transient = 1;
       else if (unresolved) /* the message names the host and is the whole story */
@@ -313,9 +361,14 @@ static int ensure_ready(fpull_registry *r, struct fp_endpoint *ep, fpull_err *er
             transient = transient || fp_http_retryable(&resp);
       fp_http_resp_free(&resp);
     }
-    if (!transient || attempt == r->max_tries)
+    if (!transient || plain_detail[0] || attempt == r->max_tries)
       break;
     sleep_ms(backoff_ms(attempt, NULL));
+  }
+  if (plain_detail[0]) {
+    rc = plain_http_error(r, ep, plain_detail, err);
+    pthread_mutex_unlock(&r->mu);
+    return rc;
   }
   pthread_mutex_unlock(&r->mu);
   /* Trust is not an outage: say what failed and where the CA could go. */
@@ -462,12 +515,17 @@ int fp_reg_map_status(const struct fp_endpoint *ep, const struct fp_http_resp *r
 {
   long s = resp->status;
   cleanup_free char *code = error_code(resp);
+  if ((s == 401 || s == 403) && (ep->creds.password || ep->creds.identity_token))
+    return fpull_err_set(err, FPULL_EAUTH,
+                         "authentication refused by %s for %s (HTTP %ld%s%s); the credentials "
+                         "of %s came from %s",
+                         ep->hostport, repo, s, code ? " " : "", code ? code : "",
+                         ep->creds.username ? ep->creds.username : "(token)",
+                         ep->creds.source ? ep->creds.source : "?");
   if (s == 401 || s == 403)
     return fpull_err_set(err, FPULL_EAUTH, "authentication refused by %s for %s (HTTP %ld%s%s)%s",
                          ep->hostport, repo, s, code ? " " : "", code ? code : "",
-                         ep->creds.password || ep->creds.identity_token
-                             ? ""
-                             : "; no credentials found for it (docker/fpull login)");
+                         "; no credentials found for it (docker/fpull login)");
   if (s == 404)
     return fpull_err_set(err, FPULL_ENOTFOUND, "%s not found in %s/%s%s%s%s", what, ep->hostport,
                          repo, code ? " (" : "", code ? code : "", code ? ")" : "");

@@ -308,23 +308,82 @@ char *fpull_match_why(const struct fpull_match *m, const struct fpull_descriptor
   return explain(&a, &b, r, entries);
 }
 
-/* For an index: only entries whose platform fits and that lack features count as
- * "closest" (an arm64 entry is never close to an amd64 target), since what they lack is
- * what the user has to change. */
+/* What entry i needs beyond the target: its missing features, and its variant when that is
+ * above the target's ("avx2,fma and variant v3"). */
+static void needs_of(char *buf, size_t len, const struct fpull_match_entry *e,
+                     const struct fpull_descriptor *d)
+{
+  size_t l = 0;
+  buf[0] = '\0';
+  for (char **f = e->missing; f && *f && l < len; f++)
+    l += (size_t)snprintf(buf + l, len - l, "%s%s", l ? "," : "", *f);
+  if (l < len && e->why && strncmp(e->why, "variant ", 8) == 0) {
+    cleanup_free char *arch = fpull_arch_normalise(d->platform->architecture);
+    const char *ev = implied_variant(arch, d->platform->variant);
+    snprintf(buf + l, len - l, "%svariant %s", l ? " and " : "", ev ? ev : "?");
+  }
+}
+
+/* With features given (--features, --platform's), what of entry i's needs this host has of
+ * its own: the features the replacement dropped (issue 43.9), as names to give. */
+static void dropped_of(char *buf, size_t len, const struct fpull_match_entry *e,
+                       const struct fpull_descriptor *d, const struct fpull_target *h)
+{
+  size_t l = 0;
+  buf[0] = '\0';
+  if (!h)
+    return;
+  for (char **f = e->missing; f && *f && l < len; f++)
+    if (fpull_featureset_has(h->features, *f, NULL))
+      l += (size_t)snprintf(buf + l, len - l, "%s%s", l ? "," : "", *f);
+  if (l >= len || !e->why || strncmp(e->why, "variant ", 8) != 0)
+    return;
+  cleanup_free char *arch = fpull_arch_normalise(d->platform->architecture);
+  if (!h->variant || !variant_fits(arch, d->platform->variant, h->variant))
+    return;
+  /* amd64's levels are features (x86-64-v3 gives v3); other variants are --platform's. */
+  if (strcmp(arch, "amd64") == 0 && d->platform->variant)
+    snprintf(buf + l, len - l, "%sx86-64-%s", l ? "," : "", d->platform->variant);
+  else
+    snprintf(buf + l, len - l, "%svariant %s", l ? " and " : "", h->variant);
+}
+
+/* What the note says of the dropped needs: features given replaced the host's (they come
+ * from the command line), else --platform's variant left them out; "" when none. */
+static void dropped_note(char *buf, size_t len, const struct fpull_target *t, const char *dropped)
+{
+  int src = 0;
+  int given = fpull_featureset_count(t->features) == 0 ||
+              (fpull_featureset_get(t->features, 0, &src) && src == FPULL_SRC_CLI);
+  if (!*dropped)
+    buf[0] = '\0';
+  else if (given)
+    snprintf(buf, len, "; the given features replace this host's own, which have %s: give them too",
+             dropped);
+  else
+    snprintf(buf, len, "; this host's own features have %s, which --platform left out", dropped);
+}
+
+/* For an index: only entries whose os and architecture fit count as "closest" (an arm64
+ * entry is never close to an amd64 target), those that lack features and those whose
+ * variant is above the target's, since what they lack is what the user has to change;
+ * the fewest needs win (a variant counts as one). */
 static int index_no_fit(const struct fpull_match *m, const struct fpull_descriptor *entries,
-                        const char *plat, fpull_err *err)
+                        const struct fpull_target *t, const char *plat, fpull_err *err)
 {
   long best = -1;
-  size_t best_missing = 0;
+  size_t best_needs = 0;
   for (size_t i = 0; i < m->n; i++) {
-    size_t nm = fpull_strv_len(m->entries[i].missing);
     const char *why = m->entries[i].why;
-    if (!entries[i].platform || entries[i].ref_type || nm == 0 || !why ||
-        strncmp(why, "lacks", 5) != 0)
+    if (!entries[i].platform || entries[i].ref_type || !why)
       continue;
-    if (best < 0 || nm < best_missing) {
+    int variant = strncmp(why, "variant ", 8) == 0;
+    size_t needs = fpull_strv_len(m->entries[i].missing) + (variant ? 1 : 0);
+    if ((!variant && strncmp(why, "lacks", 5) != 0) || needs == 0)
+      continue;
+    if (best < 0 || needs < best_needs) {
       best = (long)i;
-      best_missing = nm;
+      best_needs = needs;
     }
   }
   for (size_t i = 0; best < 0 && i < m->n; i++)
@@ -332,16 +391,15 @@ static int index_no_fit(const struct fpull_match *m, const struct fpull_descript
       return fpull_err_set(err, FPULL_ENOMATCH, "no entry of the index fits %s; %s %s", plat,
                            entries[i].digest, m->entries[i].why);
   if (best < 0)
-    return fpull_err_set(err, FPULL_ENOMATCH, "no entry of the index fits %s (%zu entries)", plat,
-                         m->n);
-  char lacks[512] = "";
-  for (char **f = m->entries[best].missing; *f; f++) {
-    size_t l = strlen(lacks);
-    snprintf(lacks + l, sizeof lacks - l, "%s%s", l ? "," : "", *f);
-  }
+    return fpull_err_set(err, FPULL_ENOMATCH, "no entry of the index fits %s (%zu %s)", plat, m->n,
+                         m->n == 1 ? "entry" : "entries");
+  char needs[512], dropped[512], note[600];
+  needs_of(needs, sizeof needs, &m->entries[best], &entries[best]);
+  dropped_of(dropped, sizeof dropped, &m->entries[best], &entries[best], t->host);
+  dropped_note(note, sizeof note, t, dropped);
   return fpull_err_set(err, FPULL_ENOMATCH,
-                       "no entry of the index fits %s; closest is %s, which needs %s", plat,
-                       entries[best].digest, lacks);
+                       "no entry of the index fits %s; closest is %s, which needs %s%s", plat,
+                       entries[best].digest, needs, note);
 }
 
 int fpull_match_no_fit(const struct fpull_match *m, const struct fpull_descriptor *entries,
@@ -351,7 +409,7 @@ int fpull_match_no_fit(const struct fpull_match *m, const struct fpull_descripto
   snprintf(plat, sizeof plat, "%s/%s%s%s", t->os, t->architecture, t->variant ? "/" : "",
            t->variant ? t->variant : "");
   if (!single || m->n != 1)
-    return index_no_fit(m, entries, plat, err);
+    return index_no_fit(m, entries, t, plat, err);
   const struct fpull_platform *p = entries[0].platform;
   const char *why = m->entries[0].why ? m->entries[0].why : "does not fit";
   if (p && (strncmp(why, "os ", 3) == 0 || strncmp(why, "architecture ", 13) == 0))
@@ -360,5 +418,9 @@ int fpull_match_no_fit(const struct fpull_match *m, const struct fpull_descripto
                          t->architecture);
   if (strncmp(why, "requires ", 9) == 0)
     return fpull_err_set(err, FPULL_ENOMATCH, "the image %s", why);
-  return fpull_err_set(err, FPULL_ENOMATCH, "the image does not fit %s: %s", plat, why);
+  char dropped[512] = "", note[600];
+  if (p && m->entries[0].why)
+    dropped_of(dropped, sizeof dropped, &m->entries[0], &entries[0], t->host);
+  dropped_note(note, sizeof note, t, dropped);
+  return fpull_err_set(err, FPULL_ENOMATCH, "the image does not fit %s: %s%s", plat, why, note);
 }

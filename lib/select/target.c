@@ -101,7 +101,7 @@ static int add_given_list(struct fpull_target *t, const char *list, int src,
   return 0;
 }
 
-/* --platform OS/ARCH[/VARIANT][:FEATURE...]. */
+/* --platform [OS/]ARCH[/VARIANT][:FEATURE...]. */
 static int parse_platform(struct fpull_target *t, const char *spec, const struct fpull_tagdb *db,
                           const struct fp_feature_names *names, fpull_err *err)
 {
@@ -115,9 +115,24 @@ static int parse_platform(struct fpull_target *t, const char *spec, const struct
       break;
     *slash = '\0';
   }
+  /* The architecture alone is linux/ARCH, as docker and containerd parse it (contract
+   * v6); an os alone is not enough to choose by. */
+  if (n == 1 && *parts[0] && fpull_platform_name_check(NULL, parts[0], NULL, NULL) == 0) {
+    parts[1] = parts[0];
+    parts[0] = "linux";
+    n = 2;
+  } else if (n == 1 && *parts[0]) {
+    if (fpull_platform_name_check(parts[0], NULL, NULL, NULL) == 0)
+      return fpull_err_set(err, FPULL_EUSAGE,
+                           "--platform \"%s\": an os alone; give OS/ARCH (%s/amd64) or ARCH "
+                           "alone",
+                           spec, parts[0]);
+    fpull_platform_name_check(NULL, parts[0], NULL, err);
+    return fpull_err_prefix(err, "--platform \"%s\"", spec);
+  }
   if (n < 2 || n > 3 || strchr(parts[n - 1], '/'))
     return fpull_err_set(err, FPULL_EUSAGE,
-                         "--platform \"%s\": expected OS/ARCH[/VARIANT][:FEATURE...]", spec);
+                         "--platform \"%s\": expected [OS/]ARCH[/VARIANT][:FEATURE...]", spec);
   for (size_t i = 0; i < n; i++)
     if (!fp_feature_name_valid(parts[i]))
       return fpull_err_set(err, FPULL_EUSAGE, "--platform \"%s\": bad component \"%s\"", spec,
@@ -377,6 +392,17 @@ int fpull_target_build(struct fpull_target **out, const struct fpull_target_opts
       host_os_arch(t);
     if (o->features && (r = add_given_list(t, o->features, FPULL_SRC_CLI, db, names, err)))
       return fpull_err_prefix(err, "--features");
+    /* Given features replace the host's own on its os/architecture: keep what the host
+     * would be, so that a no-fit error and the note name what the replacement dropped
+     * (issue 43.9). A config or environment that would not build one only costs that. */
+    if (on_host(t)) {
+      struct fpull_target_opts ho = *o;
+      ho.platform = NULL;
+      ho.features = NULL;
+      fpull_err herr = {0};
+      if (fpull_target_build(&t->host, &ho, &herr))
+        t->host = NULL;
+    }
   } else {
     host_os_arch(t);
     if ((r = detected_and_configured(t, o, db, names, err)))

@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "sig/cosign_key.h"
 #include "sig/sigstore.h"
 #include "base/digest.h"
 #include "base/util.h"
@@ -33,16 +34,45 @@ void fpull_signer_free(fpull_signer *s)
 
 int fpull_signer_load(fpull_signer **out, const char *key_path, fpull_err *err)
 {
+  return fpull_signer_load_key(out, key_path, NULL, err);
+}
+
+int fpull_signer_load_key(fpull_signer **out, const char *key_path, const char *passphrase,
+                          fpull_err *err)
+{
   *out = NULL;
-  FILE *f = fopen(key_path, "r");
-  if (!f)
+  cleanup_free char *text = NULL;
+  size_t len = 0;
+  if (fp_read_file(key_path, 1u << 20, &text, &len) < 0)
     return fpull_err_set(err, FPULL_EUSAGE, "signing key %s: %s", key_path, strerror(errno));
-  /* An empty passphrase: an encrypted key fails here instead of prompting. */
-  EVP_PKEY *k = PEM_read_PrivateKey(f, NULL, NULL, (void *)"");
-  fclose(f);
-  if (!k)
-    return fpull_err_set(err, FPULL_EUSAGE, "signing key %s: not an unencrypted PEM private key",
-                         key_path);
+  EVP_PKEY *k = NULL;
+  if (fp_cosign_key_is(text, len)) {
+    if (!passphrase)
+      return fpull_err_set(err, FPULL_EUSAGE,
+                           "signing key %s is cosign's encrypted key: give its passphrase in "
+                           "COSIGN_PASSWORD or with --sign-passphrase-file FILE",
+                           key_path);
+    int rc = fp_cosign_key_decrypt(&k, text, len, passphrase, key_path, err);
+    if (rc)
+      return rc;
+  } else {
+    /* Without a passphrase an empty one: an encrypted key fails here instead of prompting. */
+    BIO *b = BIO_new_mem_buf(text, (int)len);
+    k = b ? PEM_read_bio_PrivateKey(b, NULL, NULL, (void *)(passphrase ? passphrase : "")) : NULL;
+    BIO_free(b);
+    int encrypted = strstr(text, "ENCRYPTED") != NULL;
+    if (!k && encrypted && !passphrase)
+      return fpull_err_set(err, FPULL_EUSAGE,
+                           "signing key %s is encrypted: give its passphrase in "
+                           "COSIGN_PASSWORD or with --sign-passphrase-file FILE",
+                           key_path);
+    if (!k)
+      return fpull_err_set(err, FPULL_EUSAGE,
+                           encrypted ? "signing key %s: wrong passphrase, or not a PEM private key"
+                                     : "signing key %s: not an unencrypted PEM private key "
+                                       "(nor cosign's encrypted one)",
+                           key_path);
+  }
   int id = EVP_PKEY_get_base_id(k);
   if (id != EVP_PKEY_EC && id != EVP_PKEY_RSA && id != EVP_PKEY_ED25519) {
     EVP_PKEY_free(k);
@@ -83,46 +113,87 @@ static int put_blob(fpull_registry *reg, const char *repo, const char *data, siz
   return rc;
 }
 
-int fpull_signer_push(const fpull_signer *s, fpull_registry *reg, const char *repo,
-                      const char *digest, const char *identity, fpull_err *err)
+/* One simple-signing payload for identity, signed, uploaded: its digest, size and the
+ * signature's base64. */
+static int sign_one(const fpull_signer *s, fpull_registry *reg, const char *repo,
+                    const char *digest, const char *identity, char **pdig, size_t *plen,
+                    char **sig64, fpull_err *err)
 {
   cleanup_free char *payload = fp_xasprintf(
       "{\"critical\":{\"identity\":{\"docker-reference\":\"%s\"},\"image\":{\"docker-manifest-"
       "digest\":\"%s\"},\"type\":\"cosign container image signature\"},\"optional\":{"
       "\"creator\":\"fpull %s\",\"timestamp\":%lld}}",
       identity, digest, fpull_version(), (long long)time(NULL));
-  size_t plen = strlen(payload);
+  *plen = strlen(payload);
   EVP_MD_CTX *c = EVP_MD_CTX_new();
   const EVP_MD *md = EVP_PKEY_get_base_id(s->key) == EVP_PKEY_ED25519 ? NULL : EVP_sha256();
   size_t sl = 0;
   unsigned char *sig = NULL;
   int ok = c && EVP_DigestSignInit(c, NULL, md, NULL, s->key) == 1 &&
-           EVP_DigestSign(c, NULL, &sl, (const unsigned char *)payload, plen) == 1 &&
+           EVP_DigestSign(c, NULL, &sl, (const unsigned char *)payload, *plen) == 1 &&
            (sig = fp_xmalloc(sl)) != NULL &&
-           EVP_DigestSign(c, sig, &sl, (const unsigned char *)payload, plen) == 1;
+           EVP_DigestSign(c, sig, &sl, (const unsigned char *)payload, *plen) == 1;
   EVP_MD_CTX_free(c);
   if (!ok) {
     free(sig);
     return fpull_err_set(err, FPULL_EFAIL, "signing %s with %s failed", digest, s->path);
   }
-  cleanup_free char *sig64 = b64(sig, sl);
+  *sig64 = b64(sig, sl);
   free(sig);
-  cleanup_free char *pdig = NULL, *cdig = NULL;
-  int rc = put_blob(reg, repo, payload, plen, &pdig, err);
-  cleanup_free char *config = fp_xasprintf(
-      "{\"architecture\":\"\",\"os\":\"\",\"config\":{},\"rootfs\":{\"type\":\"layers\","
-      "\"diff_ids\":[\"%s\"]}}",
-      pdig);
+  return put_blob(reg, repo, payload, *plen, pdig, err);
+}
+
+int fpull_signer_push(const fpull_signer *s, fpull_registry *reg, const char *repo,
+                      const char *digest, const char *identity, fpull_err *err)
+{
+  char *const ids[] = {(char *)identity, NULL};
+  return fpull_signer_push_identities(s, reg, repo, digest, ids, err);
+}
+
+int fpull_signer_push_identities(const fpull_signer *s, fpull_registry *reg, const char *repo,
+                                 const char *digest, char *const *identities, fpull_err *err)
+{
+  size_t n = 0;
+  while (identities && identities[n])
+    n++;
+  if (n == 0)
+    return fpull_err_set(err, FPULL_EUSAGE, "signing %s: no identity to sign for", digest);
+  struct fp_buf diff_ids = {0}, layers = {0};
+  int rc = 0;
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    cleanup_free char *pdig = NULL, *sig64 = NULL;
+    size_t plen = 0;
+    rc = sign_one(s, reg, repo, digest, identities[i], &pdig, &plen, &sig64, err);
+    if (rc)
+      break;
+    cleanup_free char *id = fp_xasprintf("%s\"%s\"", i ? "," : "", pdig);
+    cleanup_free char *layer =
+        fp_xasprintf("%s{\"mediaType\":\"" FP_SIG_LAYER_TYPE "\",\"size\":%zu,\"digest\":\"%s\","
+                     "\"annotations\":{\"" FP_SIG_ANNOTATION "\":\"%s\"}}",
+                     i ? "," : "", plen, pdig, sig64);
+    fp_buf_append(&diff_ids, id, strlen(id));
+    fp_buf_append(&layers, layer, strlen(layer));
+  }
+  cleanup_free char *cdig = NULL;
+  cleanup_free char *config =
+      rc ? NULL
+         : fp_xasprintf(
+               "{\"architecture\":\"\",\"os\":\"\",\"config\":{},\"rootfs\":{\"type\":\"layers\","
+               "\"diff_ids\":[%s]}}",
+               diff_ids.data);
   if (rc == 0)
     rc = put_blob(reg, repo, config, strlen(config), &cdig, err);
+  cleanup_free char *manifest =
+      rc ? NULL
+         : fp_xasprintf(
+               "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
+               "\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\","
+               "\"size\":%zu,\"digest\":\"%s\"},\"layers\":[%s]}",
+               strlen(config), cdig, layers.data);
+  fp_buf_free(&diff_ids);
+  fp_buf_free(&layers);
   if (rc)
     return fpull_err_prefix(err, "signature of %s", digest);
-  cleanup_free char *manifest = fp_xasprintf(
-      "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
-      "\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"size\":%zu,"
-      "\"digest\":\"%s\"},\"layers\":[{\"mediaType\":\"" FP_SIG_LAYER_TYPE "\",\"size\":%zu,"
-      "\"digest\":\"%s\",\"annotations\":{\"" FP_SIG_ANNOTATION "\":\"%s\"}}]}",
-      strlen(config), cdig, plen, pdig, sig64);
   const char *colon = strchr(digest, ':');
   cleanup_free char *tag = fp_xasprintf("%.*s-%s.sig", (int)(colon - digest), digest, colon + 1);
   rc = fpull_registry_put_manifest(reg, repo, tag, "application/vnd.oci.image.manifest.v1+json",

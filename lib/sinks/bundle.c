@@ -115,6 +115,19 @@ static int same_file(int dfd, const char *name, int fd)
          fstat(fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+/* The inner pull's messages name the rootfs by the descriptor's path: the user knows
+ * DEST. */
+static void name_dest(fpull_err *err, const char *rootfs, const char *dest)
+{
+  char *at = err ? strstr(err->msg, rootfs) : NULL;
+  if (!at)
+    return;
+  char msg[FPULL_ERR_MSG_MAX];
+  snprintf(msg, sizeof msg, "%.*s%s/rootfs%s", (int)(at - err->msg), err->msg, dest,
+           at + strlen(rootfs));
+  snprintf(err->msg, sizeof err->msg, "%s", msg);
+}
+
 static int build(struct fpull_pull_result **out, const char *image, const char *parent,
                  const char *base, const char *dest, const struct fpull_pull_opts *o,
                  fpull_err *err)
@@ -151,6 +164,8 @@ static int build(struct fpull_pull_result **out, const char *image, const char *
   struct fpull_pull_opts po = *o;
   po.unpack.force = 0;
   rc = fpull_pull(out, image, rootfs, &po, err);
+  if (rc)
+    name_dest(err, rootfs, dest);
   cleanup_free char *json = NULL;
   size_t len = 0;
   int rootless = geteuid() != 0;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "layout.h"
 #include "sqfs_file.h"
 #include "unpack/dest.h"
 #include "unpack/inroot.h"
@@ -26,12 +27,18 @@
 
 #define OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
 #define OCI_INDEX "application/vnd.oci.image.index.v1+json"
+#define REF_NAME "org.opencontainers.image.ref.name"
+/* Largest index.json of an existing layout read. */
+#define LAYOUT_INDEX_MAX (4u << 20)
 
 /* Where the files go: a staging directory, or a tar. */
 struct out {
-  int dfd;            /* the staging directory, or -1 */
+  int dfd;            /* the staging directory (or the existing layout), or -1 */
   struct archive *ar; /* the tar, or NULL */
   const char *dest;
+  int add;   /* dfd is an existing layout: files are written beside their name and renamed
+                in, and a blob already there is kept */
+  int force; /* with add: an image of the same name is replaced */
 };
 
 static int out_dir(struct out *o, const char *name, fpull_err *err)
@@ -53,11 +60,42 @@ static int out_dir(struct out *o, const char *name, fpull_err *err)
   return 0;
 }
 
+static int write_bytes(struct out *o, int wfd, const char *name, const char *data, int fd,
+                       uint64_t size, fpull_err *err);
+
+/* In an existing layout: name written beside itself and renamed over it; a blob (keep) of
+ * the right size already there is the same bytes (its name is their digest) and stays. */
+static int add_file(struct out *o, const char *name, const char *data, int fd, uint64_t size,
+                    int keep, fpull_err *err)
+{
+  struct stat st;
+  if (keep && fstatat(o->dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+      (uint64_t)st.st_size == size)
+    return 0;
+  cleanup_free char *prefix = fp_xasprintf("%s.fpull-", name);
+  char tmp[PATH_MAX];
+  fp_dest_random_name(tmp, sizeof tmp, prefix);
+  cleanup_close int wfd =
+      openat(o->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (wfd < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "%s: cannot create %s: %s", o->dest, tmp,
+                         strerror(errno));
+  int rc = write_bytes(o, wfd, name, data, fd, size, err);
+  if (rc == 0 && renameat(o->dfd, tmp, o->dfd, name) < 0)
+    rc = fpull_err_set(err, FPULL_EFAIL, "%s: cannot rename %s into place: %s", o->dest, name,
+                       strerror(errno));
+  if (rc)
+    unlinkat(o->dfd, tmp, 0);
+  return rc;
+}
+
 /* A file of size bytes: from data when not NULL, else read from fd at its start. */
 static int out_file(struct out *o, const char *name, const char *data, int fd, uint64_t size,
                     fpull_err *err)
 {
   cleanup_close int wfd = -1;
+  if (o->add)
+    return add_file(o, name, data, fd, size, strncmp(name, "blobs/", 6) == 0, err);
   if (o->ar) {
     struct archive_entry *e = archive_entry_new();
     archive_entry_set_pathname(e, name);
@@ -74,6 +112,13 @@ static int out_file(struct out *o, const char *name, const char *data, int fd, u
       return fpull_err_set(err, FPULL_EFAIL, "%s: cannot create %s: %s", o->dest, name,
                            strerror(errno));
   }
+  return write_bytes(o, wfd, name, data, fd, size, err);
+}
+
+/* size bytes of data (or of fd from its start) to the tar, or to wfd. */
+static int write_bytes(struct out *o, int wfd, const char *name, const char *data, int fd,
+                       uint64_t size, fpull_err *err)
+{
   char buf[1 << 16];
   uint64_t done = 0;
   while (done < size) {
@@ -143,6 +188,21 @@ struct entry {
   const char *name; /* ref.name / RepoTags, or NULL */
 };
 
+/* The index.json entry of e's manifest. */
+static cJSON *manifest_desc(const struct entry *e, enum fpull_layout_kind kind)
+{
+  cJSON *desc = cJSON_CreateObject();
+  const char *mt = e->m->media_type && *e->m->media_type ? e->m->media_type : OCI_MANIFEST;
+  cJSON_AddStringToObject(desc, "mediaType", mt);
+  cJSON_AddStringToObject(desc, "digest", e->manifest_digest);
+  cJSON_AddNumberToObject(desc, "size", (double)e->manifest_len);
+  if (e->platform)
+    cJSON_AddItemToObject(desc, "platform", platform_json(e->platform));
+  if (e->name && kind != FPULL_LAYOUT_DOCKER_ARCHIVE)
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(desc, "annotations"), REF_NAME, e->name);
+  return desc;
+}
+
 static int write_layout(struct out *o, fpull_cache *c, const struct entry *e,
                         enum fpull_layout_kind kind, fpull_err *err)
 {
@@ -154,17 +214,7 @@ static int write_layout(struct out *o, fpull_cache *c, const struct entry *e,
   cJSON *index = cJSON_CreateObject();
   cJSON_AddNumberToObject(index, "schemaVersion", 2);
   cJSON_AddStringToObject(index, "mediaType", OCI_INDEX);
-  cJSON *desc = cJSON_CreateObject();
-  cJSON_AddItemToArray(cJSON_AddArrayToObject(index, "manifests"), desc);
-  const char *mt = e->m->media_type && *e->m->media_type ? e->m->media_type : OCI_MANIFEST;
-  cJSON_AddStringToObject(desc, "mediaType", mt);
-  cJSON_AddStringToObject(desc, "digest", e->manifest_digest);
-  cJSON_AddNumberToObject(desc, "size", (double)e->manifest_len);
-  if (e->platform)
-    cJSON_AddItemToObject(desc, "platform", platform_json(e->platform));
-  if (e->name && kind != FPULL_LAYOUT_DOCKER_ARCHIVE)
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(desc, "annotations"),
-                            "org.opencontainers.image.ref.name", e->name);
+  cJSON_AddItemToArray(cJSON_AddArrayToObject(index, "manifests"), manifest_desc(e, kind));
   if (rc == 0)
     rc = out_json(o, "index.json", index, err);
   cJSON_Delete(index);
@@ -244,6 +294,127 @@ static int layout_name(char **out, const char *image, const char *name, enum fpu
   return rc;
 }
 
+/* ---- oci:DIR[:TAG] into an existing layout: the image added, as skopeo does ---- */
+
+/* 1 when dfd holds an OCI image layout (its oci-layout file and index.json). */
+static int is_layout(int dfd)
+{
+  struct stat st;
+  return fstatat(dfd, "oci-layout", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+         fstatat(dfd, "index.json", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The existing layout at base, opened into *dfd; *dfd stays -1 when nothing is there or
+ * what is there is not a layout of ours to add to (then it is replaced only with --force,
+ * as before). */
+static int open_layout(int *dfd, int pfd, const char *base, const char *dest, fpull_err *err)
+{
+  *dfd = -1;
+  int exists;
+  int rc = fp_dest_check(pfd, base, dest, S_IFDIR, 1, &exists, err);
+  if (rc || !exists)
+    return rc;
+  int fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "cannot open %s: %s", dest, strerror(errno));
+  if (!is_layout(fd)) {
+    close(fd);
+    return 0;
+  }
+  *dfd = fd;
+  return 0;
+}
+
+/* The layout's index.json, parsed, with its manifests array. */
+static int read_index(cJSON **out, int dfd, const char *dest, fpull_err *err)
+{
+  *out = NULL;
+  cleanup_close int fd = openat(dfd, "index.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  cleanup_free char *text = NULL;
+  size_t len = 0;
+  if (fd < 0 || fp_read_fd(fd, LAYOUT_INDEX_MAX, &text, &len) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "%s/index.json: %s", dest, strerror(errno));
+  cJSON *doc = cJSON_ParseWithLength(text, len);
+  if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "manifests"))) {
+    cJSON_Delete(doc);
+    return fpull_err_set(err, FPULL_EFAIL,
+                         "%s/index.json is not an OCI image index; not adding to the layout", dest);
+  }
+  *out = doc;
+  return 0;
+}
+
+/* The index entry named name (its ref.name annotation), or NULL. */
+static cJSON *named_entry(const cJSON *index, const char *name)
+{
+  const cJSON *m;
+  cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(index, "manifests"))
+  {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(m, "annotations");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(a, REF_NAME);
+    if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0)
+      return (cJSON *)m;
+  }
+  return NULL;
+}
+
+/* A name the layout already has is replaced only with --force. */
+static int check_name(const cJSON *index, const char *name, int force, const char *dest,
+                      fpull_err *err)
+{
+  if (name && !force && named_entry(index, name))
+    return fpull_err_set(err, FPULL_EFAIL,
+                         "%s already has an image named %s (--force replaces it; the layout's "
+                         "other images stay)",
+                         dest, name);
+  return 0;
+}
+
+/* The image's blobs (those not there yet) and its index entry, added to the layout at
+ * o->dfd; an entry of the same name is replaced in its place, the others stay. */
+static int add_to_layout(struct out *o, fpull_cache *c, const struct entry *e, fpull_err *err)
+{
+  cJSON *index = NULL;
+  int rc = read_index(&index, o->dfd, o->dest, err);
+  if (rc == 0)
+    rc = check_name(index, e->name, o->force, o->dest, err);
+  if (rc == 0)
+    rc = out_dir(o, "blobs", err);
+  cleanup_free char *mname = blob_name(e->manifest_digest);
+  if (rc == 0) {
+    char *slash = strrchr(mname, '/');
+    *slash = '\0';
+    rc = out_dir(o, mname, err);
+    *slash = '/';
+  }
+  if (rc == 0)
+    rc = out_file(o, mname, e->manifest_text, -1, e->manifest_len, err);
+  if (rc == 0)
+    rc = out_blob(o, c, &e->m->config, err);
+  for (size_t i = 0; rc == 0 && i < e->m->n_layers; i++)
+    rc = out_blob(o, c, &e->m->layers[i], err);
+  if (rc == 0) {
+    cJSON *list = cJSON_GetObjectItemCaseSensitive(index, "manifests");
+    cJSON *old = e->name ? named_entry(index, e->name) : NULL;
+    int dup = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, list)
+    {
+      const cJSON *d = cJSON_GetObjectItemCaseSensitive(m, "digest");
+      if (!e->name && !cJSON_GetObjectItemCaseSensitive(m, "annotations") && cJSON_IsString(d) &&
+          strcmp(d->valuestring, e->manifest_digest) == 0)
+        dup = 1;
+    }
+    if (old)
+      cJSON_ReplaceItemViaPointer(list, old, manifest_desc(e, FPULL_LAYOUT_OCI));
+    else if (!dup)
+      cJSON_AddItemToArray(list, manifest_desc(e, FPULL_LAYOUT_OCI));
+    rc = out_json(o, "index.json", index, err);
+  }
+  cJSON_Delete(index);
+  return rc;
+}
+
 static int write_entry(struct out *o, const struct fpull_pull_result *r, const char *name,
                        enum fpull_layout_kind kind, const struct fpull_pull_opts *opts,
                        fpull_err *err)
@@ -259,7 +430,7 @@ static int write_entry(struct out *o, const struct fpull_pull_result *r, const c
     rc = fpull_manifest_parse(&m, text, len, NULL, err);
   if (rc == 0) {
     struct entry e = {r->manifest_digest, text, len, m, r->platform, name};
-    rc = write_layout(o, c, &e, kind, err);
+    rc = o->add ? add_to_layout(o, c, &e, err) : write_layout(o, c, &e, kind, err);
   }
   fpull_manifest_free(m);
   fpull_cache_free(c);
@@ -278,6 +449,17 @@ static int write_dir(const struct fpull_pull_result *r, const char *dest, const 
   cleanup_close int pfd = open(dd.parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (pfd < 0)
     return fpull_err_set(err, FPULL_EFAIL, "cannot open %s: %s", dd.parent, strerror(errno));
+  cleanup_close int lfd = -1;
+  rc = open_layout(&lfd, pfd, dd.base, dest, err);
+  if (rc == 0 && lfd >= 0) {
+    /* One writer at a time adds to a layout; the index is read again under the lock. */
+    if (flock(lfd, LOCK_EX) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "cannot lock %s: %s", dest, strerror(errno));
+    struct out o = {.dfd = lfd, .dest = dest, .add = 1, .force = opts->unpack.force};
+    return write_entry(&o, r, name, FPULL_LAYOUT_OCI, opts, err);
+  }
+  if (rc)
+    return rc;
   int exists;
   rc = fp_dest_check(pfd, dd.base, dest, S_IFDIR, opts->unpack.force, &exists, err);
   if (rc)
@@ -333,39 +515,48 @@ static int write_archive(const struct fpull_pull_result *r, const char *dest, co
   return rc;
 }
 
-int fpull_pull_layout(struct fpull_pull_result **out, const char *image,
-                      enum fpull_layout_kind kind, const char *dest, const char *name,
-                      const struct fpull_pull_opts *opts, fpull_err *err)
+int fp_layout_precheck(const char *image, enum fpull_layout_kind kind, const char *dest,
+                       const char *name, const struct fpull_pull_opts *opts, char **tagname,
+                       fpull_err *err)
 {
-  *out = NULL;
+  *tagname = NULL;
   if (kind != FPULL_LAYOUT_OCI && kind != FPULL_LAYOUT_OCI_ARCHIVE &&
       kind != FPULL_LAYOUT_DOCKER_ARCHIVE)
     return fpull_err_set(err, FPULL_EUSAGE, "unknown layout kind %d", (int)kind);
   if (!dest || !*dest)
     return fpull_err_set(err, FPULL_EUSAGE, "no destination given for the layout");
-  cleanup_free char *tagname = NULL;
-  int rc = layout_name(&tagname, image, name, kind, err);
-  /* What is at dest is checked before the network, and again before the rename. */
-  if (rc == 0) {
-    __attribute__((cleanup(fp_dest_free))) struct fp_dest dd = {0};
-    rc = fp_dest_split(&dd, dest, kind == FPULL_LAYOUT_OCI, fp_dest_parents(&opts->unpack), err);
-    cleanup_close int pfd = rc ? -1 : open(dd.parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    int exists;
-    if (rc == 0 && pfd >= 0)
-      rc = fp_dest_check(pfd, dd.base, dest, kind == FPULL_LAYOUT_OCI ? S_IFDIR : S_IFREG,
-                         opts->unpack.force, &exists, err);
-  }
-  if (rc == 0)
-    rc = fpull_prefetch(out, image, opts, err);
-  if (rc == 0)
-    rc = kind == FPULL_LAYOUT_OCI ? write_dir(*out, dest, tagname, opts, err)
-                                  : write_archive(*out, dest, tagname, kind, opts, err);
-  if (rc) {
-    fpull_pull_result_free(*out);
-    *out = NULL;
+  int rc = layout_name(tagname, image, name, kind, err);
+  if (rc)
     return rc;
+  __attribute__((cleanup(fp_dest_free))) struct fp_dest dd = {0};
+  rc = fp_dest_split(&dd, dest, kind == FPULL_LAYOUT_OCI, fp_dest_parents(&opts->unpack), err);
+  cleanup_close int pfd = rc ? -1 : open(dd.parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  int exists, lfd = -1;
+  if (rc == 0 && pfd >= 0 && kind == FPULL_LAYOUT_OCI)
+    rc = open_layout(&lfd, pfd, dd.base, dest, err);
+  if (rc == 0 && lfd >= 0) {
+    /* An existing layout takes the image; only a name it has needs --force. */
+    cJSON *index = NULL;
+    rc = read_index(&index, lfd, dest, err);
+    if (rc == 0)
+      rc = check_name(index, *tagname, opts->unpack.force, dest, err);
+    cJSON_Delete(index);
+    close(lfd);
+  } else if (rc == 0 && pfd >= 0) {
+    rc = fp_dest_check(pfd, dd.base, dest, kind == FPULL_LAYOUT_OCI ? S_IFDIR : S_IFREG,
+                       opts->unpack.force, &exists, err);
   }
-  char abs[PATH_MAX];
-  (*out)->rootfs = fp_xstrdup(realpath(dest, abs) ? abs : dest);
-  return 0;
+  if (rc) {
+    free(*tagname);
+    *tagname = NULL;
+  }
+  return rc;
+}
+
+int fp_layout_write(const struct fpull_pull_result *r, enum fpull_layout_kind kind,
+                    const char *dest, const char *tagname, const struct fpull_pull_opts *opts,
+                    fpull_err *err)
+{
+  return kind == FPULL_LAYOUT_OCI ? write_dir(r, dest, tagname, opts, err)
+                                  : write_archive(r, dest, tagname, kind, opts, err);
 }

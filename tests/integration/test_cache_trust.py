@@ -128,16 +128,20 @@ class CacheTrust(cases.RegistryCase):
         self.assertEqual(cp.returncode, 5, cp.stderr)
 
     def test_planted_private_dir_is_refused(self):
-        # Mallory creates the working directory root would use, hoping root writes there.
+        # Mallory creates the working directory root would use, hoping root writes there:
+        # root never does, and a name taken first denies root's pull nothing (issue 39).
         self.run_nobody(["prefetch", "-q", self.ref("evil")])
         trap = os.path.join(self.cache, "tmp", "u0")
         os.mkdir(trap)
         os.chown(trap, NOBODY, NOBODY)
         os.chmod(trap, 0o777)
         cp = self.run_root(["pull", "-q", self.ref("good"), os.path.join(self.tmp, "out")])
-        self.assertNotEqual(cp.returncode, 0)
-        self.assertIn("private working directory", cp.stderr)
+        self.assertEqual(cp.returncode, 0, cp.stderr)
         self.assertEqual(os.listdir(trap), [])
+        own = [n for n in os.listdir(os.path.join(self.cache, "tmp")) if n.startswith("u0.")]
+        self.assertEqual(len(own), 1, own)
+        st = os.stat(os.path.join(self.cache, "tmp", own[0]))
+        self.assertEqual((st.st_uid, st.st_mode & 0o777), (0, 0o700))
 
     def test_swapped_tmp_symlink_is_never_written_through(self):
         # tmp/ is mallory's (she ran first): she swaps it for a symlink to a directory of

@@ -117,7 +117,7 @@ class SameNoFitMessage(cases.RegistryCase):
         images.push_index(self.client, "nf/far", "1", [
             (arm, {"os": "linux", "architecture": "arm64"})])
         line = self.both("%s/nf/far:1" % self.reg.hostport, "linux/amd64/v1")
-        self.assertIn("no entry of the index fits linux/amd64/v1 (1 entries)", line)
+        self.assertIn("no entry of the index fits linux/amd64/v1 (1 entry)", line)
 
     def test_single_manifest_for_another_architecture(self):
         images.push_image(self.client, "nf/one", "1", [layer("one")], architecture="arm64")

@@ -72,7 +72,11 @@ class DiskSpace(cases.RegistryCase):
                         "%s/d/zeros:t" % self.reg.hostport, os.path.join(small, "r")], check=1)
         line = fpull.error_line(cp.stderr)
         self.assertIn("No space left on device", line)
-        self.assertRegex(line, r"MB free for DEST.*'fpull cache prune'")
+        self.assertRegex(line, r"%s needs about \d+ MB and \d+ MB are free there; the cache "
+                         r"needs \d+ MB more" % os.path.join(small, "r"))
+        # The cache is on another file system with room: pruning it would free nothing
+        # here (issue 43.6).
+        self.assertNotIn("fpull cache prune", line)
         self.assertEqual(os.listdir(small), [])
 
     def test_cache_full_during_the_download_keeps_no_partial(self):

@@ -37,11 +37,11 @@ class ExplainRanking(cases.RegistryCase):
                           [(img, dict(PLAT, **p)) for img, p in zip(imgs, platforms)])
         return [img["digest"] for img in imgs]
 
-    def inspect(self, tag, platform):
+    def inspect(self, tag, platform, *extra):
         ref = "%s/x/app:%s" % (self.reg.hostport, tag)
         args = ["inspect", "--cache-dir", os.path.join(self.tmp, "c"), "--platform", platform, ref]
         _, doc = fpull.run_json(args)
-        table = fpull.run(args, check=0).stdout
+        table = fpull.run(args + list(extra), check=0).stdout
         return doc, table
 
     def why(self, doc, rank):
@@ -51,8 +51,9 @@ class ExplainRanking(cases.RegistryCase):
     def test_target_with_many_features_is_wrapped_not_one_line(self):
         # Issue 25: all 85 features of a GPU node's target were one line of inspect.
         self.index("wrap", [{"features": ["skylake-avx512"]}, {}])
+        # (Listed with -v; without it the target is one line: issue 43.11.)
         doc, table = self.inspect(
-            "wrap", "linux/amd64:skylake-avx512:nv-compute-9-0:nvidia-550-54-14:cuda-12-4")
+            "wrap", "linux/amd64:skylake-avx512:nv-compute-9-0:nvidia-550-54-14:cuda-12-4", "-v")
         feats = doc["target"]["features"]
         self.assertGreater(len(", ".join(feats)), 200)  # many: these need several lines
         lines = table.splitlines()

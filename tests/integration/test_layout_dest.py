@@ -121,10 +121,13 @@ class LayoutDest(cases.RegistryCase):
         self.assertEqual(manifest[0]["RepoTags"], ["docker.io/site/tool:1.0"])
 
     def test_existing_layout_needs_force(self):
+        # A tag the layout has needs --force; a new one is added (issue 43.5,
+        # test_first_hour_outputs covers the rest).
         self.pull("oci:" + self.path("lay") + ":a")
-        cp = self.pull("oci:" + self.path("lay") + ":b", check=1)
+        cp = self.pull("oci:" + self.path("lay") + ":a", check=1)
         self.assertIn("--force", fpull.error_line(cp.stderr))
-        self.pull("oci:" + self.path("lay") + ":b", "--force")
+        self.pull("oci:" + self.path("lay") + ":b")
+        self.pull("oci:" + self.path("lay") + ":a", "--force")
         self.assertEqual(self.skopeo_inspect("oci:%s:b" % self.path("lay"))["Digest"],
                          self.arm["digest"])
         self.assert_nothing_beside("lay")

@@ -106,9 +106,17 @@ class PrefetchAll(cases.RegistryCase):
         self.assertIn("linux/amd64", line)
         self.assertIn("nvidia-396-44", line)
         self.assertIn("not in the cache", line)
-        self.assertIn("fpull prefetch --all " + self.ref, line)
-        self.assertIn("--features nvidia-396-44 " + self.ref, line)
+        # The commands to type fill the cache this pull read (issue 43.11).
+        self.assertIn("'fpull prefetch --all --cache-dir %s %s'" % (self.cache, self.ref), line)
+        self.assertIn("'fpull prefetch --cache-dir %s --features nvidia-396-44 %s'" % (
+            self.cache, self.ref), line)
         self.assertFalse(os.path.exists(dest))
+        # Without --cache-dir (the default cache), none is named.
+        cp = fpull.run(["pull", "--offline", "--features", "nvidia-396-44", self.ref, dest],
+                       env={"FPULL_CACHE": self.cache})
+        line = fpull.error_line(cp.stderr)
+        self.assertIn("'fpull prefetch --all %s'" % self.ref, line)
+        self.assertNotIn("--cache-dir", line)
 
     def test_entry_fpull_cannot_unpack_is_passed_over(self):
         foreign = images.push_image(self.client, "hpc/win", None, [

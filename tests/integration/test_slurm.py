@@ -886,9 +886,9 @@ class SlurmProlog(SlurmCase):
         self.prolog_log = os.path.join(self.tmp, "prolog.log")
         with open(self.wrapper, "w") as f:
             f.write("#!/bin/sh\nFPULL=%s FPULL_PROLOG_CACHE=%s FPULL_DATA_DIR=%s "
-                    "FPULL_CONFIG=%s FPULL_PROLOG_LOG=%s exec %s\n" % (
+                    "FPULL_CONFIG=%s FPULL_PROLOG_LOG=%s FPULL_PROLOG_REGISTRIES=%s exec %s\n" % (
                         fpull.binary(), self.cache, DATA_DIR, self.config, self.prolog_log,
-                        PROLOG))
+                        self.reg.hostport, PROLOG))
         os.chmod(self.wrapper, 0o755)
         self.cluster = self.start_cluster(prolog=self.wrapper)
 

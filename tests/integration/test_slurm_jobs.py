@@ -46,6 +46,8 @@ class SlurmJobs(SlurmCase):
             args += ["remap_root=yes", "execute_entrypoint=yes"]
         if self._testMethodName == "test_named_container_of_global_scope_outlives_the_job":
             args += ["container_scope=global"]
+        if self._testMethodName == "test_global_names_count_towards_store_max":
+            args += ["container_scope=global", "store_max=1M"]
         self.cluster = self.start_cluster(plugin=PLUGIN, plugin_args=args)
         self.home = os.path.join(self.tmp, "home")
         os.mkdir(self.home, 0o700)
@@ -210,6 +212,16 @@ class SlurmJobs(SlurmCase):
         self.assertEqual(sorted(os.listdir(names)), ["keep", "keep.lock"])
         st = os.stat(os.path.join(names, "keep"))
         self.assertEqual(st.st_uid, slurm.NOBODY)
+
+    def test_global_names_count_towards_store_max(self):
+        # Review 4 (issue 39, LOW 6): names kept across jobs were outside store_max= (66 MB
+        # stayed after a job with store_max=1M, for good): they count, the least recently
+        # used go first, never the step's own.
+        for name in ("old", "new"):
+            cp = self.srun(["--fpull-image=" + self.ref, "--fpull-name=" + name, "true"])
+            self.assertEqual(cp.returncode, 0, cp.stderr)
+        names = os.path.join(self.run_dir, "store", str(slurm.NOBODY), "names")
+        self.assertEqual(sorted(os.listdir(names)), ["new", "new.lock"])
 
     def test_registry_hash_image_as_pyxis_users_write_it(self):
         # enroot's REGISTRY#IMAGE, what pyxis users paste, is the registry's image.

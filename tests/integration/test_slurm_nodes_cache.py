@@ -28,7 +28,7 @@ class SharedCache(NodesCase):
         super().setUp()
         self.site = os.path.join(self.cluster.shared, "fpull")
         os.mkdir(self.site)
-        os.chmod(self.site, 0o1777)  # like /tmp: each user makes its own DIR/UID
+        os.chmod(self.site, 0o755)  # root's: the plugin makes each DIR/UID (issue 39)
         self.mine = os.path.join(self.site, str(slurm.NOBODY))
 
     def assert_blobs_whole(self, cache):

@@ -43,7 +43,7 @@ class NodeKinds(NodesCase):
         self.write_config(self.cluster.path("node", "run", "fpull.yaml"), "")
         site = os.path.join(self.cluster.shared, "fpull")
         os.mkdir(site)
-        os.chmod(site, 0o1777)
+        os.chmod(site, 0o755)  # root's: the plugin makes each DIR/UID (issue 39)
         self.mine = os.path.join(site, str(slurm.NOBODY))
 
     def node_features(self, name, features):
@@ -89,6 +89,9 @@ class NodeKinds(NodesCase):
         self.assert_clean()
 
     def test_a_login_nodes_prefetch_all_serves_every_kind_with_pull_never(self):
+        # Before any job of the user's made it: DIR/UID as an admin makes it (DIR is root's).
+        os.mkdir(self.mine, 0o700)
+        os.chown(self.mine, slurm.NOBODY, slurm.NOBODY)
         env = {"FPULL_CACHE": self.mine,
                "PATH": os.path.dirname(fpull.binary()) + ":" + os.environ["PATH"]}
         cp = self.cluster.run(["fpull", "prefetch", "-q", "--all", "--config",

@@ -33,10 +33,13 @@ class PrologScript(SlurmCase):
         os.chmod(self.counting, 0o755)
 
     def start(self, registry_url=None, **settings):
+        # Any registry, unless a test says otherwise (the script's default is none).
         env = {"FPULL": self.counting, "FPULL_PROLOG_CACHE": self.cache,
                "FPULL_PROLOG_RUN_DIR": self.run_dir, "FPULL_DATA_DIR": DATA_DIR,
-               "FPULL_CONFIG": self.config, "FPULL_PROLOG_LOG": self.prolog_log}
+               "FPULL_CONFIG": self.config, "FPULL_PROLOG_LOG": self.prolog_log,
+               "FPULL_PROLOG_REGISTRIES": '"*"'}
         env.update(settings)
+        env = {k: v for k, v in env.items() if v is not None}
         # Slurm gives the Prolog no environment of ours: a site wrapper sets the settings,
         # and the same wrapper is the Epilog.
         wrapper = os.path.join(self.tmp, "prolog")
@@ -210,3 +213,60 @@ class PrologErrors(PrologScript):
         self.assertEqual(out, "v2\n")
         # Nothing to say: no record, not even the directory for it.
         self.assertFalse(os.path.lexists(self.run_dir))
+
+
+class PrologBounds(PrologScript):
+    """Review 4 (issue 39, MEDIUM 4): what a job's comment can make the root prolog write:
+    only from registries the site lists, at most FPULL_PROLOG_MAX_BYTES per job, never
+    below FPULL_PROLOG_MIN_FREE for users; the Epilog prunes to FPULL_PROLOG_CACHE_MAX."""
+
+    def big(self, size=3 << 20):
+        img = images.push_image(self.client, "hpc/big", "1.0",
+                                [[{"path": "data/blob", "data": os.urandom(size)}]])
+        return "%s/hpc/big:1.0" % self.reg.hostport, img
+
+    def cached(self, img):
+        return os.path.exists(os.path.join(self.cache, "blobs", "sha256",
+                                           img["layers"][0]["digest"].split(":")[1]))
+
+    def test_a_comment_prefetches_nothing_until_the_site_lists_registries(self):
+        self.start(FPULL_PROLOG_REGISTRIES=None)
+        job, rec, out = self.run_job("fpull-image=" + self.ref, self.job_script(self.ref))
+        self.assertEqual(self.prefetch_calls(), [])
+        self.assertIn("fpull-prolog: %s: not prefetched: the site lists no registry a job's "
+                      "comment may name (FPULL_PROLOG_REGISTRIES)" % self.ref, out)
+        self.assertEqual(rec["JobState"], "FAILED", out)
+        self.assertFalse(os.path.exists(os.path.join(self.cache, "blobs")))
+        self.assert_node_idle_and_record_gone(job)
+
+    def test_a_jobs_prefetches_are_bounded_in_bytes(self):
+        # Before the fix: 1 GiB from the user's own registry in 2 s, kept after the job.
+        ref, img = self.big(8 << 20)
+        self.start(FPULL_PROLOG_MAX_BYTES="1M")
+        job, rec, out = self.run_job("fpull-image=" + ref, self.job_script(ref))
+        self.assertIn("fpull-prolog: %s: not prefetched: the job's prefetches may add at most "
+                      "1048576 bytes (FPULL_PROLOG_MAX_BYTES)" % ref, out)
+        self.assertFalse(self.cached(img))
+        partial = [f for r, _, fs in os.walk(os.path.join(self.cache, "tmp")) for f in fs
+                   if f.endswith(".partial")]
+        self.assertEqual(partial, [])
+        self.assert_node_idle_and_record_gone(job)
+
+    def test_the_prolog_never_writes_below_the_free_space_floor(self):
+        ref, img = self.big()
+        self.start(FPULL_PROLOG_MIN_FREE="1000000T")
+        job, rec, out = self.run_job("fpull-image=" + ref, self.job_script(ref))
+        self.assertEqual(self.prefetch_calls(), [])
+        self.assertIn("fpull-prolog: %s: not prefetched: less than %d bytes free for users on "
+                      "the cache's file system (FPULL_PROLOG_MIN_FREE)"
+                      % (ref, 1000000 << 40), out)
+        self.assertFalse(self.cached(img))
+        self.assert_node_idle_and_record_gone(job)
+
+    def test_the_epilog_prunes_the_cache_to_its_size(self):
+        ref, img = self.big()
+        self.start(FPULL_PROLOG_CACHE_MAX="1M")
+        job, rec, out = self.run_job("fpull-image=" + ref, self.job_script(ref))
+        self.assertEqual(rec["JobState"], "COMPLETED", out + self.cluster.logs())
+        self.assert_node_idle_and_record_gone(job)
+        self.assertFalse(self.cached(img))

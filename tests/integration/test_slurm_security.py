@@ -211,8 +211,14 @@ class SlurmSitePolicy(SlurmCase):
                       "%s/hpc/signed:1.0" % self.reg.hostport)
         images.push_image(self.client, "hpc/unsigned", "1.0",
                           [tools_layer(), os_release("unsigned")])
-        self.policy = sigstore.policy(os.path.join(self.tmp, "policy.json"),
-                                      {self.reg.hostport: [sigstore.key_req(pub)]})
+        images.push_image(self.client, "hpc/open", "1.0", [tools_layer(), os_release("open")])
+        # The site accepts anything from one repository of its own: that is its choice, and
+        # the plugin applies the file as written (contract v6's --require-signatures would
+        # refuse the scope, so the plugin does not ask for it).
+        self.policy = sigstore.policy(
+            os.path.join(self.tmp, "policy.json"),
+            {self.reg.hostport: [sigstore.key_req(pub)],
+             self.reg.hostport + "/hpc/open": [{"type": "insecureAcceptAnything"}]})
         os.chmod(self.policy, 0o644)
         self.cluster = self.start_cluster(
             plugin=PLUGIN,
@@ -229,6 +235,9 @@ class SlurmSitePolicy(SlurmCase):
         self.assertEqual(bad.returncode, 9, bad.stderr)
         self.assertNotIn("unsigned", bad.stdout)
         self.assertIn(self.policy, bad.stderr)
+        ok = self.cluster._cmd(["srun", "--fpull-image=%s/hpc/open:1.0" % self.reg.hostport,
+                                "cat", "/etc/kind"], check=False, user="nobody")
+        self.assertEqual((ok.returncode, ok.stdout), (0, "open\n"), ok.stderr)
         # A user's own policy (XDG_CONFIG_HOME) does not replace the site's.
         home = os.path.join(self.tmp, "home")
         os.makedirs(os.path.join(home, "containers"))

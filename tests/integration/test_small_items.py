@@ -74,6 +74,10 @@ class SmallItems(cases.RegistryCase):
         self.assertEqual(doc["manifest_digest"], img["digest"])
         self.assertEqual(doc["rootfs"], dest)
         self.assertIn("already holds %s" % img["digest"], cp.stderr)
+        # Nothing taken from the cache into DEST, nothing downloaded (issue 43.11).
+        self.assertEqual((doc["bytes_downloaded"], doc["bytes_from_cache"]), (0, 0))
+        cp = fpull.run(["pull", "--cache-dir", cache, ref, dest], check=0)
+        self.assertIn("0 B downloaded, 0 B from cache", cp.stderr)
         with open(os.path.join(dest, "a")) as f:
             self.assertEqual(f.read(), "akept")  # not unpacked again
         # Another digest still needs --force, which unpacks it.

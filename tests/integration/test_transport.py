@@ -297,12 +297,16 @@ class Transport(unittest.TestCase):
             cache.stop()
 
     def test_https_refused_without_insecure_no_http_fallback(self):
-        # A non-loopback name for a plain-HTTP server: HTTPS fails, HTTP is not tried.
+        # A non-loopback name for a plain-HTTP server: HTTPS fails, HTTP is not used; one
+        # GET of /v2/ without credentials only tells that the server speaks plain HTTP
+        # (exit 2, a setting missing: issue 43.1).
         name = "plain.fpull.test:%d" % self.proxy.port
         self.env.env["FPULL_RESOLVE"] = "plain.fpull.test:%d:127.0.0.1" % self.proxy.port
         r = self.env.run("--tries", "1", "manifest", name, "t/img", "v1")
-        self.assertEqual(r.returncode, 6, r.stderr)
-        self.assertEqual(self.proxy.count("/v2/"), 0)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("speaks plain HTTP", r.stderr)
+        self.assertEqual([q["path"] for q in self.proxy.requests], ["/v2/"])
+        self.assertNotIn("authorization", self.proxy.requests[0]["headers"])
         r = self.env.run("--insecure", "manifest", name, "t/img", "v1")
         self.assertEqual(r.returncode, 0, r.stderr)
 

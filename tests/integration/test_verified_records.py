@@ -201,6 +201,32 @@ class VerifiedRecords(cases.RegistryCase):
         self.assertIn("corrupt", cp.stderr)
         self.assertFalse(os.path.exists(dest))
 
+    def test_a_forged_record_is_trusted_by_no_pull_under_a_policy(self):
+        # Issue 39 (review 4, LOW 5): the cache and its records are the user's own; a site's
+        # policy= must not be got past by a layer changed in place whose record the user
+        # wrote anew to match it (an offline pull under the policy unpacked it unhashed).
+        self.pull()
+        p = self.corrupt_in_place(1)
+        st = os.stat(p)
+        rec = self.record_path(1)
+        with open(rec) as f:
+            fields = f.read().split()
+        fields[1:6] = [str(st.st_dev), str(st.st_ino), str(st.st_size),
+                       str(st.st_ctime_ns // 10**9), str(st.st_ctime_ns % 10**9)]
+        with open(rec, "w") as f:
+            f.write(" ".join(fields) + "\n")
+        # Without a policy the record is the user's word for the user's own pull.
+        cp, doc, dest = self.pull(extra=["--offline"], check=None)
+        self.assertTrue(self.blob_trusted(cp, 1), cp.stderr)
+        policy = os.path.join(self.tmp, "policy.json")
+        with open(policy, "w") as f:
+            json.dump({"default": [{"type": "insecureAcceptAnything"}]}, f)
+        cp, doc, dest = self.pull(extra=["--offline", "--policy", policy], check=5)
+        self.assertFalse(self.blob_trusted(cp, 1), cp.stderr)
+        self.assertFalse(self.diff_id_trusted(cp, 1), cp.stderr)
+        self.assertIn("corrupt", cp.stderr)
+        self.assertFalse(os.path.exists(dest))
+
     def test_config_naming_another_diff_id_is_checked(self):
         self.pull()
         bad = "sha256:" + "0" * 64

@@ -13,3 +13,9 @@ fpull_unit_test(${CMAKE_CURRENT_LIST_DIR}/test_slurm_pin.c ${slurm_src}/common/j
 target_include_directories(test_slurm_root PRIVATE ${slurm_src})
 target_include_directories(test_slurm_task PRIVATE ${slurm_src})
 target_include_directories(test_slurm_pin PRIVATE ${slurm_src})
+# test_slurm_review4.c: security review 4 (issue 39), with a FUSE daemon of the user's on
+# the job directory (fake_fuse.c, the kernel's protocol without libfuse).
+fpull_unit_test(${CMAKE_CURRENT_LIST_DIR}/test_slurm_review4.c ${CMAKE_CURRENT_LIST_DIR}/fake_fuse.c
+                ${slurm_src}/root/job_dir.c ${slurm_src}/root/tree_remove.c
+                ${slurm_src}/common/fuse_unmount.c ${slurm_src}/common/run.c)
+target_include_directories(test_slurm_review4 PRIVATE ${slurm_src} ${CMAKE_CURRENT_LIST_DIR})

@@ -40,7 +40,7 @@ static int job_dir(const char *dir, int job, char *jobdir, size_t len)
   int fd = -1;
   fpull_err err = {0};
   CHECK_INT_EQ(fp_slurm_run_dir_open(&fd, run, 0, &err), 0);
-  CHECK_INT_EQ(fp_slurm_job_dir_create(fd, (uint32_t)job, USER, USER, &err), 0);
+  CHECK_INT_EQ(fp_slurm_job_dir_create(fd, (uint32_t)job, USER, USER, 5, &err), 0);
   CHECK((size_t)snprintf(jobdir, len, "%.4000s/%d", run, job) < len);
   return fd;
 }
@@ -92,7 +92,7 @@ TEST(epilog_unmount_ignores_a_source_dressed_as_a_path)
   char run[4096];
   snprintf(run, sizeof run, "%s/run", t);
   fpull_err err = {0};
-  fp_slurm_job_dir_remove(run_fd, run, 42, 5, &err);
+  fp_slurm_job_dir_remove(run_fd, run, 42, USER, USER, 5, &err);
   CHECK(exists(keep));
   CHECK(!exists(jobdir));
   close(run_fd);
@@ -125,7 +125,7 @@ TEST(epilog_unmount_does_not_follow_a_renamed_parent)
   char run[4096];
   snprintf(run, sizeof run, "%s/run", t);
   fpull_err err = {0};
-  fp_slurm_job_dir_remove(run_fd, run, 43, 5, &err);
+  fp_slurm_job_dir_remove(run_fd, run, 43, USER, USER, 5, &err);
   CHECK(exists(keep));
   close(run_fd);
 }
@@ -151,7 +151,7 @@ TEST(removal_never_enters_a_mount_point)
   write_file(other, "the job's\n");
   CHECK(chown(other, USER, USER) == 0);
   fpull_err err = {0};
-  int rc = fp_slurm_job_dir_remove(run_fd, NULL, 44, 5, &err);
+  int rc = fp_slurm_job_dir_remove(run_fd, NULL, 44, USER, USER, 5, &err);
   CHECK(rc != 0);
   CHECK(strstr(err.msg, "left in place") != NULL);
   CHECK(exists(precious));
@@ -179,7 +179,7 @@ TEST(removal_ends_by_its_deadline_on_a_fuse_mount_that_never_answers)
   struct timespec a, b;
   clock_gettime(CLOCK_MONOTONIC, &a);
   fpull_err err = {0};
-  int rc = fp_slurm_job_dir_remove(run_fd, NULL, 45, 2, &err);
+  int rc = fp_slurm_job_dir_remove(run_fd, NULL, 45, USER, USER, 2, &err);
   clock_gettime(CLOCK_MONOTONIC, &b);
   CHECK(rc != 0);
   CHECK(b.tv_sec - a.tv_sec <= 4);

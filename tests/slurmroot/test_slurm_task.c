@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -111,4 +112,17 @@ TEST(setuid_family_succeeds_without_effect)
 TEST(other_calls_and_setfsuid_queries_are_untouched)
 {
   CHECK_INT_EQ(filtered(others_are_untouched, file_in_tmp()), 0);
+}
+
+static int no_new_privs_set(const char *path)
+{
+  (void)path;
+  return prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1 ? 0 : 1;
+}
+
+/* Review 4, LOW 8: the container has noNewPrivileges; a task with CAP_SYS_ADMIN in its
+ * namespace (the remapped root; here, root) got the filter without it: NoNewPrivs: 0. */
+TEST(every_task_runs_with_no_new_privs)
+{
+  CHECK_INT_EQ(filtered(no_new_privs_set, NULL), 0);
 }

@@ -659,7 +659,7 @@ TEST(no_fit_names_the_closest)
   m = NULL;
   CHECK_INT_EQ(fpull_match_entries(&m, t, d, 1, db, &err), 0);
   CHECK_INT_EQ(fpull_match_no_fit(m, d, 0, t, &err), FPULL_ENOMATCH);
-  CHECK_CONTAINS(err.msg, "no entry of the index fits linux/amd64/v1 (1 entries)");
+  CHECK_CONTAINS(err.msg, "no entry of the index fits linux/amd64/v1 (1 entry)");
   /* The same one entry as a single-platform image. */
   CHECK_INT_EQ(fpull_match_no_fit(m, d, 1, t, &err), FPULL_ENOMATCH);
   CHECK_STR_EQ(err.msg, "the image is for linux/arm64, the target is linux/amd64");

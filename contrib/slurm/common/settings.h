@@ -25,7 +25,7 @@ struct fp_slurm_settings {
                             job's FPULL_CACHE wins */
   char *config;          /* config=: an fpull config file, or NULL for fpull's own search */
   char *policy;          /* policy=: the containers-policy.json every pull of every step is
-                            checked against (fpull --policy --require-signatures); no user
+                            checked against (fpull --policy, as the site wrote it); no user
                             option replaces it, and a local .sqsh image is refused */
   char *data_dir;        /* data_dir=: where cputags.yaml is, or NULL for the installed one */
   char *mounts;          /* mounts=: site mounts SRC:DST[:ro|rw][,...] (checked) */

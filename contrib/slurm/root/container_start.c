@@ -94,10 +94,24 @@ static int exec_runner(const struct fp_slurm_request *r, int req, int info, int 
   fpull_err err = {0};
   cleanup_close int run_fd = -1;
   if (fp_slurm_run_dir_open(&run_fd, r->s->run_dir, 1, &err) != 0 ||
-      fp_slurm_job_dir_create(run_fd, r->job_id, r->uid, r->gid, &err) != 0 ||
+      fp_slurm_job_dir_create(run_fd, r->job_id, r->uid, r->gid, r->s->cleanup_timeout, &err) !=
+          0 ||
       (store_wanted(r) && fp_slurm_store_dir_create(run_fd, r->uid, r->gid, &err) != 0)) {
     fp_slurm_say("fpull: %s", err.msg);
     return err.code ? err.code : FPULL_EFAIL;
+  }
+  /* The site's shared cache (not one the job named with FPULL_CACHE): DIR/UID made by root
+   * for the user. One that is not the user's is never written: the pull uses the user's
+   * own cache, and the step says so. */
+  int no_shared = 0;
+  if (r->s->shared_cache && r->cache) {
+    cleanup_free char *site = fp_xasprintf("%s/%u", r->s->shared_cache, (unsigned)r->uid);
+    fpull_err e = {0};
+    if (strcmp(site, r->cache) == 0 &&
+        fp_slurm_shared_cache_dir(r->s->shared_cache, r->uid, r->gid, &e) != 0) {
+      fp_slurm_say("fpull: warning: %s: this step's pull uses the user's own cache", e.msg);
+      no_shared = 1;
+    }
   }
   if (setgroups((size_t)ng, groups) < 0 || setresgid(r->gid, r->gid, r->gid) < 0 ||
       setresuid(r->uid, r->uid, r->uid) < 0) {
@@ -121,7 +135,7 @@ static int exec_runner(const struct fp_slurm_request *r, int req, int info, int 
       return FPULL_EFAIL;
   for (int fd = 6; fd < 1024; fd++)
     close(fd);
-  char *const argv[] = {"fpull-slurm-runner", NULL};
+  char *const argv[] = {"fpull-slurm-runner", no_shared ? "--no-shared-cache" : NULL, NULL};
   char *const envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
   execve(prog, argv, envp);
   fp_slurm_say("fpull: %s: %s", prog, strerror(errno));

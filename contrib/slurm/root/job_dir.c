@@ -11,6 +11,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,23 +95,68 @@ static void job_name(char *buf, size_t len, uint32_t job_id, const char *suffix)
   snprintf(buf, len, "%" PRIu32 "%s", job_id, suffix);
 }
 
-static int job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, fpull_err *err)
+/* run_dir/name (name in parent_fd) as an O_PATH descriptor on parent_fd's own mount, into
+ * *out (-1 when there is none). The name is the user's directory, so the user may mount
+ * on it (fusermount3 lets a user mount on a directory they own): whatever is mounted ON it
+ * is detached first, through its descriptor, and never asked anything (not even a stat:
+ * a FUSE daemon answers what it likes, or never). 0, or an error when a mount there
+ * cannot be detached. */
+static int open_unmounted(int parent_fd, const char *name, const char *what, int *out,
+                          fpull_err *err)
+{
+  *out = -1;
+  int parent_mnt = fp_slurm_mount_id(parent_fd);
+  if (parent_mnt < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "%s: no mount ID for its parent", what);
+  for (int tries = 0; tries < 16; tries++) {
+    int fd = openat(parent_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+      return errno == ENOENT ? 0 : fpull_err_set(err, FPULL_EFAIL, "%s: %s", what, strerror(errno));
+    int mnt = fp_slurm_mount_id(fd);
+    if (mnt == parent_mnt) {
+      *out = fd;
+      return 0;
+    }
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    int r = umount2(proc, MNT_DETACH), e = errno;
+    close(fd);
+    if (r < 0)
+      return fpull_err_set(err, FPULL_EFAIL,
+                           "%s: a mount on it (mount ID %d) cannot be detached: %s", what, mnt,
+                           strerror(e));
+    fp_warn("%s: a mount on it (mount ID %d) was detached", what, mnt);
+  }
+  return fpull_err_set(err, FPULL_EFAIL, "%s: mounted on again and again: left as it is", what);
+}
+
+static int remove_job_dir(int run_fd, const char *run_dir, const char *name, uid_t uid, gid_t gid,
+                          int timeout, fpull_err *err);
+
+static int job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, int timeout,
+                          fpull_err *err)
 {
   char name[32];
   job_name(name, sizeof name, job_id, "");
-  struct stat st;
-  /* Each step of the job comes here: the directory an earlier step made stays. */
-  if (fstatat(run_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
-      st.st_uid == uid && st.st_gid == gid && (st.st_mode & 07777) == 0700)
-    return 0;
-  int rc = fp_slurm_job_dir_remove(run_fd, NULL, job_id, 10, err);
+  cleanup_close int fd = -1;
+  int rc = open_unmounted(run_fd, name, name, &fd, err);
   if (rc)
     return rc;
-  /* Created as root in a root-only directory: nobody can race us to this name. */
+  struct stat st;
+  /* Each step of the job comes here: the directory an earlier step made stays. Its owner
+   * and mode are run_dir's file system's word (the mount ID was checked), which only
+   * root writes. */
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
+      st.st_gid == gid && (st.st_mode & 07777) == 0700)
+    return 0;
+  if (fd >= 0 && (rc = remove_job_dir(run_fd, NULL, name, uid, gid, timeout, err)) != 0)
+    return rc;
+  /* Created as root in a root-only directory: nobody can race us to this name, and it is
+   * root's 0700 (no user may mount on it) until fchown hands it over, last. */
   if (mkdirat(run_fd, name, 0700) < 0)
     return fpull_err_set(err, FPULL_EFAIL, "job directory %s: %s", name, strerror(errno));
-  if (fchownat(run_fd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 ||
-      fchmodat(run_fd, name, 0700, 0) < 0) {
+  cleanup_close int dfd = openat(run_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0 || fchmod(dfd, 0700) < 0 || fchown(dfd, uid, gid) < 0) {
     int e = errno;
     unlinkat(run_fd, name, AT_REMOVEDIR);
     return fpull_err_set(err, FPULL_EFAIL, "job directory %s: %s", name, strerror(e));
@@ -118,14 +164,39 @@ static int job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, fpu
   return 0;
 }
 
-int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, fpull_err *err)
+int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, int timeout,
+                            fpull_err *err)
 {
   /* Steps that start at once must not take each other's half-made directory for a stale
-   * one: one at a time. */
-  while (flock(run_fd, LOCK_EX) < 0 && errno == EINTR)
-    ;
-  int rc = job_dir_create(run_fd, job_id, uid, gid, err);
-  flock(run_fd, LOCK_UN);
+   * one: one at a time, per job, under a lock only root can open (run_dir/JOBID.lock,
+   * root's 0600: a lock on run_dir itself, which every user may open, let anyone hold
+   * every step of the node). Its holder removes under the same deadline: a wait longer
+   * than that is given up, saying so. */
+  char lock[48];
+  job_name(lock, sizeof lock, job_id, ".lock");
+  cleanup_close int lfd = openat(run_fd, lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  struct stat st;
+  if (lfd < 0 || fstat(lfd, &st) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "job directory lock %s: %s", lock, strerror(errno));
+  if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077))
+    return fpull_err_set(err, FPULL_EFAIL, "job directory lock %s: not root's own file", lock);
+  int wait_s = 2 * (timeout > 0 ? timeout : 10) + 2;
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  while (flock(lfd, LOCK_EX | LOCK_NB) < 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR)
+      return fpull_err_set(err, FPULL_EFAIL, "job directory lock %s: %s", lock, strerror(errno));
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - start.tv_sec >= wait_s)
+      return fpull_err_set(err, FPULL_EFAIL,
+                           "another step of job %" PRIu32 " has been making its directory for "
+                           "%d s: not waiting longer",
+                           job_id, wait_s);
+    struct timespec tick = {0, 50 * 1000 * 1000};
+    nanosleep(&tick, NULL);
+  }
+  int rc = job_dir_create(run_fd, job_id, uid, gid, timeout, err);
+  flock(lfd, LOCK_UN);
   return rc;
 }
 
@@ -140,31 +211,71 @@ static int become(uid_t uid, gid_t gid)
   return 0;
 }
 
-/* As the user: a container's holder that a step's runner left (it was killed before it
- * could end it) ends here. Its pids are the P and Q records of the step's info file
- * (runner/runner.c); as the user, only the user's own processes can be killed. */
-static void kill_holder(int job_fd, const char *step)
+/* Kills pid when it is provably the job's container: a process of uid (the job's, from
+ * Slurm) in a user namespace other than the host's (the holder and its child are; the
+ * user's shell or daemons on the node are not). Examined through /proc while a pidfd holds
+ * it, and signalled through that pidfd, so that a pid reused meanwhile is never hit. */
+static void kill_if_container(long pid, uid_t uid)
 {
-  /* Only a step directory on the job directory's own mount is looked into. */
+  int pfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+  if (pfd < 0)
+    return;
+  char path[64], line[256], mine[64] = "", theirs[64] = "";
+  snprintf(path, sizeof path, "/proc/%ld/status", pid);
+  FILE *f = fopen(path, "re");
+  int owned = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, "Uid:", 4) == 0) {
+      unsigned r, e, s, fs;
+      owned = sscanf(line + 4, "%u %u %u %u", &r, &e, &s, &fs) == 4 && r == uid && e == uid &&
+              s == uid && fs == uid;
+      break;
+    }
+  if (f)
+    fclose(f);
+  snprintf(path, sizeof path, "/proc/%ld/ns/user", pid);
+  ssize_t a = readlink("/proc/self/ns/user", mine, sizeof mine - 1);
+  ssize_t b = readlink(path, theirs, sizeof theirs - 1);
+  int contained = a > 0 && b > 0 && strcmp(mine, theirs) != 0;
+  if (owned && contained && syscall(SYS_pidfd_send_signal, pfd, 0, NULL, 0) == 0)
+    syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+  close(pfd);
+}
+
+/* As the job's user: a container's holder that a step's runner left (it was killed before
+ * it could end it) ends here. Its pids are the P and Q records of the step's info file
+ * (runner/runner.c): the user's to write, so each pid is killed only when it is the job's
+ * container's (kill_if_container). The step directory and the file are reached on the job
+ * directory's own mount only (a FUSE mount over either is never read). */
+static void kill_holder(int job_fd, const char *step, uid_t uid)
+{
   cleanup_close int sfd = openat(job_fd, step, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (sfd < 0 || fp_slurm_mount_id(sfd) != fp_slurm_mount_id(job_fd))
     return;
-  cleanup_close int fd = openat(sfd, "info", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  cleanup_close int ifd = openat(sfd, "info", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (ifd < 0 || fp_slurm_mount_id(ifd) != fp_slurm_mount_id(job_fd) || fstat(ifd, &st) < 0 ||
+      !S_ISREG(st.st_mode))
+    return;
+  char proc[64];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", ifd);
+  cleanup_close int fd = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   char buf[1 << 16];
   ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
   if (n <= 0)
     return;
   buf[n] = '\0';
   for (char *p = buf; p < buf + n; p += strlen(p) + 1)
-    if (p[0] == 'P' || p[0] == 'Q') {
+    if ((p[0] == 'P' || p[0] == 'Q') && p[1] >= '1' && p[1] <= '9' &&
+        strspn(p + 1, "0123456789") == strlen(p + 1) && strlen(p + 1) <= 10) {
       long pid = strtol(p + 1, NULL, 10);
       if (pid > 1)
-        kill((pid_t)pid, SIGKILL);
+        kill_if_container(pid, uid);
     }
 }
 
-/* Waits for the remover pid, at most timeout seconds: then it is killed (a FUSE request it
- * waits for is killable) and what it did not remove stays. Its exit status, or -1 after
+/* Waits for the remover pid, at most timeout seconds: then it is killed and what it did not
+ * remove stays. Its exit status, or -1 after
  * the deadline. */
 static int wait_deadline(pid_t pid, int timeout)
 {
@@ -179,9 +290,14 @@ static int wait_deadline(pid_t pid, int timeout)
       return -1;
     clock_gettime(CLOCK_MONOTONIC, &now);
     if (now.tv_sec - start.tv_sec >= (timeout > 0 ? timeout : 10)) {
+      /* A request a FUSE daemon read and never answers is waited for where no signal
+       * ends the wait: the child is reaped if it ends soon, else left to end when the
+       * daemon does (root's side never waits on a mount). */
       kill(pid, SIGKILL);
-      while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-        ;
+      for (int i = 0; i < 50 && waitpid(pid, NULL, WNOHANG) == 0; i++) {
+        struct timespec tick = {0, 20 * 1000 * 1000};
+        nanosleep(&tick, NULL);
+      }
       return -1;
     }
     struct timespec tick = {0, 20 * 1000 * 1000};
@@ -189,21 +305,31 @@ static int wait_deadline(pid_t pid, int timeout)
   }
 }
 
-/* In a child that became uid:gid: the holders of dir's steps killed, then names (all of
- * dir's entries when NULL) removed without entering a mount point. Exit 0, 1 when some is
- * left, or an errno. */
-static int remove_as(int parent_fd, const char *dir, const char *only, uid_t uid, gid_t gid)
+/* In a child that became uid:gid: the holders of the directory's steps killed (only when
+ * killer is that uid, the job's: kill_holder), then names (all of the directory's entries
+ * when only is NULL) removed without entering a mount point. dir_fd is the directory,
+ * reached on run_dir's own mount (open_unmounted): a mount on its name is never entered.
+ * Exit 0, 1 when some is left, or an errno. */
+static int remove_as(int dir_fd, const char *only, uid_t uid, gid_t gid, int kill_ok)
 {
   int e = become(uid, gid);
   if (e)
     return e;
-  cleanup_close int fd = openat(parent_fd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  /* A directory of ours the user closed (chmod 0600) is opened up through its
+   * descriptor, never by name. */
+  struct stat st;
+  char proc[64];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", dir_fd);
+  if (fstat(dir_fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & S_IRWXU) != S_IRWXU)
+    (void)chmod(proc, S_IRWXU);
+  cleanup_close int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
     return errno == ENOENT ? 0 : errno;
   int rc = 0;
   size_t left = 0, n = 0;
   if (only) {
-    kill_holder(fd, only);
+    if (kill_ok)
+      kill_holder(fd, only, uid);
     rc = fp_slurm_remove_tree(fd, only, &left) < 0 ? errno : 0;
     return rc == EBUSY ? 1 : rc;
   }
@@ -216,7 +342,8 @@ static int remove_as(int parent_fd, const char *dir, const char *only, uid_t uid
   while ((de = readdir(d)) != NULL) {
     if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
       continue;
-    kill_holder(fd, de->d_name);
+    if (kill_ok)
+      kill_holder(fd, de->d_name, uid);
     if (fp_slurm_remove_tree(fd, de->d_name, &n) < 0 && !rc)
       rc = errno == EBUSY ? 1 : errno;
     left += n;
@@ -226,14 +353,14 @@ static int remove_as(int parent_fd, const char *dir, const char *only, uid_t uid
 }
 
 /* Runs remove_as in a child under the deadline; 0, or err set saying what is left. */
-static int remove_in_child(int parent_fd, const char *dir, const char *only, uid_t uid, gid_t gid,
+static int remove_in_child(int dir_fd, const char *only, uid_t uid, gid_t gid, int kill_ok,
                            int timeout, const char *what, fpull_err *err)
 {
   pid_t pid = fork();
   if (pid < 0)
     return fpull_err_set(err, FPULL_EFAIL, "fork: %s", strerror(errno));
   if (pid == 0)
-    _exit(remove_as(parent_fd, dir, only, uid, gid) & 0xff);
+    _exit(remove_as(dir_fd, only, uid, gid, kill_ok) & 0xff);
   int status = wait_deadline(pid, timeout);
   if (status == -1)
     return fpull_err_set(err, FPULL_EFAIL,
@@ -306,11 +433,8 @@ static int open_mount_point(int job_fd, int job_mnt, const char *rel)
  * directory's own mount only, by its descriptor (/proc/self/fd/N): a path the user renames
  * meanwhile, or a mount source made to look like a path, cannot redirect it. Mounts on
  * top of those go with them (MNT_DETACH). */
-static void unmount_under(int run_fd, const char *run_dir, const char *name)
+static void unmount_under(int job_fd, const char *run_dir, const char *name)
 {
-  cleanup_close int job_fd = openat(run_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (job_fd < 0)
-    return;
   int job_mnt = fp_slurm_mount_id(job_fd);
   cleanup_fclose FILE *f = fopen("/proc/self/mountinfo", "re");
   if (!f || job_mnt < 0)
@@ -342,30 +466,111 @@ static void unmount_under(int run_fd, const char *run_dir, const char *name)
   }
 }
 
-int fp_slurm_job_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, int timeout,
-                            fpull_err *err)
+/* run_dir/name removed (see fp_slurm_job_dir_remove); run_dir NULL: nothing under it is
+ * unmounted (a stale directory at step start). */
+static int remove_job_dir(int run_fd, const char *run_dir, const char *name, uid_t uid, gid_t gid,
+                          int timeout, fpull_err *err)
 {
-  char name[32];
-  job_name(name, sizeof name, job_id, "");
+  cleanup_close int job_fd = -1;
+  int rc = open_unmounted(run_fd, name, name, &job_fd, err);
+  if (rc || job_fd < 0)
+    return rc;
   struct stat st;
-  if (run_dir)
-    unmount_under(run_fd, run_dir, name);
-  if (fstatat(run_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    return 0;
+  if (fstat(job_fd, &st) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "job directory %s: %s", name, strerror(errno));
   if (!S_ISDIR(st.st_mode)) {
     /* Only root writes here, and never anything but a user's directory: a stray file. */
     if (unlinkat(run_fd, name, 0) < 0)
       return fpull_err_set(err, FPULL_EFAIL, "job directory %s: %s", name, strerror(errno));
     return 0;
   }
-  /* The tree belongs to the directory's owner, who may be another uid than the job's when
-   * the id was reused: drop to that owner, so that nothing the user changes under us can
-   * make root delete what the user could not. A root-owned one is emptied as nobody can
-   * have written into it but root. */
-  int rc = remove_in_child(run_fd, name, NULL, st.st_uid, st.st_gid, timeout, name, err);
+  if (run_dir)
+    unmount_under(job_fd, run_dir, name);
+  /* The tree is removed as its owner, so that nothing the user changes under us can make
+   * root delete what the user could not. The owner is the one root gave it, read from
+   * run_dir's own file system (the descriptor's mount ID was checked): never what a file
+   * system the user mounted reports. It is another uid than the job's only when a job id
+   * was reused (slurmctld's state reset): then nothing its files name is killed. */
+  rc = remove_in_child(job_fd, NULL, st.st_uid, st.st_gid, st.st_uid == uid && st.st_gid == gid,
+                       timeout, name, err);
+  /* By name, which is never followed into a mount (one put there meanwhile: EBUSY). */
   if (rc == 0 && unlinkat(run_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
     return fpull_err_set(err, FPULL_EFAIL, "job directory %s: %s", name, strerror(errno));
   return rc;
+}
+
+int fp_slurm_job_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, uid_t uid, gid_t gid,
+                            int timeout, fpull_err *err)
+{
+  char name[32], lock[48];
+  job_name(name, sizeof name, job_id, "");
+  job_name(lock, sizeof lock, job_id, ".lock");
+  int rc = remove_job_dir(run_fd, run_dir, name, uid, gid, timeout, err);
+  /* The job's steps are over: their lock goes too. */
+  unlinkat(run_fd, lock, 0);
+  return rc;
+}
+
+int fp_slurm_shared_cache_dir(const char *dir, uid_t uid, gid_t gid, fpull_err *err)
+{
+  /* Every directory above DIR a real one of root's, none that others may write but
+   * through the sticky bit (/scratch), and DIR itself no symlink: a user who could name
+   * where DIR leads (a symlink planted where the admin's path had a gap) would have root
+   * make a directory of theirs there. */
+  cleanup_free char *path = fp_xstrdup(dir);
+  for (char *slash = strrchr(path, '/'); slash && slash != path; slash = strrchr(path, '/')) {
+    *slash = '\0';
+    struct stat ast;
+    if (lstat(path, &ast) < 0 || !S_ISDIR(ast.st_mode) || ast.st_uid != 0 ||
+        ((ast.st_mode & 0002) && !(ast.st_mode & S_ISVTX)))
+      return fpull_err_set(err, FPULL_EFAIL,
+                           "shared_cache %s: refused: %s is not a directory of root's that only "
+                           "root, or only its entries' owners, can change",
+                           dir, path);
+  }
+  cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (dfd < 0 || fstat(dfd, &st) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "shared_cache %s: %s", dir, strerror(errno));
+  /* Where others may add entries, another user could make DIR/UID first and own the
+   * victim's cache (review 4): DIR is root's alone, and root makes each DIR/UID. */
+  if (st.st_uid != 0 || (st.st_mode & 0022))
+    return fpull_err_set(err, FPULL_EFAIL,
+                         "shared_cache %s: refused: it must be root's and writable by root only "
+                         "(the plugin makes DIR/UID for each user)",
+                         dir);
+  char name[32];
+  snprintf(name, sizeof name, "%u", (unsigned)uid);
+  if (mkdirat(dfd, name, 0700) == 0) {
+    /* Root's 0700 until handed over: nobody can mount on it or add to it meanwhile. */
+    cleanup_close int nfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (nfd < 0 || fchown(nfd, uid, gid) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "shared_cache %s/%s: %s", dir, name, strerror(errno));
+  } else if (errno != EEXIST && errno != EACCES && errno != EPERM) {
+    /* EACCES, EPERM: root may not write there (NFS's root_squash); one made by an admin
+     * is checked below. */
+    return fpull_err_set(err, FPULL_EFAIL, "shared_cache %s/%s: %s", dir, name, strerror(errno));
+  }
+  cleanup_free char *what = fp_xasprintf("shared_cache %s/%s", dir, name);
+  cleanup_close int ufd = -1;
+  int rc = open_unmounted(dfd, name, what, &ufd, err);
+  if (rc)
+    return rc;
+  if (ufd < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "%s: missing, and root cannot make it", what);
+  if (fstat(ufd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid)
+    return fpull_err_set(err, FPULL_EFAIL, "%s: refused: not the job's user's directory (uid %u's)",
+                         what, (unsigned)st.st_uid);
+  if (st.st_mode & 0077) {
+    /* The user's own, made by an older setup as their umask said: made private, since the
+     * blobs in it are 0644 and the cache root guards them. */
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", ufd);
+    if (chmod(proc, 0700) < 0)
+      return fpull_err_set(err, FPULL_EFAIL, "%s: refused: open to others (mode %04o): %s", what,
+                           (unsigned)(st.st_mode & 07777), strerror(errno));
+  }
+  return 0;
 }
 
 const char *fp_slurm_code_meaning(int code)
@@ -398,6 +603,14 @@ int fp_slurm_step_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, u
   char job[32], step[32];
   job_name(job, sizeof job, job_id, "");
   job_name(step, sizeof step, step_id, "");
+  /* The job directory root made, not what the user mounted on its name. */
+  cleanup_close int job_fd = -1;
+  int rc = open_unmounted(run_fd, job, job, &job_fd, err);
+  struct stat st;
+  if (rc || job_fd < 0)
+    return rc;
+  if (fstat(job_fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid)
+    return fpull_err_set(err, FPULL_EFAIL, "job directory %s: not the job's user's", job);
   /* A mounted SquashFS image's daemons went with the runner: its mounts are dead, and the
    * user's own (fusermount3) unmount of them is the kernel's to check. */
   pid_t pid = fork();
@@ -411,7 +624,7 @@ int fp_slurm_step_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, u
   if (pid > 0 && wait_deadline(pid, timeout) == -1)
     fp_warn("%s/%s: the image's unmount did not end in %d s", job, step, timeout);
   cleanup_free char *what = fp_xasprintf("%s/%s", job, step);
-  return remove_in_child(run_fd, job, step, uid, gid, timeout, what, err);
+  return remove_in_child(job_fd, step, uid, gid, 1, timeout, what, err);
 }
 
 int fp_slurm_store_dir_create(int run_fd, uid_t uid, gid_t gid, fpull_err *err)
@@ -433,7 +646,14 @@ int fp_slurm_store_dir_create(int run_fd, uid_t uid, gid_t gid, fpull_err *err)
   } else if (errno != EEXIST) {
     return fpull_err_set(err, FPULL_EFAIL, "store/%s: %s", name, strerror(errno));
   }
-  if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid ||
+  /* The user's directory, which the user may mount on: never looked at through a mount. */
+  cleanup_close int ufd = -1;
+  char what[48];
+  snprintf(what, sizeof what, "store/%s", name);
+  int rc = open_unmounted(fd, name, what, &ufd, err);
+  if (rc)
+    return rc;
+  if (ufd < 0 || fstat(ufd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid ||
       (st.st_mode & 0077))
     return fpull_err_set(err, FPULL_EFAIL, "store/%s: not the user's private directory", name);
   return 0;

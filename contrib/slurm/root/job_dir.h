@@ -26,17 +26,24 @@ int fp_slurm_run_dir_check(const char *run_dir, fpull_err *err);
 
 /* As root: creates RUN_DIR/JOBID owned by uid:gid, mode 0700, or keeps it when it is
  * that already (an earlier step's); anything else an earlier job of the same id left
- * (slurmctld state can be reset) is removed first. */
-int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, fpull_err *err);
-
-/* As root: removes RUN_DIR/JOBID and everything in it as the directory's owner (in a child
- * that has dropped to that uid, so a tree the user could change under us can never make
- * root delete anything the user could not). With run_dir (RUN_DIR's path), what the user
- * mounted under RUN_DIR/JOBID is first detached (safely: see job_dir.c); the removal never
- * enters a mount point and stops after timeout seconds, leaving what is left and saying
- * so in err. A missing directory is fine. */
-int fp_slurm_job_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, int timeout,
+ * (slurmctld state can be reset) is removed first (under timeout, as
+ * fp_slurm_job_dir_remove). Whatever the user mounted ON RUN_DIR/JOBID is detached first and
+ * never asked anything. Steps of one job take turns under RUN_DIR/JOBID.lock (root's 0600),
+ * waiting at most about twice timeout. */
+int fp_slurm_job_dir_create(int run_fd, uint32_t job_id, uid_t uid, gid_t gid, int timeout,
                             fpull_err *err);
+
+/* As root, for the job of uid:gid (Slurm's word): removes RUN_DIR/JOBID and everything in
+ * it. What the user mounted ON RUN_DIR/JOBID is detached first, by its descriptor, never
+ * asked anything; with run_dir (RUN_DIR's path), what the user mounted under it too (see
+ * job_dir.c). The removal runs in a child that dropped to the directory's owner as root
+ * made it (run_dir's own file system says: so a tree the user could change under us can
+ * never make root delete anything the user could not), never enters a mount point, kills
+ * only the job's own container processes its step records name, and stops after timeout
+ * seconds, leaving what is left and saying so in err. RUN_DIR/JOBID.lock goes too. A
+ * missing directory is fine. */
+int fp_slurm_job_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, uid_t uid, gid_t gid,
+                            int timeout, fpull_err *err);
 
 /* Removes RUN_DIR/JOBID/STEPID as uid:gid (a child that drops every id to them, under
  * the same deadline and never entering a mount point), at the end of the step: a long job's steps
@@ -48,6 +55,13 @@ int fp_slurm_step_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, u
 /* As root: RUN_DIR/store (root's, 0755) and RUN_DIR/store/UID (the user's, 0700), where
  * a user's unpacked images are kept between jobs (store_max=). */
 int fp_slurm_store_dir_create(int run_fd, uid_t uid, gid_t gid, fpull_err *err);
+
+/* As root, for shared_cache=DIR: DIR/UID, the job's user's cache there. DIR must be root's
+ * and writable by root only; DIR/UID is made (uid:gid, 0700) when missing, reached on
+ * DIR's own mount only (a mount on it is detached), and refused when it is not the user's
+ * (another user who made it first would read what the victim pulls). 0, or err says why
+ * it is not to be used. */
+int fp_slurm_shared_cache_dir(const char *dir, uid_t uid, gid_t gid, fpull_err *err);
 
 /* The contract's meaning of an exit code ("not found", ...). */
 const char *fp_slurm_code_meaning(int code);

@@ -39,6 +39,7 @@
 #include "common/settings.h"
 #include "container_start.h"
 #include "job_dir.h"
+#include "tree_remove.h"
 #include "task/container.h"
 #include "task/seccomp.h"
 #include "task/task_env.h"
@@ -284,8 +285,20 @@ static const char *pmix_dir(spank_t sp, uint32_t job_id, uint32_t step_id, char 
   size_t n = strlen(buf);
   if ((size_t)snprintf(buf + n, len - n, "/pmix.%" PRIu32 ".%" PRIu32, job_id, step_id) >= len - n)
     return NULL;
+  /* The step's PMIx directory may be the user's, who may mount on it: never stat()ed
+   * through a mount (a FUSE daemon that never answers would hold slurmstepd). Only a
+   * directory on its parent's own mount is used. */
+  char *slash = strrchr(buf, '/');
+  *slash = '\0';
+  cleanup_close int parent = open(buf, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  *slash = '/';
+  cleanup_close int fd =
+      parent < 0 ? -1 : openat(parent, slash + 1, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   struct stat st;
-  return stat(buf, &st) == 0 && S_ISDIR(st.st_mode) ? buf : NULL;
+  return fd >= 0 && fp_slurm_mount_id(fd) == fp_slurm_mount_id(parent) && fstat(fd, &st) == 0 &&
+                 S_ISDIR(st.st_mode)
+             ? buf
+             : NULL;
 }
 
 static const char *job_env(spank_t sp, const char *name, char *buf, int len)
@@ -504,16 +517,20 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
   /* Whether or not the job named an image: one of its steps may have. */
   fpull_err err = {0};
   uint32_t job_id = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
   cleanup_close int run_fd = -1;
   if (settings_load(ac, av) != 0)
     return 0;
   int rc = 0;
-  if (rc == 0 && job_ids(sp, &job_id, NULL, NULL) != 0)
-    rc = fpull_err_set(&err, FPULL_EFAIL, "epilog: no job id");
+  /* The job's uid and gid are Slurm's word, never what a file system reports. */
+  if (rc == 0 && job_ids(sp, &job_id, &uid, &gid) != 0)
+    rc = fpull_err_set(&err, FPULL_EFAIL, "epilog: no job id or user");
   if (rc == 0)
     rc = fp_slurm_run_dir_open(&run_fd, settings.run_dir, 0, &err);
   if (rc == 0)
-    rc = fp_slurm_job_dir_remove(run_fd, settings.run_dir, job_id, settings.cleanup_timeout, &err);
+    rc = fp_slurm_job_dir_remove(run_fd, settings.run_dir, job_id, uid, gid,
+                                 settings.cleanup_timeout, &err);
   if (rc != 0 && rc != FPULL_ENOTFOUND)
     slurm_error("fpull: job %" PRIu32 ": epilog: %s", job_id, err.msg);
   /* What is left is only disk space in run_dir; draining the node for it would cost more. */

@@ -199,7 +199,7 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   return rc2;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
   char *data = NULL;
   size_t len = 0;
@@ -220,6 +220,10 @@ int main(void)
     return err.code ? err.code : FPULL_EFAIL;
   }
   r.info_fd = 4;
+  /* slurmstepd's root side refused the site's DIR/UID (root/job_dir.c): the user's own
+   * cache instead. */
+  if (argc > 1 && strcmp(argv[1], "--no-shared-cache") == 0)
+    r.cache = NULL;
   struct fp_buf recs = {0};
   int rc = runner_main(&r, &recs, 5);
   if (rc) {

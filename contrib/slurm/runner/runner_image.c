@@ -190,6 +190,37 @@ static int name_exists(const char *digestp, const char *config, char **digest)
   return 0;
 }
 
+/* Under the site's policy= a kept container runs only when the image it names, pinned to
+ * the digest it was made from, passes the policy now (fpull prefetch under the policy: the
+ * signatures checked again, every blob hashed): a tree the user wrote into names/ by hand
+ * names no image the policy admits. --fpull-name alone names no image to check. 0, or the
+ * exit code after the step was told why. */
+static int name_under_policy(struct runner *rn, const char *digest)
+{
+  const struct fp_slurm_request *r = rn->r;
+  if (!r->image[0]) {
+    fp_slurm_say("fpull: --fpull-name=%s: under the site's signature policy (%s) a kept "
+                 "container runs only with the --fpull-image it was made from (exit 9)",
+                 r->name, r->s->policy);
+    return FPULL_EPOLICY;
+  }
+  cleanup_free char *pinned = digest ? fp_runner_pinned_ref(r->image, digest) : NULL;
+  if (!pinned) {
+    fp_slurm_say("fpull: --fpull-name=%s: no image digest recorded for it (exit 9)", r->name);
+    return FPULL_EPOLICY;
+  }
+  const char *argv[24];
+  size_t n = 0;
+  argv[n++] = r->s->fpull;
+  argv[n++] = "prefetch";
+  argv[n++] = "-q";
+  n = fp_runner_common_args(rn, argv, n);
+  argv[n++] = "--";
+  argv[n++] = pinned;
+  argv[n] = NULL;
+  return fp_runner_run((char *const *)argv, rn->envp, NULL, 0);
+}
+
 int fp_runner_from_name(struct runner *rn, cJSON **res, int *lock, int *reused)
 {
   const struct fp_slurm_request *r = rn->r;
@@ -228,6 +259,11 @@ int fp_runner_from_name(struct runner *rn, cJSON **res, int *lock, int *reused)
     return FPULL_ENOTFOUND;
   }
   int rc = 0;
+  if (exists && r->s->policy && (rc = name_under_policy(rn, digest)) != 0) {
+    free(digest);
+    close(fd);
+    return rc;
+  }
   if (exists) {
     *reused = 1;
     *res = cJSON_CreateObject();
@@ -260,6 +296,13 @@ int fp_runner_from_name(struct runner *rn, cJSON **res, int *lock, int *reused)
   }
   flock(fd, LOCK_SH);
   *lock = fd;
+  /* A name kept across jobs counts towards store_max like a kept tree (its lock's mtime:
+   * its last use). */
+  if (r->s->container_scope_global && r->s->store_max) {
+    futimens(fd, NULL);
+    fp_slurm_store_trim(r->s->run_dir, r->uid, r->name,
+                        fp_slurm_store_limit(r->s->store_max, r->s->run_dir));
+  }
   return 0;
 }
 

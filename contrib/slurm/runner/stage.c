@@ -37,11 +37,12 @@ size_t fp_runner_common_args(const struct runner *rn, const char **argv, size_t 
     argv[n++] = "--cache-dir";
     argv[n++] = rn->cache;
   }
-  /* The site's policy for every pull of every step: no option of the user's replaces it. */
+  /* The site's policy for every pull of every step: no option of the user's replaces it.
+   * It applies as the site wrote it: a scope it accepts anything from stays the site's
+   * choice (fpull's --require-signatures would refuse it, contract v6). */
   if (rn->r->s->policy) {
     argv[n++] = "--policy";
     argv[n++] = rn->r->s->policy;
-    argv[n++] = "--require-signatures";
   }
   return n;
 }

@@ -28,10 +28,62 @@ static int add_bytes(const char *p, const struct stat *st, int flag, struct FTW 
 }
 
 struct kept {
-  char hex[72];
+  char hex[72]; /* a kept tree's digest hex, or a name (in names/) */
+  int name;     /* a container_scope=global name (names/NAME, names/NAME.lock) */
   time_t used;
   uint64_t bytes;
 };
+
+/* The bytes a tree takes (its blocks, on its own file system only). */
+static uint64_t bytes_of(const char *path)
+{
+  tree_bytes = 0;
+  nftw(path, add_bytes, 16, FTW_PHYS | FTW_MOUNT);
+  return tree_bytes;
+}
+
+/* The user's container_scope=global names (store/UID/names/NAME) as entries of k: they
+ * count towards store_max as kept trees do (issue 39), last used when their lock was. */
+static struct kept *add_names(const char *store, struct kept *k, size_t *n, uint64_t *total)
+{
+  cleanup_free char *names = fp_xasprintf("%s/names", store);
+  cleanup_close int dfd = open(names, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d = dfd < 0 ? NULL : fdopendir(dup(dfd));
+  struct dirent *de;
+  while (d && (de = readdir(d)) != NULL) {
+    size_t len = strlen(de->d_name);
+    struct stat st;
+    if (len < 6 || len > 70 || strcmp(de->d_name + len - 5, ".lock") != 0 ||
+        fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+      continue;
+    k = fp_xrealloc(k, (*n + 1) * sizeof *k);
+    snprintf(k[*n].hex, sizeof k[*n].hex, "%.*s", (int)(len - 5), de->d_name);
+    k[*n].name = 1;
+    k[*n].used = st.st_mtime;
+    cleanup_free char *tree = fp_xasprintf("%s/%s", names, k[*n].hex);
+    k[*n].bytes = bytes_of(tree);
+    *total += k[*n].bytes;
+    (*n)++;
+  }
+  if (d)
+    closedir(d);
+  return k;
+}
+
+/* Removes names/NAME when no step holds it (its lock). 1 when it went. */
+static int evict_name(const char *store, const char *name)
+{
+  cleanup_free char *names = fp_xasprintf("%s/names", store);
+  cleanup_close int dfd = open(names, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  char lock[96];
+  snprintf(lock, sizeof lock, "%s.lock", name);
+  cleanup_close int fd = dfd < 0 ? -1 : openat(dfd, lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0)
+    return 0;
+  fp_rm_rf_at(dfd, name);
+  unlinkat(dfd, lock, 0);
+  return 1;
+}
 
 static int kept_older(const void *a, const void *b)
 {
@@ -41,7 +93,7 @@ static int kept_older(const void *a, const void *b)
 
 /* Removes the least recently used trees until the user's store is within store_max, never
  * keep (this step's) nor one another step holds (its lock). */
-static void evict(const char *store, const char *keep, uint64_t max)
+static void evict(const char *store, const char *keep, const char *keep_name, uint64_t max)
 {
   cleanup_close int dfd = open(store, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   DIR *d = dfd < 0 ? NULL : fdopendir(dup(dfd));
@@ -60,6 +112,7 @@ static void evict(const char *store, const char *keep, uint64_t max)
       continue;
     k = fp_xrealloc(k, (n + 1) * sizeof *k);
     snprintf(k[n].hex, sizeof k[n].hex, "%.*s", (int)(len - 5), de->d_name);
+    k[n].name = 0;
     k[n].used = st.st_mtime;
     k[n].bytes = 0;
     char sz[96], buf[32] = "";
@@ -75,9 +128,15 @@ static void evict(const char *store, const char *keep, uint64_t max)
     n++;
   }
   closedir(d);
+  k = add_names(store, k, &n, &total);
   qsort(k, n, sizeof *k, kept_older);
   for (size_t i = 0; i < n && total > max; i++) {
-    if (strcmp(k[i].hex, keep) == 0)
+    if (k[i].name) {
+      if ((!keep_name || strcmp(k[i].hex, keep_name) != 0) && evict_name(store, k[i].hex))
+        total -= k[i].bytes;
+      continue;
+    }
+    if (keep && strcmp(k[i].hex, keep) == 0)
       continue;
     char name[96];
     snprintf(name, sizeof name, "%s.lock", k[i].hex);
@@ -125,8 +184,7 @@ int fp_slurm_store_claim(struct fp_slurm_store *s, const char *run_dir, uid_t ui
 
 void fp_slurm_store_filled(struct fp_slurm_store *s)
 {
-  tree_bytes = 0;
-  nftw(s->tree, add_bytes, 16, FTW_PHYS | FTW_MOUNT);
+  bytes_of(s->tree);
   cleanup_free char *szp = fp_xasprintf("%s.size", s->tree);
   FILE *f = fopen(szp, "we");
   if (f) {
@@ -139,7 +197,7 @@ int fp_slurm_store_hold(struct fp_slurm_store *s, uint64_t max)
 {
   futimens(s->lock, NULL);
   flock(s->lock, LOCK_SH);
-  evict(s->dir, s->hex, max);
+  evict(s->dir, s->hex, NULL, max);
   int fd = s->lock;
   s->lock = -1;
   return fd;
@@ -162,4 +220,10 @@ void fp_slurm_store_release(struct fp_slurm_store *s)
   if (s->lock >= 0)
     close(s->lock);
   s->lock = -1;
+}
+
+void fp_slurm_store_trim(const char *run_dir, uid_t uid, const char *name, uint64_t max)
+{
+  cleanup_free char *store = fp_xasprintf("%s/store/%u", run_dir, (unsigned)uid);
+  evict(store, NULL, name, max);
 }

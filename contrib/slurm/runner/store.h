@@ -42,6 +42,11 @@ int fp_slurm_store_hold(struct fp_slurm_store *s, uint64_t max);
  * run_dir's file system, where the store is). */
 uint64_t fp_slurm_store_limit(unsigned long long store_max, const char *run_dir);
 
+/* With container_scope=global, once the step holds its name: the user's kept trees and
+ * names (store/UID/names/, which count towards store_max as trees do) trimmed to max, least
+ * recently used first, never the step's name nor one another step holds. */
+void fp_slurm_store_trim(const char *run_dir, uid_t uid, const char *name, uint64_t max);
+
 /* Gives the lock up (the tree could not be written). */
 void fp_slurm_store_release(struct fp_slurm_store *s);
 

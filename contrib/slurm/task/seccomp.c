@@ -91,11 +91,13 @@ int fp_slurm_task_seccomp(fpull_err *err)
 {
   struct sock_filter prog[NPROG];
   struct sock_fprog fprog = {.len = (unsigned short)build(prog), .filter = prog};
-  /* Without CAP_SYS_ADMIN here (a task that is not the remapped root), the kernel wants
-   * no_new_privs first; inside the image nothing gains privileges by exec anyway. */
+  /* The container has noNewPrivileges (docs/cluster.md section 12), as the runtime's own
+   * processes do: set first, for every task, whether or not the filter would need it (a
+   * remapped root's CAP_SYS_ADMIN in the nested namespace lets the kernel install it
+   * without; review 4 found such tasks with NoNewPrivs: 0). */
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+    return fpull_err_set(err, FPULL_EFAIL, "the container's no_new_privs: %s", strerror(errno));
   if (install(&fprog) == 0)
-    return 0;
-  if (errno == EACCES && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && install(&fprog) == 0)
     return 0;
   return fpull_err_set(err, FPULL_EFAIL, "the container's seccomp filter: %s", strerror(errno));
 }
