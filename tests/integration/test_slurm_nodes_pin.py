@@ -32,7 +32,7 @@ class OneResolutionPerJob(NodesCase):
         super().setUp()
         site = os.path.join(self.cluster.shared, "fpull")
         os.mkdir(site)
-        os.chmod(site, 0o1777)
+        os.chmod(site, 0o755)  # root's: the plugin makes each DIR/UID (issue 39)
 
     def test_warm_job_asks_the_registry_once_and_a_moved_tag_never_splits_it(self):
         # An index, as multi-build images are (the submit's check then reads the index
