@@ -194,6 +194,15 @@ static int run(struct fpull_pull_result **out, const char *image, const char *de
   }
   if (rc == 0 && !already)
     dest_record(dest, o, r.manifest_digest);
+  /* NAME:TAG@DIGEST pulled from the registry: the tag now names that image for --offline,
+   * as a pull by the tag would have recorded it (a Slurm job's nodes pull the tag pinned
+   * to the digest its submit resolved, and fall back on it when the registry fails). */
+  if (rc == 0 && s.reg && s.cache && s.ref->tag && s.ref->digest) {
+    cleanup_free char *tagref =
+        fp_xasprintf("%s/%s:%s", s.ref->registry, s.ref->repository, s.ref->tag);
+    fpull_err ignored = {0};
+    (void)fpull_cache_tag_record(s.cache, tagref, s.ref->digest, &ignored);
+  }
   if (rc == 0) {
     fp_cache_note_use(s.cache, s.reference);
     struct fpull_pull_result *res = fp_xcalloc(1, sizeof *res);

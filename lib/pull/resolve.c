@@ -95,6 +95,24 @@ static int fetch_document(struct fp_session *s, const char *tag_or_digest,
                           struct fpull_fetched **out, fpull_err *err)
 {
   int by_digest = fpull_digest_valid(tag_or_digest);
+  /* A document named by its digest is the same wherever it comes from: one the cache
+   * holds (checked against the digest below) costs the registry nothing, so that a job's
+   * nodes pulling its pinned index ask the registry for nothing once a node or an earlier
+   * step cached it (issue 41), as its layers never were asked for twice. */
+  if (s->reg && by_digest && s->cache && fpull_cache_has_blob(s->cache, tag_or_digest, -1)) {
+    fpull_err e = {0};
+    struct fpull_fetched *f = fp_xcalloc(1, sizeof *f);
+    if (fpull_cache_get_bytes(s->cache, tag_or_digest, FPULL_MANIFEST_MAX, &f->data, &f->len, &e) ==
+        0) {
+      f->digest = fp_digest_of_like(tag_or_digest, f->data, f->len);
+      if (strcmp(f->digest, tag_or_digest) == 0) {
+        fp_cache_pin(s->cache, f->digest);
+        *out = f;
+        return 0;
+      }
+    }
+    fpull_fetched_free(f); /* unreadable or not what it should be: the registry's then */
+  }
   if (s->reg) {
     int rc = fpull_registry_get_manifest(out, s->reg, s->ref->repository, tag_or_digest, err);
     if (rc || !s->cache)

@@ -221,7 +221,7 @@ static int fetch_token(fpull_registry *r, struct fp_endpoint *ep, const char *sc
     rc = fp_http_perform(r, &req, &resp);
     if (rc == 0 && resp.status < 500)
       break;
-    if (attempt >= tries || (rc && !fp_curl_transient(resp.curl)))
+    if (attempt >= tries || (rc && !fp_http_retryable(&resp)))
       break;
     fp_http_resp_free(&resp);
   }

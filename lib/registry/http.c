@@ -1,5 +1,6 @@
 /* libcurl plumbing: one request, manual redirects, bounded bodies, no secrets in logs. */
 #include <ctype.h>
+#include <errno.h>
 #include <strings.h>
 #include <string.h>
 
@@ -214,6 +215,15 @@ int fp_curl_transient(CURLcode c)
   }
 }
 
+int fp_http_retryable(const struct fp_http_resp *resp)
+{
+  /* A refused connection is a host with nothing listening on the port (a registry that is
+   * down, a wrong port): it answers at once and the same way after a few seconds of
+   * backoff, which only delayed the cached image of a step (issue 41). A connection that
+   * times out or is reset still is retried. */
+  return fp_curl_transient(resp->curl) && !resp->refused;
+}
+
 const char *fp_curl_describe(const struct fp_http_resp *resp)
 {
   return resp->errbuf[0] ? resp->errbuf : curl_easy_strerror(resp->curl);
@@ -386,6 +396,7 @@ int fp_http_perform(fpull_registry *r, const struct fp_http_req *req, struct fp_
     if (resolve)
       curl_easy_setopt(h, CURLOPT_RESOLVE, resolve);
     resp->status = 0;
+    resp->refused = 0;
     resp->errbuf[0] = '\0';
     /* Query strings of redirect targets can be signatures (pre-signed storage URLs):
      * debug output shows the URL up to the '?'. */
@@ -403,6 +414,10 @@ int fp_http_perform(fpull_registry *r, const struct fp_http_req *req, struct fp_
         resp->curl = CURLE_WRITE_ERROR;
       if (c == CURLE_COULDNT_RESOLVE_HOST)
         describe_unresolved(resp, url);
+      long os_err = 0;
+      if (c == CURLE_COULDNT_CONNECT &&
+          curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_err) == CURLE_OK)
+        resp->refused = os_err == ECONNREFUSED;
       fp_debug("%s %.*s: %s", hop.method, shown, url, fp_curl_describe(resp));
       break;
     }

@@ -358,7 +358,7 @@ static int ensure_ready(fpull_registry *r, struct fp_endpoint *ep, fpull_err *er
         snprintf(last, sizeof last, "%s", fp_curl_describe(&resp));
       else
         snprintf(last, sizeof last, "%s: %s", url, fp_curl_describe(&resp)),
-            transient = transient || fp_curl_transient(resp.curl);
+            transient = transient || fp_http_retryable(&resp);
       fp_http_resp_free(&resp);
     }
     if (!transient || plain_detail[0] || attempt == r->max_tries)
@@ -447,7 +447,7 @@ int fp_reg_call(fpull_registry *r, struct fp_endpoint *ep, const struct fp_call 
         fp_http_resp_free(resp);
         return rc;
       }
-      int transient = !resp->redirect_refused && fp_curl_transient(resp->curl);
+      int transient = !resp->redirect_refused && fp_http_retryable(resp);
       if (transient && c->progress && *c->progress > kept && resumes < FP_MAX_RESUMES) {
         resumes++;
         attempt = 0;

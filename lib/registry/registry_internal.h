@@ -112,6 +112,7 @@ struct fp_http_resp {
   int too_large;
   int redirect_refused; /* message in errbuf */
   int tries;            /* fp_reg_call: requests it made for this answer, retries included */
+  int refused;          /* the connection was refused (ECONNREFUSED) */
 };
 void fp_http_resp_free(struct fp_http_resp *resp);
 
@@ -125,6 +126,9 @@ char *fp_url_origin(const char *url);
 char *fp_url_resolve(const char *base, const char *ref);
 /* Whether a transport error is worth retrying (connection, timeouts, resets). */
 int fp_curl_transient(CURLcode c);
+/* Whether a failed request is worth retrying: a transient transport error, but not a
+ * refused connection. */
+int fp_http_retryable(const struct fp_http_resp *resp);
 /* "TLS: certificate problem: ..." style text for a transport failure. */
 const char *fp_curl_describe(const struct fp_http_resp *resp);
 /* " (N tries)" when a failure came after retries (tries > 1), else "": the end of the

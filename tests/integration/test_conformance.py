@@ -111,7 +111,10 @@ class Conformance(cases.RegistryCase):
 
     # -- checks -----------------------------------------------------------------------
     def target_args(self, case):
-        args = ["--platform", "linux/amd64", "--cache-dir", os.path.join(self.tmp, "cache")]
+        # A case whose registry lacks a manifest gets a cache of its own: a manifest named by
+        # its digest comes from the cache when an earlier case left it there (issue 41).
+        cache = "cache-" + case["name"] if case.get("missing") else "cache"
+        args = ["--platform", "linux/amd64", "--cache-dir", os.path.join(self.tmp, cache)]
         if case.get("features"):
             args += ["--features", case["features"]]
         return args

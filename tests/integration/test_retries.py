@@ -1,5 +1,5 @@
 """How often fpull tries, and that its last line says so (issue 12.4): a host name that
-does not resolve fails at once, a failure after retries ends with "(N tries)". Attempts
+does not resolve fails at once, and so does a refused connection (issue 41), a failure after retries ends with "(N tries)". Attempts
 are counted from the requests themselves (the -v log, the proxy), never from the clock."""
 import os
 import re
@@ -41,6 +41,21 @@ class Retries(unittest.TestCase):
             self.assertEqual(len(sent), 1, r.stderr)
             self.assertNotIn("retrying", r.stderr)
             self.assertFalse(os.path.exists(dest))
+
+    def test_refused_connection_is_tried_once(self):
+        # Issue 41: nothing listens on the port; trying again seconds later changes nothing
+        # and delayed a Slurm step's cached image by the backoff.
+        port = registry.free_port()
+        host = "127.0.0.1:%d" % port
+        r = fpull.run(["inspect", "-v", host + "/t/img:v1"], env=FAST)
+        self.assertEqual(r.returncode, 6, r.stderr)
+        self.assertIn("cannot reach registry %s" % host, fpull.error_line(r.stderr))
+        self.assertNotIn("tries)", fpull.error_line(r.stderr))
+        sent = re.findall(r"^GET https?://%s/v2/$" % re.escape(host), r.stderr, re.M)
+        # One try: https, then http for a loopback registry.
+        self.assertLessEqual(len(sent), 2, r.stderr)
+        self.assertGreaterEqual(len(sent), 1, r.stderr)
+        self.assertNotIn("retrying", r.stderr)
 
     def test_persistent_503_ends_with_the_number_of_tries(self):
         self.proxy.add(r"/manifests/", status=503)

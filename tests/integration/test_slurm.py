@@ -136,6 +136,12 @@ def cpu_seconds(text):
     return ((int(d or 0) * 24 + int(h or 0)) * 60 + int(mi)) * 60 + float(se)
 
 
+def job_dirs(run_dir):
+    """What is in run_dir but the users' stores (kept images, on by default where the node
+    has a /dev/fuse users may open): the job directories left behind."""
+    return [e for e in (os.listdir(run_dir) if os.path.isdir(run_dir) else []) if e != "store"]
+
+
 def holders(run_dir):
     """Processes whose root is under run_dir: containers' init processes (rootless runc's
     holders) or tasks left behind."""
@@ -209,7 +215,7 @@ class SlurmPlugin(SlurmCase):
 
     def assert_clean(self):
         self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
-        self.assertEqual(os.listdir(self.run_dir) if os.path.isdir(self.run_dir) else [], [])
+        self.assertEqual(job_dirs(self.run_dir), [])
         self.assertEqual(holders(self.run_dir), [])
 
     def test_task_runs_in_the_image(self):
@@ -1190,7 +1196,9 @@ class SlurmSqshMount(SlurmCase):
             self.assertEqual([ln for ln in out.splitlines()
                               if not ln.startswith(("fpull: ", "srun: "))], want, out)
         self.assertEqual(self.node_mounts(), [])
-        self.assertEqual(os.listdir(self.run_dir) if os.path.isdir(self.run_dir) else [], [])
+        # The user's store (kept images, on by default where /dev/fuse is the users') stays.
+        self.assertEqual([e for e in (os.listdir(self.run_dir) if os.path.isdir(self.run_dir)
+                                      else []) if e != "store"], [])
 
 
 class SlurmSiteSettings(SlurmCase):
@@ -1446,7 +1454,7 @@ class SlurmSlowRegistry(SlurmCase):
                           self.big, self.PULL_TIMEOUT), cp.stderr)
         self.assertEqual(self.pulls(), [])
         self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
-        self.assertEqual(os.listdir(self.run_dir), [])
+        self.assertEqual(job_dirs(self.run_dir), [])
 
     def test_scancel_during_the_pull_ends_it(self):
         self.proxy.add(r"/blobs/", trickle=(1024, 0.5))
@@ -1459,7 +1467,9 @@ class SlurmSlowRegistry(SlurmCase):
         lines = []
         reader = threading.Thread(target=lambda: lines.extend(iter(p.stderr.readline, "")))
         reader.start()
-        progress = re.compile(r"^%s: \d+/\d+ layers, .* / .* downloaded, \d+s$" %
+        # (The image as the job's submit pinned it: IMAGE@DIGEST.)
+        progress = re.compile(r"^%s(@sha256:[0-9a-f]{64})?: \d+/\d+ layers, .* / .* "
+                              r"downloaded, \d+s$" %
                               re.escape(self.big))
         for _ in range(300):
             if any(progress.match(ln) for ln in lines):
@@ -1481,4 +1491,4 @@ class SlurmSlowRegistry(SlurmCase):
         self.assertNotIn("ran", out)
         self.assertEqual(self.pulls(), [])
         self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
-        self.assertEqual(os.listdir(self.run_dir), [])
+        self.assertEqual(job_dirs(self.run_dir), [])

@@ -10,7 +10,7 @@ import subprocess
 import fpull
 import images
 import slurm
-from test_slurm import DATA_DIR, PLUGIN, SlurmCase, os_release, tools_layer
+from test_slurm import DATA_DIR, PLUGIN, SlurmCase, job_dirs, os_release, tools_layer
 
 TOOLS = ("/bin/sh", "/usr/bin/cat", "/usr/bin/id", "/usr/bin/env", "/usr/bin/grep",
          "/usr/bin/pwd", "/usr/bin/touch", "/usr/bin/whoami", "/usr/bin/true")
@@ -197,7 +197,7 @@ class SlurmJobs(SlurmCase):
         self.assertEqual(rec["JobState"], "COMPLETED", out)
         self.assertIn("fresh\n", out)
         self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
-        self.assertEqual(os.listdir(self.run_dir), [])
+        self.assertEqual(job_dirs(self.run_dir), [])
         cp = self.srun(["--fpull-image=" + self.ref, "--fpull-name=../x", "true"])
         self.assertNotEqual(cp.returncode, 0)
         self.assertIn("--fpull-name=../x: not a name", cp.stderr)

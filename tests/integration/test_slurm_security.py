@@ -14,8 +14,8 @@ import time
 import fpull
 import images
 import slurm
-from test_slurm import (DATA_DIR, PLUGIN, SlurmCase, holders, os_release, step_pulls,
-                        tools_layer)
+from test_slurm import (DATA_DIR, PLUGIN, SlurmCase, holders, job_dirs, os_release,
+                        step_pulls, tools_layer)
 
 
 class SlurmAttacker(SlurmCase):
@@ -159,7 +159,7 @@ class SlurmAttacker(SlurmCase):
         self.assertNotIn("ran", cp.stdout)
         self.assertRegex(cp.stderr, r"unpacked content exceeds the max-unpacked limit of 1 MiB")
         self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
-        self.assertEqual(os.listdir(self.run_dir), [])
+        self.assertEqual(job_dirs(self.run_dir), [])
         self.assertEqual(holders(self.run_dir), [])
 
     def test_run_dir_under_a_directory_others_can_write(self):

@@ -109,6 +109,15 @@ class Packages(unittest.TestCase):
         depends = self.run_cmd(["dpkg-deb", "-f", os.path.join(
             self.tmp, "fpull-slurm_0.1.0_%s.deb" % arch), "Depends"]).stdout
         self.assertIn("fpull (= 0.1.0)", depends)
+        # Issue 41.7: a runtime to run the containers, the store's and SquashFS's tools
+        # recommended, and the plugin's run_dir made by the package (root's, 0755).
+        self.assertIn("runc | crun", depends)
+        recommends = self.run_cmd(["dpkg-deb", "-f", os.path.join(
+            self.tmp, "fpull-slurm_0.1.0_%s.deb" % arch), "Recommends"]).stdout
+        for tool in ("fuse-overlayfs", "squashfuse", "squashfs-tools"):
+            self.assertIn(tool, recommends)
+        run_dir = os.path.join(root, "var/lib/fpull-slurm")
+        self.assertTrue(os.path.isdir(run_dir))
         self.demo_pull(root, "usr/lib/" + multiarch)
 
     def test_rpm(self):
@@ -136,6 +145,7 @@ class Packages(unittest.TestCase):
                 t.extractall(root)
         libdir = "usr/lib64" if os.path.isdir(os.path.join(root, "usr/lib64")) else "usr/lib"
         for f in ("usr/bin/fpull", libdir + "/libfpull.so.0", libdir + "/libfpull.a",
-                  "usr/include/fpull/pull.h", libdir + "/slurm/fpull_spank.so"):
+                  "usr/include/fpull/pull.h", libdir + "/slurm/fpull_spank.so",
+                  "var/lib/fpull-slurm"):
             self.assertTrue(os.path.lexists(os.path.join(root, f)), f)
         self.demo_pull(root, libdir)

@@ -52,6 +52,7 @@ int fp_slurm_request_pack(struct fp_buf *out, const struct fp_slurm_request *r)
   put(out, "holder", r->holder);
   put(out, "pmix_dir", r->pmix_dir);
   put(out, "script", r->script);
+  put(out, "pin", r->pin);
   return out->len <= FP_SLURM_REQUEST_MAX ? 0 : -1;
 }
 
@@ -124,6 +125,7 @@ int fp_slurm_request_unpack(struct fp_slurm_request *r, struct fp_slurm_settings
     STR("holder", r->holder)
     STR("pmix_dir", r->pmix_dir)
     STR("script", r->script)
+    STR("pin", r->pin)
     else bad = 1;
 #undef NUM
 #undef STR

@@ -38,6 +38,8 @@ struct fp_slurm_request {
   const char *term;     /* the job's TERM */
   const char *pmix_dir; /* Slurm's PMIx server directory of the step, or NULL */
   const char *script;   /* the batch step's script (slurmd's spool), mounted read-only, or NULL */
+  const char *pin;      /* the digest the job resolved image's tag to (common/job_pin.h), or
+                           NULL */
   const char *holder;   /* the holder program's path (holder/hold.c) */
   int info_fd;          /* (the runner's own) */
 };

@@ -39,6 +39,12 @@ int fp_slurm_run_timed_out(void)
   return pull_timed_out;
 }
 
+void fp_slurm_run_deadline_clear(void)
+{
+  alarm(0);
+  pull_timed_out = 0;
+}
+
 void fp_slurm_say(const char *fmt, ...)
 {
   char line[FPULL_ERR_MSG_MAX + 64];
@@ -115,6 +121,14 @@ int fp_slurm_run_to(char *const argv[], char *const envp[], struct fp_buf *out, 
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     signal(SIGALRM, SIG_DFL);
     alarm(0);
+    /* srun and slurmstepd block and ignore signals in their threads: a program started
+     * from them (timeout(1)'s alarm, fpull's interrupt handling) needs its own. */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
     int nul = open("/dev/null", O_RDWR);
     dup2(nul, STDIN_FILENO);
     dup2(out ? p[1] : nul, STDOUT_FILENO);

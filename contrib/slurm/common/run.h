@@ -36,5 +36,7 @@ void fp_slurm_log_last_line(const char *path, char *out, size_t len);
  * counts as passed. */
 void fp_slurm_run_deadline(unsigned seconds);
 int fp_slurm_run_timed_out(void);
+/* No deadline, and none passed: for what runs after a deadline was handled. */
+void fp_slurm_run_deadline_clear(void);
 
 #endif

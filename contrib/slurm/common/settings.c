@@ -16,17 +16,29 @@
 #define FPULL_BINDIR "/usr/local/bin"
 #endif
 
-static const char *const arg_names[] = {"fpull",        "runtime",
-                                        "run_dir",      "cache_dir",
-                                        "config",       "data_dir",
-                                        "mounts",       "env_passthrough",
-                                        "nvidia_hook",  "jobs",
-                                        "mount_home",   "pull",
-                                        "pull_timeout", "store_max",
-                                        "max_unpacked", "cleanup_timeout",
-                                        "remap_root",   "execute_entrypoint",
-                                        "shared_cache", "container_scope",
-                                        "policy",       NULL};
+static const char *const arg_names[] = {"fpull",
+                                        "runtime",
+                                        "run_dir",
+                                        "cache_dir",
+                                        "config",
+                                        "data_dir",
+                                        "mounts",
+                                        "env_passthrough",
+                                        "nvidia_hook",
+                                        "jobs",
+                                        "mount_home",
+                                        "pull",
+                                        "pull_timeout",
+                                        "store_max",
+                                        "max_unpacked",
+                                        "cleanup_timeout",
+                                        "remap_root",
+                                        "execute_entrypoint",
+                                        "shared_cache",
+                                        "container_scope",
+                                        "policy",
+                                        "check_timeout",
+                                        NULL};
 
 static const char *const pull_names[] = {"always", "missing", "newer", "never", NULL};
 
@@ -150,8 +162,25 @@ static int parse_one(struct fp_slurm_settings *s, const char *key, const char *v
     s->pull_timeout = (int)n;
     return 0;
   }
-  if (strcmp(key, "store_max") == 0)
+  if (strcmp(key, "check_timeout") == 0) {
+    char *end = NULL;
+    long n = strtol(val, &end, 10);
+    if (!*val || *end || n < 0 || n > 3600)
+      return fpull_err_set(err, FPULL_EUSAGE,
+                           "plugin argument check_timeout=%s: not a number of seconds from 0 "
+                           "to 3600",
+                           val);
+    s->check_timeout = (int)n;
+    return 0;
+  }
+  if (strcmp(key, "store_max") == 0) {
+    s->store_max_set = 1;
+    if (strcmp(val, "auto") == 0) {
+      s->store_max = FP_SLURM_STORE_AUTO;
+      return 0;
+    }
     return parse_size(&s->store_max, key, val, err);
+  }
   if (strcmp(key, "max_unpacked") == 0)
     return parse_size(&s->max_unpacked, key, val, err);
   if (strcmp(key, "cleanup_timeout") == 0) {
@@ -199,6 +228,10 @@ int fp_slurm_settings_parse(struct fp_slurm_settings *s, int ac, char **av, fpul
   /* On disk, not in /run (RAM shared with the node's daemons): images are large. */
   s->run_dir = fp_xstrdup(FP_SLURM_RUN_DIR_DEFAULT);
   s->cleanup_timeout = 10;
+  s->check_timeout = FP_SLURM_CHECK_TIMEOUT_DEFAULT;
+  /* A kept store by default (issue 41.3): every step of a job unpacking the whole image
+   * again was the default's cost; store_max=0 turns it off. */
+  s->store_max = FP_SLURM_STORE_AUTO;
   s->mount_home = 1;
   s->pull = FP_PULL_NEWER;
   for (int i = 0; i < ac; i++) {

@@ -35,7 +35,14 @@ struct fp_slurm_settings {
   int pull_timeout;      /* pull_timeout=: seconds a step's pull may take; 0: no bound
                             but the job's time limit */
   unsigned long long store_max;    /* store_max=: bytes of unpacked images kept per user on the
-                                     node for later jobs (run_dir/store/UID); 0: none kept */
+                                     node for later jobs (run_dir/store/UID); 0: none kept;
+                                     FP_SLURM_STORE_AUTO (the default, or "auto"): a quarter
+                                     of run_dir's file system */
+  int store_max_set;               /* store_max= was given (a node that cannot use the store
+                                      says so only then) */
+  int check_timeout;               /* check_timeout=: seconds the registry check of a cached
+                                      image may take before the cached image runs (newer);
+                                      0: no deadline but pull_timeout= */
   unsigned long long max_unpacked; /* max_unpacked=: bytes a step's pull may write (fpull
                                      --max-unpacked); 0: no bound */
   int container_scope_global;      /* container_scope=job|global: where --fpull-name keeps a
@@ -49,6 +56,12 @@ struct fp_slurm_settings {
   enum fp_slurm_pull pull; /* pull=: the default of --fpull-pull */
   char **args;             /* the arguments as given (NULL-terminated), for the runner */
 };
+
+/* store_max='s default: a quarter of run_dir's file system, per user. */
+#define FP_SLURM_STORE_AUTO (~0ULL)
+/* check_timeout='s default, in seconds: a cached step starts within seconds of a registry
+ * that hangs. */
+#define FP_SLURM_CHECK_TIMEOUT_DEFAULT 4
 
 /* run_dir='s default: on the node's disk. */
 #define FP_SLURM_RUN_DIR_DEFAULT "/var/lib/fpull-slurm"

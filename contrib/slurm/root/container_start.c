@@ -31,6 +31,20 @@
 
 static pid_t runner_pid;
 
+/* Whether the step may use the user's store on the node, which root makes. The default
+ * store (issue 41.3) only where the runner can put a step's layer over a kept tree, a
+ * /dev/fuse users may open: elsewhere it would stay an empty directory per user. */
+static int store_wanted(const struct fp_slurm_request *r)
+{
+  if (r->name && r->s->container_scope_global)
+    return 1;
+  if (!r->s->store_max)
+    return 0;
+  struct stat st;
+  return r->s->store_max_set ||
+         (stat("/dev/fuse", &st) == 0 && S_ISCHR(st.st_mode) && (st.st_mode & 006) == 006);
+}
+
 void fp_slurm_container_cancel(void)
 {
   /* Only while it is still our unreaped child: its pid cannot have been reused then. */
@@ -82,8 +96,7 @@ static int exec_runner(const struct fp_slurm_request *r, int req, int info, int 
   if (fp_slurm_run_dir_open(&run_fd, r->s->run_dir, 1, &err) != 0 ||
       fp_slurm_job_dir_create(run_fd, r->job_id, r->uid, r->gid, r->s->cleanup_timeout, &err) !=
           0 ||
-      ((r->s->store_max || (r->name && r->s->container_scope_global)) &&
-       fp_slurm_store_dir_create(run_fd, r->uid, r->gid, &err) != 0)) {
+      (store_wanted(r) && fp_slurm_store_dir_create(run_fd, r->uid, r->gid, &err) != 0)) {
     fp_slurm_say("fpull: %s", err.msg);
     return err.code ? err.code : FPULL_EFAIL;
   }

@@ -35,6 +35,7 @@
 
 #include <fpull/log.h>
 
+#include "common/job_pin.h"
 #include "common/settings.h"
 #include "container_start.h"
 #include "job_dir.h"
@@ -120,11 +121,20 @@ static const char *option_name(int val)
   return "?";
 }
 
+/* What the submit command was given (spank_option_getopt has no answer there before the
+ * job exists): for the job's pin (slurm_spank_init_post_opt). */
+static char *submit_image, *submit_pull;
+
 static int check_option(int val, const char *optarg, int remote)
 {
   /* slurmstepd gets what the submit command checked. */
   if (remote)
     return 0;
+  if (val == FP_OPT_IMAGE || val == FP_OPT_PULL) {
+    char **keep = val == FP_OPT_IMAGE ? &submit_image : &submit_pull;
+    free(*keep);
+    *keep = optarg ? fp_xstrdup(optarg) : NULL;
+  }
   fpull_err err = {0};
   if (!settings_ok) {
     slurm_error("fpull: %s", settings_err.msg);
@@ -296,6 +306,41 @@ static const char *job_env(spank_t sp, const char *name, char *buf, int len)
   return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS && buf[0] ? buf : NULL;
 }
 
+/* At submit (srun, sbatch, salloc), as the user: the image's tag resolved once for the
+ * whole job (common/job_pin.h), left in the environment the job and its steps get. Only
+ * for the policies that ask the registry (newer, always); a submit that cannot resolve it
+ * pins nothing, and each node checks the tag itself. */
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+  (void)ac;
+  (void)av;
+  spank_context_t ctx = spank_context();
+  const char *image =
+      (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR) && settings_ok ? submit_image : NULL;
+  if (!fp_slurm_pin_wanted(image))
+    return 0;
+  int policy = submit_pull ? fp_slurm_pull_parse(submit_pull) : (int)settings.pull;
+  if (policy != FP_PULL_NEWER && policy != FP_PULL_ALWAYS)
+    return 0;
+  const char *pins = getenv(FP_SLURM_PINS_ENV);
+  char digest[160];
+  /* An srun inside a job takes the job's pin; a new job (sbatch, salloc, an srun outside
+   * any job) resolves the tag anew, whatever its environment inherited. */
+  int in_job = ctx == S_CTX_LOCAL && getenv("SLURM_JOB_ID");
+  if (in_job && fp_slurm_pin_find(pins, image, digest, sizeof digest) &&
+      strcmp(digest, FP_SLURM_PIN_UNANSWERED) != 0)
+    return 0;
+  int rc = fp_slurm_pin_resolve(&settings, image, digest, sizeof digest);
+  /* Not resolved: no pin (an inherited one is another job's), each node checks; not
+   * answered in time: the nodes run what they have cached without asking again. */
+  cleanup_free char *v = fp_slurm_pin_set(pins, image,
+                                          rc == 0    ? digest
+                                          : rc == -1 ? FP_SLURM_PIN_UNANSWERED
+                                                     : NULL);
+  setenv(FP_SLURM_PINS_ENV, v, 1);
+  return 0;
+}
+
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
   uint32_t step_id = 0;
@@ -370,6 +415,12 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     r.script = argv[0];
     r.ntasks = 1; /* the script, whatever the job's task count says */
   }
+  /* The digest the job's submit resolved the tag to (common/job_pin.h): every node of
+   * every step runs that index's entries. */
+  char pins[8192], pin[160];
+  if (fp_slurm_pin_wanted(r.image) && job_env(sp, FP_SLURM_PINS_ENV, pins, sizeof pins) &&
+      fp_slurm_pin_find(pins, r.image, pin, sizeof pin))
+    r.pin = pin;
   if (fp_slurm_container_start(&container, &r, &err) != 0)
     return fail(&err);
   in_container = 1;

@@ -117,7 +117,9 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
                    "open): unpacked instead",
                    r->image);
     int store = r->s->store_max && fp_slurm_overlay_mountable();
-    if (r->s->store_max && !store && !squashfs && !r->quiet)
+    /* The default store needs what a node may lack: such a node unpacks each step, as
+     * without a store, and says so only to a site that asked for one. */
+    if (r->s->store_max && r->s->store_max_set && !store && !squashfs && !r->quiet)
       fp_slurm_say("fpull: %s: store_max=: this node cannot put a writable layer over a kept "
                    "image for users (it needs fuse-overlayfs and a /dev/fuse users may open): "
                    "unpacked for this step instead",

@@ -8,6 +8,8 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <fpull/ref.h>
+
 #include "common/run.h"
 #include "sqsh_config.h"
 #include "sqsh_mount.h"
@@ -298,7 +300,8 @@ int fp_runner_from_name(struct runner *rn, cJSON **res, int *lock, int *reused)
    * its last use). */
   if (r->s->container_scope_global && r->s->store_max) {
     futimens(fd, NULL);
-    fp_slurm_store_trim(r->s->run_dir, r->uid, r->name, r->s->store_max);
+    fp_slurm_store_trim(r->s->run_dir, r->uid, r->name,
+                        fp_slurm_store_limit(r->s->store_max, r->s->run_dir));
   }
   return 0;
 }
@@ -376,7 +379,17 @@ int fp_runner_from_store(struct runner *rn, cJSON **res, int *lock)
     if (!r->quiet)
       fp_slurm_say("fpull: %s: %s: %s is kept on this node: not unpacked again", host, r->image, d);
   } else {
+    /* By the entry's digest alone: the tag names the index, not this entry. */
     cleanup_free char *pinned = fp_runner_pinned_ref(r->image, d);
+    char *at = pinned ? strchr(pinned, '@') : NULL;
+    struct fpull_ref *ref = NULL;
+    if (at && fpull_ref_parse(&ref, pinned, NULL) == 0) {
+      free(ref->tag);
+      ref->tag = NULL;
+      free(pinned);
+      pinned = fpull_ref_format(ref);
+    }
+    fpull_ref_free(ref);
     rn->pull_image = pinned ? pinned : r->image;
     cJSON *pulled = NULL;
     rc = fp_runner_pull(rn, &pulled);
@@ -394,6 +407,6 @@ int fp_runner_from_store(struct runner *rn, cJSON **res, int *lock)
     fp_slurm_store_release(&st);
     return rc;
   }
-  *lock = fp_slurm_store_hold(&st, r->s->store_max);
+  *lock = fp_slurm_store_hold(&st, fp_slurm_store_limit(r->s->store_max, r->s->run_dir));
   return keep_pristine(rn, r->image);
 }

@@ -7,10 +7,16 @@
 
 #include <fpull/cache.h>
 #include <fpull/config.h>
+#include <fpull/ref.h>
 
+#include "common/job_pin.h"
 #include "common/run.h"
 #include "runner_pull.h"
 #include "stage.h"
+
+/* pull_newer's own code for a pull that ran out of pull_timeout= with nothing cached to
+ * run instead (beyond fpull's codes, which fit in 8 bits). */
+#define FP_RUNNER_TIMED_OUT 0x100
 
 /* What of the pull's stderr reaches the step's. With --fpull-quiet, fpull's errors only;
  * by default also the progress lines of a pull slow enough to print them (one every few
@@ -105,18 +111,134 @@ static void cached_age(const struct runner *rn, const char *digest, char *buf, s
     snprintf(buf, len, "%ldm%02lds old", secs / 60, secs % 60);
 }
 
+/* fpull digest --index of the image (the index's digest, or the single manifest's): from
+ * the cache with offline, else from the registry. 0 with digest set, or fpull's code. */
+static int ask_digest(struct runner *rn, int offline, char *digest, size_t len)
+{
+  const char *argv[24];
+  size_t n = 0;
+  argv[n++] = rn->r->s->fpull;
+  argv[n++] = "digest";
+  argv[n++] = "--index";
+  argv[n++] = "--json";
+  if (offline)
+    argv[n++] = "--offline";
+  n = fp_runner_common_args(rn, argv, n);
+  argv[n++] = "--";
+  argv[n++] = rn->pull_image;
+  argv[n] = NULL;
+  struct fp_buf out = {0};
+  digest[0] = '\0';
+  int rc = fp_slurm_run_to((char *const *)argv, rn->envp, &out, 1, NULL, NULL);
+  cJSON *j = rc == 0 ? cJSON_ParseWithLength(out.data ? out.data : "", out.len) : NULL;
+  const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(j, "digest"));
+  if (rc == 0 && d && strlen(d) < len)
+    snprintf(digest, len, "%s", d);
+  else if (rc == 0)
+    rc = FPULL_EFAIL;
+  cJSON_Delete(j);
+  fp_buf_free(&out);
+  return rc;
+}
+
+/* newer: ask the registry, and run the cached image when it cannot answer. The registry
+ * check of a cached image (the tag's digest) has its own deadline, check_timeout=, so that a
+ * registry that accepts connections and never answers costs a cached step seconds; the
+ * pull of what changed has pull_timeout=, and a cached image never fails for it (issue
+ * 41.3). A reference with a digest needs no check: what the cache holds of it is that. */
+static int pull_newer(struct runner *rn, struct fp_buf *out)
+{
+  const struct fp_slurm_settings *s = rn->r->s;
+  const char *image = rn->pull_image;
+  char cached[96] = "", now[96] = "", why[160] = "";
+  int rc = 0, timed = 0;
+  int unanswered = rn->r->pin && strcmp(rn->r->pin, FP_SLURM_PIN_UNANSWERED) == 0;
+  if (!strchr(image, '@') && unanswered && ask_digest(rn, 1, cached, sizeof cached) == 0) {
+    /* The job's submit waited for the registry already: no node waits again. */
+    snprintf(why, sizeof why, "the registry did not answer the job's submit within %d seconds",
+             s->check_timeout);
+  } else if (!strchr(image, '@') && ask_digest(rn, 1, cached, sizeof cached) == 0 &&
+             s->check_timeout) {
+    fp_slurm_run_deadline_clear();
+    fp_slurm_run_deadline((unsigned)s->check_timeout);
+    rc = ask_digest(rn, 0, now, sizeof now);
+    int late = fp_slurm_run_timed_out();
+    fp_slurm_run_deadline_clear();
+    if (late)
+      snprintf(why, sizeof why, "the registry did not answer within %d seconds", s->check_timeout);
+    else if (rc == FPULL_ENET)
+      snprintf(why, sizeof why, "the registry cannot be reached");
+    else if (rc)
+      return pull_once(rn, 0, 0, out); /* fpull says why (credentials, a tag gone) */
+  }
+  cleanup_free char *pinned = now[0] ? fp_runner_pinned_ref(image, now) : NULL;
+  if (!why[0]) {
+    /* The tag as just checked: every later step of this node asks nothing more. */
+    if (pinned)
+      rn->pull_image = pinned;
+    if (s->pull_timeout > 0)
+      fp_slurm_run_deadline((unsigned)s->pull_timeout);
+    rc = pull_once(rn, 0, 0, out);
+    int late = fp_slurm_run_timed_out();
+    fp_slurm_run_deadline_clear();
+    rn->pull_image = image;
+    timed = late;
+    if (late)
+      snprintf(why, sizeof why, "the pull took longer than pull_timeout=%d seconds",
+               s->pull_timeout);
+    else if (rc == FPULL_ENET)
+      snprintf(why, sizeof why, "the registry cannot be reached");
+    if (!why[0])
+      return rc;
+  }
+  /* What was cached before the check, which recorded the tag's new digest. */
+  cleanup_free char *before = cached[0] ? fp_runner_pinned_ref(image, cached) : NULL;
+  if (before)
+    rn->pull_image = before;
+  rc = pull_once(rn, 1, 1, out);
+  if (rc && !before && image != rn->r->image) {
+    /* The job's pinned index is not cached here: the tag's, as this node last had it. */
+    rn->pull_image = rn->r->image;
+    rc = pull_once(rn, 1, 1, out);
+  }
+  rn->pull_image = image;
+  if (rc != 0)
+    return timed ? FPULL_ENET | FP_RUNNER_TIMED_OUT : FPULL_ENET;
+  cJSON *j = cJSON_ParseWithLength(out->data ? out->data : "", out->len);
+  const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(j, "manifest_digest"));
+  if (!d)
+    d = cJSON_GetStringValue(cJSON_GetObjectItem(j, "chosen"));
+  rn->went_offline = 1;
+  char age[64];
+  cached_age(rn, d ? d : "", age, sizeof age);
+  fp_slurm_say("fpull: warning: %s: %s: running the cached %s (%s)", rn->r->image, why,
+               d ? d : "image", age);
+  cJSON_Delete(j);
+  return 0;
+}
+
 /* The pull policy (settings.h) over fpull's exit codes. */
 int fp_runner_pull(struct runner *rn, cJSON **result)
 {
   struct fp_buf out = {0};
   int rc;
+  rn->went_offline = 0;
+  enum fp_slurm_pull policy = rn->offline_only ? FP_PULL_NEVER : rn->r->pull;
+  /* The tag as the job resolved it (common/job_pin.h): no node asks for it again. */
+  const char *image = rn->pull_image;
+  cleanup_free char *pinned = rn->r->pin && fpull_digest_valid(rn->r->pin) &&
+                                      image == rn->r->image &&
+                                      (policy == FP_PULL_NEWER || policy == FP_PULL_ALWAYS)
+                                  ? fp_runner_pinned_ref(image, rn->r->pin)
+                                  : NULL;
+  if (pinned)
+    rn->pull_image = pinned;
   /* A registry that trickles cannot hold the job longer than the site allows (the job's
    * time limit bounds it anyway; the node is never at stake). */
-  if (rn->r->s->pull_timeout > 0) {
+  if (rn->r->s->pull_timeout > 0 && policy != FP_PULL_NEWER) {
     fp_slurm_run_deadline((unsigned)rn->r->s->pull_timeout);
   }
-  rn->went_offline = 0;
-  switch (rn->offline_only ? FP_PULL_NEVER : rn->r->pull) {
+  switch (policy) {
   case FP_PULL_NEVER:
     rc = pull_once(rn, 1, 0, &out);
     rn->went_offline = 1;
@@ -128,32 +250,21 @@ int fp_runner_pull(struct runner *rn, cJSON **result)
       rc = pull_once(rn, 0, 0, &out);
     break;
   case FP_PULL_NEWER:
-    rc = pull_once(rn, 0, 0, &out);
-    if (rc == FPULL_ENET && pull_once(rn, 1, 1, &out) == 0) {
-      cJSON *j = cJSON_ParseWithLength(out.data ? out.data : "", out.len);
-      const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(j, "manifest_digest"));
-      if (!d)
-        d = cJSON_GetStringValue(cJSON_GetObjectItem(j, "chosen"));
-      rn->went_offline = 1;
-      char age[64];
-      cached_age(rn, d ? d : "", age, sizeof age);
-      fp_slurm_say("fpull: warning: %s: the registry cannot be reached: running the cached %s (%s)",
-                   rn->r->image, d ? d : "image", age);
-      cJSON_Delete(j);
-      rc = 0;
-    }
+    rc = pull_newer(rn, &out);
     break;
   default:
     rc = pull_once(rn, 0, 0, &out);
     break;
   }
   fp_slurm_run_deadline(0);
-  if (fp_slurm_run_timed_out()) {
+  if (fp_slurm_run_timed_out() || rc == (FPULL_ENET | FP_RUNNER_TIMED_OUT)) {
     fp_slurm_say("fpull: %s: the pull took longer than pull_timeout=%d seconds (exit 6: network or "
                  "registry failure, worth retrying)",
                  rn->r->image, rn->r->s->pull_timeout);
     rc = FPULL_ENET;
   }
+  fp_slurm_run_deadline_clear();
+  rn->pull_image = image;
   if (rc == 0) {
     *result = cJSON_ParseWithLength(out.data ? out.data : "", out.len);
     if (!*result)

@@ -8,9 +8,11 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/settings.h"
 #include "store.h"
 #include "unpack/inroot.h"
 #include "base/util.h"
@@ -199,6 +201,18 @@ int fp_slurm_store_hold(struct fp_slurm_store *s, uint64_t max)
   int fd = s->lock;
   s->lock = -1;
   return fd;
+}
+
+uint64_t fp_slurm_store_limit(unsigned long long store_max, const char *run_dir)
+{
+  if (store_max != FP_SLURM_STORE_AUTO)
+    return store_max;
+  /* Bounded by the disk it is on, whatever its size: a quarter of it per user, the rest
+   * for the steps' own layers and trees and for other users. */
+  struct statvfs v;
+  if (statvfs(run_dir, &v) != 0)
+    return 0;
+  return (uint64_t)v.f_blocks * v.f_frsize / 4;
 }
 
 void fp_slurm_store_release(struct fp_slurm_store *s)

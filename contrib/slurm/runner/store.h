@@ -38,6 +38,10 @@ void fp_slurm_store_filled(struct fp_slurm_store *s);
  * while the step runs). */
 int fp_slurm_store_hold(struct fp_slurm_store *s, uint64_t max);
 
+/* The store's bound for store_max= (FP_SLURM_STORE_AUTO: a quarter of the size of
+ * run_dir's file system, where the store is). */
+uint64_t fp_slurm_store_limit(unsigned long long store_max, const char *run_dir);
+
 /* With container_scope=global, once the step holds its name: the user's kept trees and
  * names (store/UID/names/, which count towards store_max as trees do) trimmed to max, least
  * recently used first, never the step's name nor one another step holds. */
