@@ -218,6 +218,11 @@ TEST(power_real_machines_best_tag_is_the_own_level)
           "ppc64le: %zu machines, %zu levels in the table, %zu whose code runs there, "
           "%zu missed, %zu wrong tags\n",
           tl.machines, tl.own, tl.own_runs, tl.missed, tl.wrong);
+  /* AT_PLATFORM strings the table has no level for: POWER11 runs POWER10's code (its
+   * AT_HWCAP2 has ARCH_3_1); a suffix names its level. */
+  CHECK_STR_EQ(fp_hwcap_ppc64_level("power11", 0xaef60000u), "power10");
+  CHECK_STR_EQ(fp_hwcap_ppc64_level("power9+", 0xaef00000u), "power9");
+  CHECK(fp_hwcap_ppc64_level("power7", 0x20000000u) == NULL);
   CHECK_INT_EQ(tl.machines, 6);
   CHECK_INT_EQ(tl.own_runs, 5);
   CHECK_INT_EQ(tl.missed, 0);
