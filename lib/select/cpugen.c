@@ -270,6 +270,32 @@ static int holds(const struct fpull_target *t, const char *tag, const struct fpu
   return fpull_featureset_has(t->features, tag, db);
 }
 
+/* The largest set that holds on the own line (a subset of own's set, when own is not NULL),
+ * else the largest that holds; equal sizes in table order. only: 1 the x86-64 levels, 2 the
+ * Arm architecture levels (armv8-a ... armv9-a), 0 every other tag. */
+static const char *largest(const struct fpull_tagdb *db, const struct fpull_target *t,
+                           const struct fp_tag *own, int only)
+{
+  const char *const *tags = fpull_tagdb_tags(db, t->architecture);
+  const char *best = NULL;
+  size_t best_n = 0;
+  int best_line = 0;
+  for (size_t i = 0; tags && tags[i]; i++) {
+    int kind = strncmp(tags[i], "x86-64-v", 8) == 0 ? 1 : strncmp(tags[i], "armv", 4) == 0 ? 2 : 0;
+    int want = only == 2 ? kind == 2 : only == 1 ? kind == 1 : kind != 1;
+    if (!want || !holds(t, tags[i], db))
+      continue;
+    const struct fp_tag *tag = fp_tagdb_find(db, tags[i]);
+    int line = own && fp_tag_subset(tag, own);
+    if (line > best_line || (line == best_line && tag->n_isa > best_n)) {
+      best = tag->name;
+      best_n = tag->n_isa;
+      best_line = line;
+    }
+  }
+  return best;
+}
+
 const char *fpull_best_cpu_tag(const struct fpull_tagdb *db, const struct fpull_target *t,
                                const struct fpull_cpu_info *ci, int levels)
 {
@@ -279,23 +305,16 @@ const char *fpull_best_cpu_tag(const struct fpull_tagdb *db, const struct fpull_
   const struct fp_tag *own_tag = own ? fp_tagdb_find(db, own) : NULL;
   if (own_tag && holds(t, own_tag->name, db))
     return own_tag->name;
-  /* The largest set that holds on the CPU's own line (a subset of its generation's set),
-   * else the largest that holds; equal sizes in table order. */
-  const char *const *tags = fpull_tagdb_tags(db, t->architecture);
-  const char *best = NULL;
-  size_t best_n = 0;
-  int best_line = 0;
-  for (size_t i = 0; tags && tags[i]; i++) {
-    int is_level = strncmp(tags[i], "x86-64-v", 8) == 0;
-    if (is_level != !!levels || !holds(t, tags[i], db))
-      continue;
-    const struct fp_tag *tag = fp_tagdb_find(db, tags[i]);
-    int line = own_tag && fp_tag_subset(tag, own_tag);
-    if (line > best_line || (line == best_line && tag->n_isa > best_n)) {
-      best = tag->name;
-      best_n = tag->n_isa;
-      best_line = line;
-    }
+  /* An arm64 host whose own core cannot run (the kernel or a hypervisor hides pointer
+   * authentication or RNG) or that GCC has no name for (Qualcomm Kryo, NVIDIA Denver, a core
+   * newer than the table): the largest Arm architecture level that holds, as GCC's
+   * -mcpu=native then says -march=armv8.N-a+..., not another vendor's core of equal set (a
+   * Snapdragon is no thunderxt88p1, a Neoverse N2 no a64fx). */
+  if (!levels && ci && ci->architecture && strcmp(ci->architecture, "arm64") == 0 &&
+      t->architecture && strcmp(t->architecture, "arm64") == 0) {
+    const char *level = largest(db, t, own_tag, 2);
+    if (level)
+      return level;
   }
-  return best;
+  return largest(db, t, own_tag, levels ? 1 : 0);
 }

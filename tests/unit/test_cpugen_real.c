@@ -2,18 +2,21 @@
  * AT_PLATFORM, with the extensions from the kernel's AT_HWCAP/AT_HWCAP2 (lib/detect/hwcap.c),
  * as `fpull features` reports them on those hosts.
  *
- * 22 machines: 16 arm64 (tests/fixtures/cpuinfo/arm64.txt: archspec/archspec-json's
- * tests/targets, commit 90b453f4053b: Graviton (Cortex-A72), Graviton 2 (Neoverse N1),
- * Graviton 3 (Neoverse V1) twice, Neoverse N2 twice, Neoverse V2 / NVIDIA Grace three times,
+ * 67 machines. 61 arm64 (tests/fixtures/cpuinfo/arm64.txt): 16 from archspec/archspec-json's
+ * tests/targets (commit 90b453f4053b: Graviton 1, 2 and 3 (Cortex-A72, Neoverse N1 and V1),
+ * Neoverse V1 under RHEL 8, Neoverse N2 twice, Neoverse V2 / NVIDIA Grace three times,
  * Neoverse V3AE, Fujitsu A64FX, Marvell ThunderX2, AmpereOne and AmpereOne A, Apple M1 and
- * M2 under Asahi Linux) and 6 POWER (tests/fixtures/cpuinfo/ppc64le.txt: archspec's POWER8NVL,
- * POWER9 and POWER10, and google/cpu_features' POWER7, POWER8 and POWER9, commit 054aa19350c2;
- * their AT_HWCAP2 words reconstructed from the kernel's table for the PVR).
+ * M2 under Asahi Linux), 44 phones, tablets and boards from pytorch/cpuinfo's test/cpuinfo
+ * (commit d6108819d1d4: Cortex-A35/A53/A55/A57/A72, Exynos, Kirin, Snapdragon with Qualcomm
+ * Kryo parts GCC has no name for, NVIDIA Denver, ThunderX at Scaleway) and 1 from
+ * google/cpu_features (Cortex-A53). 6 POWER (tests/fixtures/cpuinfo/ppc64le.txt: archspec's
+ * POWER8NVL, POWER9 and POWER10, google/cpu_features' POWER7, POWER8 and POWER9, commit
+ * 054aa19350c2; their AT_HWCAP2 words reconstructed from the kernel's table for the PVR).
  *
  * On each: the best tag is the core's own GCC name (the fixture's CORE) wherever the table has
- * that name and every extension it gates on is in the kernel's words; else a tag whose
- * extensions all are (never the core's name); and no tag reported lacks an extension it gates
- * on (0 wrong tags). */
+ * that name and every extension it gates on is in the kernel's words (42 arm64, 5 POWER);
+ * else, on arm64, an architecture level (armv8-a ... armv9-a), never the core's name nor
+ * another vendor's core; and no tag reported lacks an extension it gates on (0 wrong tags). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +62,7 @@ static void words_of(const char *features, uint64_t *hw, uint64_t *hw2)
 }
 
 struct tally {
-  size_t machines, own, own_runs, wrong, missed;
+  size_t machines, own, own_runs, wrong, missed, other_core;
 };
 
 /* One machine: ci (architecture, family/model or variant set) with the names of the words. */
@@ -114,9 +117,16 @@ static void judge(const struct fpull_tagdb *db, struct fpull_cpu_info *ci, const
     }
   } else if (best && strcmp(best, core) == 0) {
     th_fail(__FILE__, __LINE__, "%s: best tag %s, whose code does not run there", machine, best);
+  } else if (strcmp(ci->architecture, "arm64") == 0 && (!best || strncmp(best, "armv", 4) != 0)) {
+    /* Not its own core: an architecture level, not another vendor's core. */
+    th_fail(__FILE__, __LINE__, "%s: best tag %s, want an armv8/armv9 level", machine,
+            best ? best : "none");
+    tl->other_core++;
   }
   if (core_isa && (!gen || strcmp(gen, core) != 0))
     th_fail(__FILE__, __LINE__, "%s: generation %s, want %s", machine, gen ? gen : "none", core);
+  if (strcmp(core, "-") == 0 && gen) /* a part GCC has no name for */
+    th_fail(__FILE__, __LINE__, "%s: generation %s, want none", machine, gen);
   /* No tag reported whose gated extensions the CPU lacks. */
   const char *const *tags = fpull_tagdb_tags(db, ci->architecture);
   for (size_t i = 0; tags && tags[i]; i++) {
@@ -181,7 +191,9 @@ TEST(arm64_real_machines_best_tag_is_the_own_core)
           "arm64: %zu machines, %zu cores in the table, %zu whose code runs there, %zu "
           "missed, %zu wrong tags\n",
           tl.machines, tl.own, tl.own_runs, tl.missed, tl.wrong);
-  CHECK_INT_EQ(tl.machines, 16);
+  CHECK_INT_EQ(tl.machines, 61);
+  CHECK_INT_EQ(tl.other_core, 0);
+  CHECK_INT_EQ(tl.own_runs, 42);
   CHECK_INT_EQ(tl.missed, 0);
   CHECK_INT_EQ(tl.wrong, 0);
   fpull_tagdb_free(db);
