@@ -272,7 +272,8 @@ static int holds(const struct fpull_target *t, const char *tag, const struct fpu
 
 /* The largest set that holds on the own line (a subset of own's set, when own is not NULL),
  * else the largest that holds; equal sizes in table order. only: 1 the x86-64 levels, 2 the
- * Arm architecture levels (armv8-a ... armv9-a), 0 every other tag. */
+ * A-profile Arm architecture levels (armv8-a ... armv9-a; not armv8-r, the R profile), 0 every
+ * other tag. */
 static const char *largest(const struct fpull_tagdb *db, const struct fpull_target *t,
                            const struct fp_tag *own, int only)
 {
@@ -281,7 +282,10 @@ static const char *largest(const struct fpull_tagdb *db, const struct fpull_targ
   size_t best_n = 0;
   int best_line = 0;
   for (size_t i = 0; tags && tags[i]; i++) {
-    int kind = strncmp(tags[i], "x86-64-v", 8) == 0 ? 1 : strncmp(tags[i], "armv", 4) == 0 ? 2 : 0;
+    size_t len = strlen(tags[i]);
+    int kind = strncmp(tags[i], "x86-64-v", 8) == 0 ? 1
+               : strncmp(tags[i], "armv", 4) == 0   ? (strcmp(tags[i] + len - 2, "-a") == 0 ? 2 : 3)
+                                                    : 0;
     int want = only == 2 ? kind == 2 : only == 1 ? kind == 1 : kind != 1;
     if (!want || !holds(t, tags[i], db))
       continue;
