@@ -134,6 +134,8 @@ static void sqsh_better_entry(const struct runner *rn, const struct fp_sqfs_plat
   struct fpull_match *m = NULL;
   if (fpull_match_entries(&m, t, idx->manifests, idx->n_manifests, db, &err) == 0 &&
       m->chosen >= 0 && idx->manifests[m->chosen].platform &&
+      /* A nested index's entry would need the index followed: not said. */
+      fpull_media_type_kind(idx->manifests[m->chosen].media_type) == 1 &&
       strcmp(idx->manifests[m->chosen].digest, rec->manifest_digest) != 0) {
     cleanup_free char *better =
         entry_words(idx->manifests[m->chosen].platform, idx->manifests[m->chosen].digest);
