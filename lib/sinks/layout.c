@@ -203,6 +203,27 @@ static cJSON *manifest_desc(const struct entry *e, enum fpull_layout_kind kind)
   return desc;
 }
 
+/* The image's manifest, config and layers under blobs/ (into a new layout, or added to
+ * an existing one, where add_file keeps a blob already there). */
+static int out_image_blobs(struct out *o, fpull_cache *c, const struct entry *e, fpull_err *err)
+{
+  int rc = out_dir(o, "blobs", err);
+  cleanup_free char *mname = blob_name(e->manifest_digest);
+  if (rc == 0) {
+    char *slash = strrchr(mname, '/');
+    *slash = '\0';
+    rc = out_dir(o, mname, err);
+    *slash = '/';
+  }
+  if (rc == 0)
+    rc = out_file(o, mname, e->manifest_text, -1, e->manifest_len, err);
+  if (rc == 0)
+    rc = out_blob(o, c, &e->m->config, err);
+  for (size_t i = 0; rc == 0 && i < e->m->n_layers; i++)
+    rc = out_blob(o, c, &e->m->layers[i], err);
+  return rc;
+}
+
 static int write_layout(struct out *o, fpull_cache *c, const struct entry *e,
                         enum fpull_layout_kind kind, fpull_err *err)
 {
@@ -220,20 +241,7 @@ static int write_layout(struct out *o, fpull_cache *c, const struct entry *e,
   cJSON_Delete(index);
 
   if (rc == 0)
-    rc = out_dir(o, "blobs", err);
-  if (rc == 0) {
-    cleanup_free char *mname = blob_name(e->manifest_digest);
-    char *slash = strrchr(mname, '/');
-    *slash = '\0';
-    rc = out_dir(o, mname, err);
-    *slash = '/';
-    if (rc == 0)
-      rc = out_file(o, mname, e->manifest_text, -1, e->manifest_len, err);
-  }
-  if (rc == 0)
-    rc = out_blob(o, c, &e->m->config, err);
-  for (size_t i = 0; rc == 0 && i < e->m->n_layers; i++)
-    rc = out_blob(o, c, &e->m->layers[i], err);
+    rc = out_image_blobs(o, c, e, err);
 
   if (rc == 0 && kind == FPULL_LAYOUT_DOCKER_ARCHIVE) {
     /* docker load's manifest.json; it and skopeo decompress gzip and zstd layers. */
@@ -379,20 +387,7 @@ static int add_to_layout(struct out *o, fpull_cache *c, const struct entry *e, f
   if (rc == 0)
     rc = check_name(index, e->name, o->force, o->dest, err);
   if (rc == 0)
-    rc = out_dir(o, "blobs", err);
-  cleanup_free char *mname = blob_name(e->manifest_digest);
-  if (rc == 0) {
-    char *slash = strrchr(mname, '/');
-    *slash = '\0';
-    rc = out_dir(o, mname, err);
-    *slash = '/';
-  }
-  if (rc == 0)
-    rc = out_file(o, mname, e->manifest_text, -1, e->manifest_len, err);
-  if (rc == 0)
-    rc = out_blob(o, c, &e->m->config, err);
-  for (size_t i = 0; rc == 0 && i < e->m->n_layers; i++)
-    rc = out_blob(o, c, &e->m->layers[i], err);
+    rc = out_image_blobs(o, c, e, err);
   if (rc == 0) {
     cJSON *list = cJSON_GetObjectItemCaseSensitive(index, "manifests");
     cJSON *old = e->name ? named_entry(index, e->name) : NULL;
