@@ -348,6 +348,31 @@ class SlurmPlugin(SlurmCase):
                          (slurm.NOBODY, "hello\n"))
         self.assertEqual(os.listdir(ro), [])
 
+    def test_relative_mount_source_is_the_submit_directorys(self):
+        # As pyxis: a relative SRC of --fpull-mounts is in the directory srun runs from.
+        work = os.path.join(self.tmp, "work")
+        os.makedirs(os.path.join(work, "sub"))
+        with open(os.path.join(work, "sub", "in"), "w") as f:
+            f.write("here\n")
+        for d in (work, os.path.join(work, "sub")):
+            os.chmod(d, 0o755)
+        os.chmod(os.path.join(work, "sub", "in"), 0o644)
+
+        def srun_in_work(mounts):
+            return subprocess.run(
+                ["runuser", "-u", "nobody", "--", "env", "PWD=" + work, "srun",
+                 "--fpull-image=" + self.other_ref, "--fpull-mounts=" + mounts, "sh", "-c",
+                 "cat /data/in; ls /work"], cwd=work, env=self.cluster.env(),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=180)
+        cp = srun_in_work("sub:/data,./:/work:ro")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "here\nsub\n"), cp.stderr)
+        # Checked at submit as an absolute one: one that is not there is named by its path.
+        cp = srun_in_work("./nope:/data")
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertIn("fpull: --fpull-mounts: %s/nope: No such file or directory" % work,
+                      cp.stderr)
+        self.assert_clean()
+
     def test_four_tasks_share_one_container(self):
         cp = self.srun(["-n", "4", "-O", "--fpull-image=" + self.other_ref, "sh", "-c",
                         'echo "$SLURM_PROCID $(readlink /proc/self/ns/mnt) $(cat /etc/kind)"'])

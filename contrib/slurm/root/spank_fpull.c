@@ -366,7 +366,13 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
       (size_t)snprintf(image, sizeof image, "%s/%s", cwd, r.image) < sizeof image)
     r.image = image;
   r.features = option(sp, FP_OPT_FEATURES);
+  /* A relative SRC of --fpull-mounts is in the directory the step was started from, as
+   * the submit checked it (common/settings.h). */
+  cleanup_free char *mounts = NULL;
   r.mounts = option(sp, FP_OPT_MOUNTS);
+  if (r.mounts &&
+      (job_env(sp, "PWD", cwd, sizeof cwd) || job_env(sp, "SLURM_SUBMIT_DIR", cwd, sizeof cwd)))
+    r.mounts = mounts = fp_slurm_mounts_resolve(r.mounts, cwd);
   r.mount_home = option(sp, FP_OPT_NO_MOUNT_HOME) ? 0
                  : option(sp, FP_OPT_MOUNT_HOME)  ? 1
                                                   : settings.mount_home;
