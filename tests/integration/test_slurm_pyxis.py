@@ -35,7 +35,7 @@ import unittest
 import fpull
 import images
 import slurm
-from test_slurm import DATA_DIR, PLUGIN, SlurmCase, tools_layer
+from test_slurm import DATA_DIR, PLUGIN, SlurmCase, on_node, tools_layer
 
 # -- what became of each pyxis test ---------------------------------------------------------
 NA_ENV_VARS = ("PYXIS_* environment variables: fpull's options are command-line options or "
@@ -772,7 +772,7 @@ def _(t):
     attempts = [ln for ln in r.output.splitlines()
                 if ln.startswith("fpull: ") and "not found" in ln]
     t.assertEqual(len(attempts), 1, str(r))
-    t.assertIn("fpull: %s:latest: manifest latest not found" % missing, attempts[0])
+    t.assertIn(on_node("fpull: %s:latest: manifest latest not found" % missing), attempts[0])
 
 
 @port("docker_image.bats", "docker:// explicit import")

@@ -53,6 +53,7 @@ int fp_slurm_request_pack(struct fp_buf *out, const struct fp_slurm_request *r)
   put(out, "pmix_dir", r->pmix_dir);
   put(out, "script", r->script);
   put(out, "pin", r->pin);
+  put(out, "node", r->node);
   return out->len <= FP_SLURM_REQUEST_MAX ? 0 : -1;
 }
 
@@ -126,6 +127,7 @@ int fp_slurm_request_unpack(struct fp_slurm_request *r, struct fp_slurm_settings
     STR("pmix_dir", r->pmix_dir)
     STR("script", r->script)
     STR("pin", r->pin)
+    STR("node", r->node)
     else bad = 1;
 #undef NUM
 #undef STR

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,6 +46,36 @@ void fp_slurm_run_deadline_clear(void)
   pull_timed_out = 0;
 }
 
+/* The node's name for the lines said here (fp_slurm_say_node). */
+static char say_node[256];
+
+void fp_slurm_say_node(const char *name)
+{
+  snprintf(say_node, sizeof say_node, "%s", name ? name : "");
+  if (name && !name[0])
+    gethostname(say_node, sizeof say_node - 1);
+}
+
+/* Writes one line of n bytes (its newline included): "fpull: " lines with the node's name
+ * after the prefix. */
+static void say_line(const char *line, size_t n)
+{
+  static const char prefix[] = "fpull: ";
+  size_t plen = sizeof prefix - 1;
+  if (say_node[0] && n > plen && strncmp(line, prefix, plen) == 0) {
+    char node[sizeof say_node + 2];
+    int k = snprintf(node, sizeof node, "%s: ", say_node);
+    struct iovec iov[3] = {{.iov_base = (void *)prefix, .iov_len = plen},
+                           {.iov_base = node, .iov_len = (size_t)k},
+                           {.iov_base = (void *)(line + plen), .iov_len = n - plen}};
+    ssize_t w = writev(STDERR_FILENO, iov, 3);
+    (void)w;
+    return;
+  }
+  ssize_t w = write(STDERR_FILENO, line, n);
+  (void)w;
+}
+
 void fp_slurm_say(const char *fmt, ...)
 {
   char line[FPULL_ERR_MSG_MAX + 64];
@@ -57,8 +88,7 @@ void fp_slurm_say(const char *fmt, ...)
   if ((size_t)n > sizeof line - 2)
     n = (int)sizeof line - 2;
   line[n++] = '\n';
-  ssize_t w = write(STDERR_FILENO, line, (size_t)n);
-  (void)w;
+  say_line(line, (size_t)n);
 }
 
 /* Writes the complete lines of buf (len bytes) that do not contain drop to our stderr; the
@@ -72,8 +102,7 @@ static size_t forward_lines(char *buf, size_t len, int (*keep)(const char *line)
     buf[i] = '\0';
     if (keep(buf + start)) {
       buf[i] = '\n';
-      ssize_t w = write(STDERR_FILENO, buf + start, i + 1 - start);
-      (void)w;
+      say_line(buf + start, i + 1 - start);
     }
     start = i + 1;
   }

@@ -11,8 +11,15 @@
 /* The most of a program's stdout fp_slurm_run_to keeps. */
 #define FP_SLURM_RUN_OUT_MAX (1u << 20)
 
-/* One line (a newline added) on our stderr, the step's. */
+/* One line (a newline added) on our stderr, the step's. A line "fpull: ..." names the
+ * node once fp_slurm_say_node set it: "fpull: NODE: ...", so that the user of a step on many
+ * nodes sees which one said it. The lines of fpull's own that fp_slurm_run_to passes on
+ * get the same. */
 void fp_slurm_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The node's name (Slurm's, SLURMD_NODENAME) for the lines of fp_slurm_say; "": the host's
+ * name; NULL: none. */
+void fp_slurm_say_node(const char *name);
 
 /* Runs argv: stdout into out (when out is not NULL, bounded); stderr into log, or to
  * /dev/null (quiet), or ours, only the lines keep accepts (when given, with out).

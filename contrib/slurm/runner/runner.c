@@ -220,6 +220,7 @@ int main(int argc, char **argv)
     return err.code ? err.code : FPULL_EFAIL;
   }
   r.info_fd = 4;
+  fp_slurm_say_node(r.node);
   /* slurmstepd's root side refused the site's DIR/UID (root/job_dir.c): the user's own
    * cache instead. */
   if (argc > 1 && strcmp(argv[1], "--no-shared-cache") == 0)

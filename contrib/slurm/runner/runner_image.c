@@ -116,10 +116,8 @@ int fp_runner_from_squashfs(struct runner *rn, struct fp_buf *info)
       return rc == FPULL_EFAIL || rc == 127 ? FPULL_EFAIL : FPULL_EUNSAFE;
     }
   }
-  char host[256] = "";
-  gethostname(host, sizeof host - 1);
   if (!r->quiet)
-    fp_slurm_say("fpull: %s: %s (a SquashFS file, %s)", host, r->image,
+    fp_slurm_say("fpull: %s (a SquashFS file, %s)", r->image,
                  rn->mounted ? "mounted with squashfuse" : "unpacked with unsquashfs");
   return sqsh_config(rn, rootfs, info) == 0 ? 0 : FPULL_EFAIL;
 }
@@ -269,10 +267,7 @@ int fp_runner_from_name(struct runner *rn, cJSON **res, int *lock, int *reused)
     *res = cJSON_CreateObject();
     cJSON_AddStringToObject(*res, "manifest_digest", digest);
     if (!r->quiet) {
-      char host[256] = "";
-      gethostname(host, sizeof host - 1);
-      fp_slurm_say("fpull: %s: container %s (%s) as the job's earlier steps left it", host, r->name,
-                   digest);
+      fp_slurm_say("fpull: container %s (%s) as the job's earlier steps left it", r->name, digest);
     }
     free(digest);
   } else {
@@ -374,10 +369,8 @@ int fp_runner_from_store(struct runner *rn, cJSON **res, int *lock)
     cJSON_AddItemToObject(o, "why", cJSON_Duplicate(cJSON_GetObjectItem(e, "why"), 1));
   }
   if (kept) {
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
     if (!r->quiet)
-      fp_slurm_say("fpull: %s: %s: %s is kept on this node: not unpacked again", host, r->image, d);
+      fp_slurm_say("fpull: %s: %s is kept on this node: not unpacked again", r->image, d);
   } else {
     /* By the entry's digest alone: the tag names the index, not this entry. */
     cleanup_free char *pinned = fp_runner_pinned_ref(r->image, d);
