@@ -48,6 +48,32 @@ void fp_slurm_run_deadline_clear(void)
 
 /* The node's name for the lines said here (fp_slurm_say_node). */
 static char say_node[256];
+/* The step was cancelled: no line but fp_slurm_say_cancelled's. */
+static volatile sig_atomic_t cancelled;
+static int cancel_armed; /* fp_slurm_run_cancellable was called */
+
+static void on_cancel(int sig)
+{
+  (void)sig;
+  cancelled = 1;
+  if (pull_child > 0)
+    kill(pull_child, SIGTERM);
+}
+
+void fp_slurm_run_cancellable(void)
+{
+  cancel_armed = 1;
+  struct sigaction sa = {.sa_handler = on_cancel, .sa_flags = SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+}
+
+int fp_slurm_run_cancelled(void)
+{
+  return cancelled;
+}
 
 void fp_slurm_say_node(const char *name)
 {
@@ -60,6 +86,8 @@ void fp_slurm_say_node(const char *name)
  * after the prefix. */
 static void say_line(const char *line, size_t n)
 {
+  if (cancelled)
+    return;
   static const char prefix[] = "fpull: ";
   size_t plen = sizeof prefix - 1;
   if (say_node[0] && n > plen && strncmp(line, prefix, plen) == 0) {
@@ -74,6 +102,16 @@ static void say_line(const char *line, size_t n)
   }
   ssize_t w = write(STDERR_FILENO, line, n);
   (void)w;
+}
+
+void fp_slurm_say_cancelled(const char *what)
+{
+  sig_atomic_t was = cancelled;
+  cancelled = 0;
+  fp_slurm_say("fpull: %s: the pull was cancelled with the step (its other nodes say nothing "
+               "of it)",
+               what);
+  cancelled = was;
 }
 
 void fp_slurm_say(const char *fmt, ...)
@@ -100,6 +138,10 @@ static size_t forward_lines(char *buf, size_t len, int (*keep)(const char *line)
     if (buf[i] != '\n')
       continue;
     buf[i] = '\0';
+    /* The program was interrupted (SIGTERM, SIGINT): the step is being cancelled, and the
+     * signal reached it before us. */
+    if (strncmp(buf + start, "fpull: interrupted (", 20) == 0 && cancel_armed)
+      cancelled = 1;
     if (keep(buf + start)) {
       buf[i] = '\n';
       say_line(buf + start, i + 1 - start);
@@ -203,7 +245,7 @@ int fp_slurm_run_to(char *const argv[], char *const envp[], struct fp_buf *out, 
         if (n > 0) {
           kept = forward_lines(line, kept + (size_t)n, keep);
           if (kept == sizeof line - 1) { /* a line longer than the buffer: as it is */
-            ssize_t w = write(STDERR_FILENO, line, kept);
+            ssize_t w = cancelled ? 0 : write(STDERR_FILENO, line, kept);
             (void)w;
             kept = 0;
           }
@@ -212,7 +254,7 @@ int fp_slurm_run_to(char *const argv[], char *const envp[], struct fp_buf *out, 
         }
       }
     }
-    if (kept) {
+    if (kept && !cancelled) {
       ssize_t w = write(STDERR_FILENO, line, kept);
       (void)w;
     }

@@ -21,6 +21,17 @@ void fp_slurm_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * name; NULL: none. */
 void fp_slurm_say_node(const char *name);
 
+/* From now, SIGTERM, SIGINT and SIGHUP (the step cancelled: scancel, srun's Ctrl-C) end the
+ * program running (fp_slurm_run_to's) and silence every line said or passed on after it:
+ * a step cancelled on a thousand nodes is not a thousand lines. fp_slurm_run_cancelled:
+ * whether one came. */
+void fp_slurm_run_cancellable(void);
+int fp_slurm_run_cancelled(void);
+
+/* The one line of a cancelled step ("fpull: NODE: what: the pull was cancelled ..."),
+ * said whatever the silence; the caller says it on the step's first node only. */
+void fp_slurm_say_cancelled(const char *what);
+
 /* Runs argv: stdout into out (when out is not NULL, bounded); stderr into log, or to
  * /dev/null (quiet), or ours, only the lines keep accepts (when given, with out).
  * Its exit code, or FPULL_EFAIL when it did not exit (FPULL_ENET after the deadline). */

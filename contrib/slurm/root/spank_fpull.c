@@ -418,6 +418,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   uint32_t node = 0;
   if (spank_get_item(sp, S_JOB_NODEID, &node) == ESPANK_SUCCESS && node == 0)
     r.save = option(sp, FP_OPT_SAVE);
+  r.node_id = node;
   char pmix[PATH_MAX];
   r.pmix_dir = pmix_dir(sp, r.job_id, r.step_id, pmix, sizeof pmix);
   int argc = 0;
