@@ -45,8 +45,10 @@ FPULL_API const char *fpull_cpu_generation(const struct fpull_tagdb *db,
                                            const struct fpull_cpu_info *ci);
 /* Added in v6. The best CPU tag the target holds: ci's own generation when it holds (ci may
  * be NULL), else the tag with the largest ISA set on the CPU's own line (a subset of its
- * generation's set), else the largest of all; equal sets in table order. levels 1: the best x86-64
- * level instead. NULL when no tag holds. Owned by db. */
+ * generation's set), else the largest of all; equal sets in table order. An arm64 ci whose
+ * own core cannot run or has no name gets the largest Arm architecture level (armv8-a ...)
+ * that holds, not another core. levels 1: the best x86-64 level instead. NULL when no tag holds.
+ * Owned by db. */
 FPULL_API const char *fpull_best_cpu_tag(const struct fpull_tagdb *db, const struct fpull_target *t,
                                          const struct fpull_cpu_info *ci, int levels);
 

@@ -105,7 +105,8 @@ static int unpack(struct fp_session *s, const struct fp_resolved *r, struct fp_f
   /* A SquashFS file keeps the image's Env, WorkingDir and Entrypoint as enroot's import
    * does (sinks/sqfs_config.h): run later from the file alone, it runs as the image. */
   cleanup_free char *source = fp_sqfs_provenance(s->reference, r->manifest_digest);
-  struct fp_sqfs_image img = {r->config_json, r->config_len, source};
+  struct fp_sqfs_image img = {r->config_json,  r->config_len,      source,     s->reference,
+                              r->index_digest, r->manifest_digest, r->platform};
   int rc = uo.format == FPULL_FORMAT_SQUASHFS
                ? fp_unpack_squashfs_image(dest, layers, n, &uo, &img, &st, err)
                : fpull_unpack_rootfs(dest, layers, n, &uo, &st, err);

@@ -180,28 +180,50 @@ static const char *centaur(unsigned family, unsigned model, char *const *isa)
                                           : "k8";
 }
 
-/* arm64: MIDR_EL1's implementer and part number, as GCC's -mcpu=native reads them
- * (gcc/config/aarch64/aarch64-cores.def). NVIDIA Grace reports Arm's Neoverse V2. */
+/* arm64: MIDR_EL1's implementer and part number, as GCC's -mcpu=native reads them: the first
+ * entry of gcc/config/aarch64/aarch64-cores.def (gcc 12; gcc 13 for cortex-a715, cortex-x3,
+ * cortex-x1c, ampere1a, cobalt-100, apple-m1, apple-m2) with that pair, so 0x43 0x0a2 is
+ * octeontx81 (thunderxt81 comes later) and 0x42 0x516 is thunderx2t99p1 (thunderx2t99 is
+ * Cavium's 0x43 0x0af). NVIDIA Grace reports Arm's Neoverse V2; an Apple M1/M2 Pro and Max
+ * their own parts (the kernel's cputype.h). Entries GCC keys on the variant too (emag on
+ * 0x50 0x000 variant 3, thunderxt88p1, thunderx3t110 variant 0x0a) match here by part alone:
+ * the detector reads no variant. Checked on 16 real machines (tests/unit/test_cpugen_real.c). */
 static const struct {
   unsigned implementer, part;
   const char *name;
 } arm_parts[] = {
-    {0x41, 0xd02, "cortex-a34"},   {0x41, 0xd03, "cortex-a53"},    {0x41, 0xd04, "cortex-a35"},
-    {0x41, 0xd05, "cortex-a55"},   {0x41, 0xd06, "cortex-a65"},    {0x41, 0xd07, "cortex-a57"},
-    {0x41, 0xd08, "cortex-a72"},   {0x41, 0xd09, "cortex-a73"},    {0x41, 0xd0a, "cortex-a75"},
-    {0x41, 0xd0b, "cortex-a76"},   {0x41, 0xd0c, "neoverse-n1"},   {0x41, 0xd0d, "cortex-a77"},
-    {0x41, 0xd0e, "cortex-a76ae"}, {0x41, 0xd15, "cortex-r82"},    {0x41, 0xd40, "neoverse-v1"},
-    {0x41, 0xd41, "cortex-a78"},   {0x41, 0xd42, "cortex-a78ae"},  {0x41, 0xd43, "cortex-a65ae"},
-    {0x41, 0xd44, "cortex-x1"},    {0x41, 0xd46, "cortex-a510"},   {0x41, 0xd47, "cortex-a710"},
-    {0x41, 0xd48, "cortex-x2"},    {0x41, 0xd49, "neoverse-n2"},   {0x41, 0xd4a, "neoverse-e1"},
-    {0x41, 0xd4b, "cortex-a78c"},  {0x41, 0xd4c, "cortex-x1c"},    {0x41, 0xd4d, "cortex-a715"},
-    {0x41, 0xd4e, "cortex-x3"},    {0x41, 0xd4f, "neoverse-v2"},   {0x42, 0x516, "thunderx2t99"},
-    {0x43, 0x0a1, "thunderxt88"},  {0x43, 0x0a2, "thunderxt81"},   {0x43, 0x0a3, "thunderxt83"},
-    {0x43, 0x0af, "thunderx2t99"}, {0x43, 0x0b8, "thunderx3t110"}, {0x46, 0x001, "a64fx"},
-    {0x48, 0xd01, "tsv110"},       {0x50, 0x000, "xgene1"},        {0x51, 0xc00, "qdf24xx"},
-    {0x51, 0xc01, "saphira"},      {0x61, 0x022, "apple-m1"},      {0x61, 0x023, "apple-m1"},
-    {0x61, 0x032, "apple-m2"},     {0x61, 0x033, "apple-m2"},      {0x6d, 0xd49, "cobalt-100"},
-    {0xc0, 0xac3, "ampere1"},      {0xc0, 0xac4, "ampere1a"},
+    {0x41, 0xd02, "cortex-a34"},     {0x41, 0xd03, "cortex-a53"},
+    {0x41, 0xd04, "cortex-a35"},     {0x41, 0xd05, "cortex-a55"},
+    {0x41, 0xd06, "cortex-a65"},     {0x41, 0xd07, "cortex-a57"},
+    {0x41, 0xd08, "cortex-a72"},     {0x41, 0xd09, "cortex-a73"},
+    {0x41, 0xd0a, "cortex-a75"},     {0x41, 0xd0b, "cortex-a76"},
+    {0x41, 0xd0c, "neoverse-n1"},    {0x41, 0xd0d, "cortex-a77"},
+    {0x41, 0xd0e, "cortex-a76ae"},   {0x41, 0xd15, "cortex-r82"},
+    {0x41, 0xd40, "neoverse-v1"},    {0x41, 0xd41, "cortex-a78"},
+    {0x41, 0xd42, "cortex-a78ae"},   {0x41, 0xd43, "cortex-a65ae"},
+    {0x41, 0xd44, "cortex-x1"},      {0x41, 0xd46, "cortex-a510"},
+    {0x41, 0xd47, "cortex-a710"},    {0x41, 0xd48, "cortex-x2"},
+    {0x41, 0xd49, "neoverse-n2"},    {0x41, 0xd4a, "neoverse-e1"},
+    {0x41, 0xd4b, "cortex-a78c"},    {0x41, 0xd4c, "cortex-x1c"},
+    {0x41, 0xd4d, "cortex-a715"},    {0x41, 0xd4e, "cortex-x3"},
+    {0x41, 0xd4f, "neoverse-v2"},    {0x42, 0x516, "thunderx2t99p1"},
+    {0x43, 0x0a0, "thunderx"},       {0x43, 0x0a1, "thunderxt88"},
+    {0x43, 0x0a2, "octeontx81"},     {0x43, 0x0a3, "octeontx83"},
+    {0x43, 0x0af, "thunderx2t99"},   {0x43, 0x0b0, "octeontx2"},
+    {0x43, 0x0b1, "octeontx2t98"},   {0x43, 0x0b2, "octeontx2t96"},
+    {0x43, 0x0b3, "octeontx2f95"},   {0x43, 0x0b4, "octeontx2f95n"},
+    {0x43, 0x0b5, "octeontx2f95mm"}, {0x43, 0x0b8, "thunderx3t110"},
+    {0x46, 0x001, "a64fx"},          {0x48, 0xd01, "tsv110"},
+    {0x50, 0x000, "xgene1"},         {0x51, 0xc00, "qdf24xx"},
+    {0x51, 0xc01, "saphira"},        {0x53, 0x001, "exynos-m1"},
+    {0x61, 0x022, "apple-m1"},       {0x61, 0x023, "apple-m1"},
+    {0x61, 0x024, "apple-m1"},       {0x61, 0x025, "apple-m1"},
+    {0x61, 0x028, "apple-m1"},       {0x61, 0x029, "apple-m1"},
+    {0x61, 0x032, "apple-m2"},       {0x61, 0x033, "apple-m2"},
+    {0x61, 0x034, "apple-m2"},       {0x61, 0x035, "apple-m2"},
+    {0x61, 0x038, "apple-m2"},       {0x61, 0x039, "apple-m2"},
+    {0x68, 0x000, "phecda"},         {0x6d, 0xd49, "cobalt-100"},
+    {0xc0, 0xac3, "ampere1"},        {0xc0, 0xac4, "ampere1a"},
 };
 
 static const char *arm64(unsigned implementer, unsigned part)
@@ -248,6 +270,36 @@ static int holds(const struct fpull_target *t, const char *tag, const struct fpu
   return fpull_featureset_has(t->features, tag, db);
 }
 
+/* The largest set that holds on the own line (a subset of own's set, when own is not NULL),
+ * else the largest that holds; equal sizes in table order. only: 1 the x86-64 levels, 2 the
+ * A-profile Arm architecture levels (armv8-a ... armv9-a; not armv8-r, the R profile), 0 every
+ * other tag. */
+static const char *largest(const struct fpull_tagdb *db, const struct fpull_target *t,
+                           const struct fp_tag *own, int only)
+{
+  const char *const *tags = fpull_tagdb_tags(db, t->architecture);
+  const char *best = NULL;
+  size_t best_n = 0;
+  int best_line = 0;
+  for (size_t i = 0; tags && tags[i]; i++) {
+    size_t len = strlen(tags[i]);
+    int kind = strncmp(tags[i], "x86-64-v", 8) == 0 ? 1
+               : strncmp(tags[i], "armv", 4) == 0   ? (strcmp(tags[i] + len - 2, "-a") == 0 ? 2 : 3)
+                                                    : 0;
+    int want = only == 2 ? kind == 2 : only == 1 ? kind == 1 : kind != 1;
+    if (!want || !holds(t, tags[i], db))
+      continue;
+    const struct fp_tag *tag = fp_tagdb_find(db, tags[i]);
+    int line = own && fp_tag_subset(tag, own);
+    if (line > best_line || (line == best_line && tag->n_isa > best_n)) {
+      best = tag->name;
+      best_n = tag->n_isa;
+      best_line = line;
+    }
+  }
+  return best;
+}
+
 const char *fpull_best_cpu_tag(const struct fpull_tagdb *db, const struct fpull_target *t,
                                const struct fpull_cpu_info *ci, int levels)
 {
@@ -257,23 +309,16 @@ const char *fpull_best_cpu_tag(const struct fpull_tagdb *db, const struct fpull_
   const struct fp_tag *own_tag = own ? fp_tagdb_find(db, own) : NULL;
   if (own_tag && holds(t, own_tag->name, db))
     return own_tag->name;
-  /* The largest set that holds on the CPU's own line (a subset of its generation's set),
-   * else the largest that holds; equal sizes in table order. */
-  const char *const *tags = fpull_tagdb_tags(db, t->architecture);
-  const char *best = NULL;
-  size_t best_n = 0;
-  int best_line = 0;
-  for (size_t i = 0; tags && tags[i]; i++) {
-    int is_level = strncmp(tags[i], "x86-64-v", 8) == 0;
-    if (is_level != !!levels || !holds(t, tags[i], db))
-      continue;
-    const struct fp_tag *tag = fp_tagdb_find(db, tags[i]);
-    int line = own_tag && fp_tag_subset(tag, own_tag);
-    if (line > best_line || (line == best_line && tag->n_isa > best_n)) {
-      best = tag->name;
-      best_n = tag->n_isa;
-      best_line = line;
-    }
+  /* An arm64 host whose own core cannot run (the kernel or a hypervisor hides pointer
+   * authentication or RNG) or that GCC has no name for (Qualcomm Kryo, NVIDIA Denver, a core
+   * newer than the table): the largest Arm architecture level that holds, as GCC's
+   * -mcpu=native then says -march=armv8.N-a+..., not another vendor's core of equal set (a
+   * Snapdragon is no thunderxt88p1, a Neoverse N2 no a64fx). */
+  if (!levels && ci && ci->architecture && strcmp(ci->architecture, "arm64") == 0 &&
+      t->architecture && strcmp(t->architecture, "arm64") == 0) {
+    const char *level = largest(db, t, own_tag, 2);
+    if (level)
+      return level;
   }
-  return best;
+  return largest(db, t, own_tag, levels ? 1 : 0);
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "fpull/error.h"
+#include "fpull/manifest.h"
 #include "fpull/unpack.h"
 #include "base/util.h"
 
@@ -22,6 +23,12 @@ struct fp_sqfs_image {
   const char *config; /* the image config JSON (verified), config_len bytes */
   size_t config_len;
   const char *source; /* what /etc/rc's "# enroot-provenance:" names, or NULL */
+  /* What /.fpull/platform.json records (sqfs_platform.h); none written without a
+   * manifest_digest. */
+  const char *reference;
+  const char *index_digest; /* NULL for a single manifest */
+  const char *manifest_digest;
+  const struct fpull_platform *platform;
 };
 
 struct fp_sqfs_config_file {

@@ -41,6 +41,7 @@
 #include "unpack/sink.h"
 #include "sqfs_blocks.h"
 #include "sqfs_config.h"
+#include "sqfs_platform.h"
 #include "sqfs_data.h"
 #include "sqfs_file.h"
 #include "sqfs_tree.h"
@@ -401,6 +402,17 @@ static int add_config(struct sqfs_sink *q, fpull_err *err)
   }
   if (rc == 0 && c.workdir)
     q->stats->entries += (uint64_t)add_workdir(q, c.workdir);
+  /* What the file was made from, for a node to check that it covers it (sqfs_platform.h). */
+  if (rc == 0 && q->image->manifest_digest) {
+    cleanup_free char *json = fp_sqfs_platform_json(q->image->reference, q->image->index_digest,
+                                                    q->image->manifest_digest, q->image->platform);
+    struct fp_buf b = {0};
+    fp_buf_append(&b, json, strlen(json));
+    int added;
+    rc = add_file(q, FP_SQFS_PLATFORM_PATH, &b, &added, err);
+    q->stats->entries += (uint64_t)added;
+    fp_buf_free(&b);
+  }
   if (rc == 0 && c.dropped)
     fp_warn("%llu Env entr%s or Volume%s of the image not stored in its /etc/environment or "
             "/etc/fstab: a newline or character enroot's format cannot hold",

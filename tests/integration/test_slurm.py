@@ -673,8 +673,12 @@ class SlurmPlugin(SlurmCase):
         os.mkdir(out)
         shutil.chown(out, "nobody", None)
         sqsh = os.path.join(out, "app.sqsh")
+        # A cache of the user's own, kept between jobs (nobody has no home).
+        ucache = os.path.join(self.tmp, "ucache")
+        os.mkdir(ucache)
+        shutil.chown(ucache, "nobody", None)
         cp = self.srun(["--fpull-image=" + self.os_ref, "--fpull-features=x86-64-v2",
-                        "--fpull-save=" + sqsh, "cat", "/etc/kind"])
+                        "--fpull-save=" + sqsh, "cat", "/etc/kind"], env={"FPULL_CACHE": ucache})
         self.assertEqual((cp.returncode, cp.stdout), (0, "image-v2\n"), cp.stderr)
         self.assertIn(on_node("fpull: saved %s@%s to %s" % (
             self.os_ref, self.images["v2"]["digest"], sqsh)), cp.stderr)
@@ -693,12 +697,20 @@ class SlurmPlugin(SlurmCase):
         # is no proof of what it holds.
         self.reg.stop()
         cp = self.srun(["--fpull-image=" + sqsh, "sh", "-c",
-                        'cat /etc/kind; echo "digest=$FPULL_IMAGE_DIGEST kind=$APP_KIND"; pwd'])
+                        'cat /etc/kind; echo "digest=$FPULL_IMAGE_DIGEST kind=$APP_KIND"; pwd'],
+                       env={"FPULL_CACHE": ucache})
         self.assertEqual((cp.returncode, cp.stdout), (0, "image-v2\ndigest= kind=v2\n/tmp\n"),
                          cp.stderr)
         self.assertNotIn("warning", cp.stderr)
         self.assertRegex(cp.stderr, r"(?m)^fpull: [^ ]+: %s \(a SquashFS file, %s\)$" % (
             sqsh, sqsh_route()))
+        # The file records its entry (issue 41): this node covers it, but would choose the
+        # x86-64-v3 entry of the index, which its cache holds, and says so in one line.
+        self.assertRegex(cp.stderr, r"(?m)^fpull: [^ ]+: %s: this node would choose another "
+                         r"entry of its index sha256:[0-9a-f]{64}: linux/amd64 x86-64-v3, "
+                         r"manifest %s \(the file holds linux/amd64 x86-64-v2, manifest %s; "
+                         % (sqsh, self.images["v3"]["digest"][:19],
+                            self.images["v2"]["digest"][:19]))
         self.assert_clean()
         # A file that is no SquashFS fails the step.
         bad = os.path.join(out, "bad.sqsh")
@@ -713,6 +725,41 @@ class SlurmPlugin(SlurmCase):
         cp = self.srun(["--fpull-image=" + self.os_ref, "--fpull-save=app.sqsh", "true"])
         self.assertNotEqual(cp.returncode, 0)
         self.assertIn("fpull: --fpull-save=app.sqsh: not an absolute path", cp.stderr)
+
+    def test_sqsh_of_an_entry_the_node_does_not_cover_is_refused(self):
+        """Issue 41: a .sqsh records the entry it was made from (/.fpull/platform.json); a
+        node whose features do not cover that entry refuses the file with exit 3, as a pull
+        refuses the entry, in one line naming the node, the file and what it lacks; with
+        --fpull-features that cover it, it runs."""
+        if not shutil.which("unsquashfs"):
+            self.skipTest("unsquashfs is not installed (Debian: squashfs-tools)")
+        have = set(fpull.run_json(["features", "--config", self.config])[1]["features"])
+        lack = next(f for f in ("x86-64-v4", "sapphirerapids", "graniterapids",
+                                "amdgpu-gfx90a") if f not in have)
+        far = images.push_image(self.client, "hpc/far", None, [tools_layer(), kind_layer("far")])
+        near = images.push_image(self.client, "hpc/far", None, [tools_layer(), kind_layer("near")])
+        images.push_index(self.client, "hpc/far", "1.0", [
+            (near, {"os": "linux", "architecture": "amd64", "features": ["x86-64-v2"]}),
+            (far, {"os": "linux", "architecture": "amd64", "features": [lack]})])
+        out = os.path.join(self.tmp, "made")
+        os.mkdir(out)
+        os.chmod(out, 0o755)
+        sqsh = os.path.join(out, "far.sqsh")
+        fpull.run(["pull", "-q", "--format", "squashfs", "--cache-dir",
+                   os.path.join(self.tmp, "rootcache"), "--features", lack,
+                   "%s/hpc/far:1.0" % self.reg.hostport, sqsh], check=0)
+        os.chmod(sqsh, 0o644)
+        cp = self.srun(["--fpull-image=" + sqsh, "cat", "/etc/kind"])
+        self.assertEqual((cp.returncode, cp.stdout), (3, ""), cp.stderr)
+        self.assertRegex(cp.stderr, r"(?m)^fpull: [^ ]+: %s: made from the entry linux/amd64 %s, "
+                         r"manifest %s, which this node does not cover: lacks %s \(exit 3\)$" % (
+                             re.escape(sqsh), re.escape(lack), far["digest"][:19], re.escape(lack)))
+        self.assertNotIn("SquashFS file,", cp.stderr)
+        self.assert_clean()
+        # The node told it has the feature runs the file.
+        cp = self.srun(["--fpull-image=" + sqsh, "--fpull-features=" + lack, "cat", "/etc/kind"])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "far\n"), cp.stderr)
+        self.assert_clean()
 
     def test_saved_file_keeps_the_entrypoint(self):
         """A file saved from an image with an Entrypoint runs it with --fpull-entrypoint, as

@@ -2,8 +2,10 @@
 multi-node fixture, each with its own fpull config (node-private config=, the way a site
 sets a node's features: here platform-features with detect off, standing in for the
 node's detection), and one index with an entry per kind."""
+import json
 import os
 import re
+import subprocess
 
 import fpull
 import images
@@ -103,4 +105,40 @@ class NodeKinds(NodesCase):
         with open(self.reg.log_path) as f:
             f.seek(before)
             self.assertNotIn("/v2/", f.read())
+        self.assert_clean()
+
+    def test_save_of_a_job_of_several_kinds_writes_one_file_per_entry(self):
+        """Issue 41: --fpull-save in a step whose nodes choose different entries never gives
+        one kind's build to another: each entry's file is PATH with its manifest's short
+        digest before .sqsh, written once (node1 and node4 share one), recording its
+        entry; a node that does not cover a file's entry refuses it (exit 3)."""
+        out = os.path.join(self.cluster.shared, "saved")
+        os.mkdir(out)
+        os.chown(out, slurm.NOBODY, slurm.NOBODY)
+        path = os.path.join(out, "app.sqsh")
+        self.assert_each_its_own(self.run_kinds(["--fpull-save=" + path]))
+        files = {kind: os.path.join(out, "app.%s.sqsh" % e["digest"].split(":")[1][:12])
+                 for kind, e in self.entries.items()}
+        self.assertEqual(sorted(f for f in os.listdir(out) if not f.startswith(".")),
+                         sorted(os.path.basename(f) for f in files.values()))
+        for kind, f in files.items():
+            kind_text = subprocess.run(["unsquashfs", "-cat", f, "etc/kind"],
+                                       stdout=subprocess.PIPE, text=True).stdout
+            self.assertEqual(kind_text, "build-%s\n" % kind)
+            rec = json.loads(subprocess.run(["unsquashfs", "-cat", f, ".fpull/platform.json"],
+                                            stdout=subprocess.PIPE, text=True).stdout)
+            self.assertEqual((rec["manifest"], rec["platform"]["features"]),
+                             (self.entries[kind]["digest"], [kind]))
+            self.assertIn("index", rec)
+        # The x86-64-v4 build on an x86-64-v2 node: refused, as a pull would refuse it.
+        cp = self.srun(["-w", "node1", "--fpull-image=" + files["x86-64-v4"], "cat",
+                        "/etc/kind"])
+        self.assertEqual((cp.returncode, cp.stdout), (3, ""), cp.stderr)
+        self.assertRegex(cp.stderr, r"(?m)^fpull: node1: %s: made from the entry linux/amd64 "
+                         r"x86-64-v4, manifest sha256:[0-9a-f]{12}, which this node does not "
+                         r"cover: lacks x86-64-v4 \(exit 3\)$" % re.escape(files["x86-64-v4"]))
+        # Its own kind's file runs there.
+        cp = self.srun(["-w", "node1", "--fpull-image=" + files["x86-64-v2"], "cat",
+                        "/etc/kind"])
+        self.assertEqual((cp.returncode, cp.stdout), (0, "build-x86-64-v2\n"), cp.stderr)
         self.assert_clean()

@@ -2,6 +2,7 @@
 image holds exactly the tree of the directory output, read back through sqfs2tar
 (squashfs-tools-ng), unsquashfs (squashfs-tools) and a squashfuse mount; the same exit
 codes for bad content and options; atomic publish."""
+import json
 import os
 import random
 import re
@@ -546,6 +547,44 @@ class SquashfsImageConfig(SquashfsCase):
         self.assertEqual(cp.returncode, 0, cp.stderr)
         return cp.stdout.replace(root, "ROOT")
 
+    def test_sqfs_records_the_entry_it_was_made_from(self):
+        """Issue 41: /.fpull/platform.json names the chosen entry's platform and features,
+        its manifest, and the index and reference it was chosen from; a single manifest
+        records no index. The dir output gets no such file."""
+        v2 = images.push_image(self.client, "cfg/multi", None, [[{"path": "k", "data": "v2"}]])
+        v3 = images.push_image(self.client, "cfg/multi", None, [[{"path": "k", "data": "v3"}]])
+        idx = images.push_index(self.client, "cfg/multi", "1.0", [
+            (v2, {"os": "linux", "architecture": "amd64", "variant": "v2",
+                  "features": ["x86-64-v2"]}),
+            (v3, {"os": "linux", "architecture": "amd64", "features": ["x86-64-v3", "avx2"]})])
+        img = self.path("multi.sqsh")
+        self.fpull(["pull", "--format", "squashfs", "--features", "x86-64-v3",
+                    self.ref("cfg/multi", "1.0"), img])
+        rec = json.loads(self.cat(img, ".fpull/platform.json"))
+        self.assertEqual(rec, {
+            "mediaType": "application/vnd.fpull.sqsh.platform.v1+json",
+            "reference": self.ref("cfg/multi", "1.0"), "index": idx["digest"],
+            "manifest": v3["digest"],
+            "platform": {"os": "linux", "architecture": "amd64",
+                         "features": ["x86-64-v3", "avx2"]}})
+        self.fpull(["pull", "--format", "squashfs", "--features", "x86-64-v2",
+                    self.ref("cfg/multi", "1.0"), img, "--force"])
+        rec = json.loads(self.cat(img, ".fpull/platform.json"))
+        self.assertEqual((rec["manifest"], rec["platform"]),
+                         (v2["digest"], {"os": "linux", "architecture": "amd64",
+                                         "variant": "v2", "features": ["x86-64-v2"]}))
+        single = images.push_image(self.client, "cfg/one", "tag", [[{"path": "k", "data": "1"}]],
+                                   architecture="arm64")
+        self.fpull(["pull", "--format", "squashfs", "--platform", "linux/arm64",
+                    self.ref("cfg/one", "tag"), img, "--force"])
+        rec = json.loads(self.cat(img, ".fpull/platform.json"))
+        self.assertNotIn("index", rec)
+        self.assertEqual((rec["manifest"], rec["platform"]),
+                         (single["digest"], {"os": "linux", "architecture": "arm64"}))
+        d = self.path("dirout")
+        self.fpull(["pull", "--features", "x86-64-v2", self.ref("cfg/multi", "1.0"), d])
+        self.assertFalse(os.path.exists(os.path.join(d, ".fpull")))
+
     def test_sqfs_stores_env_workdir_entrypoint_as_enroot_does(self):
         img_desc = self.push_config(HOSTILE_CONFIG)
         ref = self.ref("cfg/img", "tag")
@@ -581,12 +620,13 @@ class SquashfsImageConfig(SquashfsCase):
         self.assertEqual(tree['srv/my "app" $x `y`']["kind"], "dir")
         self.assertEqual(tree["etc/rc"]["mode"], 0o644)
         self.fpull(["pull", ref, d], check=0)
-        self.assertEqual(len(tree), len(walk_tree(d)[0]) + 7)  # and etc/, srv/
+        # The four files, etc/, srv/, the WorkingDir, and /.fpull/platform.json in .fpull/.
+        self.assertEqual(len(tree), len(walk_tree(d)[0]) + 9)
         n = re.search(r"(\d+) entries, ", cp.stderr)
         self.assertIsNotNone(n, cp.stderr)
         cpd = self.fpull(["pull", "-v", "--force", ref, d], check=0)
         self.assertEqual(int(n.group(1)), int(re.search(r"(\d+) entries, ", cpd.stderr).group(1))
-                         + 5)
+                         + 6)  # the four files, the WorkingDir, the record
         # The directory output is the layers' tree only.
         self.assertFalse(os.path.lexists(os.path.join(d, "etc", "rc")))
 

@@ -303,3 +303,136 @@ TEST(read_missing_files_are_no_error)
   fp_slurm_sqsh_config_free(&c);
   close(fd);
 }
+
+/* ---- /.fpull/platform.json: the entry a .sqsh was made from (lib/sinks/sqfs_platform.h) ---- */
+
+#define D64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+TEST(platform_record_round_trips)
+{
+  char *feats[] = {"x86-64-v3", "avx2", NULL}, *osf[] = {"win32k", NULL};
+  struct fpull_platform p = {.os = "linux",
+                             .architecture = "amd64",
+                             .variant = "v3",
+                             .os_version = "10",
+                             .os_features = osf,
+                             .features = feats};
+  cleanup_free char *json =
+      fp_sqfs_platform_json("r.example/a/b:1", "sha256:" D64, "sha512:" D64 D64, &p);
+  struct fp_sqfs_platform rec;
+  fpull_err err = {0};
+  CHECK_INT_EQ(fp_sqfs_platform_parse(&rec, json, strlen(json), &err), 0);
+  CHECK_STR_EQ(rec.reference, "r.example/a/b:1");
+  CHECK_STR_EQ(rec.index_digest, "sha256:" D64);
+  CHECK_STR_EQ(rec.manifest_digest, "sha512:" D64 D64);
+  CHECK_STR_EQ(rec.platform.os, "linux");
+  CHECK_STR_EQ(rec.platform.architecture, "amd64");
+  CHECK_STR_EQ(rec.platform.variant, "v3");
+  CHECK_STR_EQ(rec.platform.os_version, "10");
+  check_words(rec.platform.os_features, (const char *const[]){"win32k", NULL});
+  check_words(rec.platform.features, (const char *const[]){"x86-64-v3", "avx2", NULL});
+  fp_sqfs_platform_free(&rec);
+  /* A single manifest: no index, no variant, no features. */
+  struct fpull_platform bare = {.os = "linux", .architecture = "arm64"};
+  cleanup_free char *one = fp_sqfs_platform_json(NULL, NULL, "sha256:" D64, &bare);
+  CHECK_INT_EQ(fp_sqfs_platform_parse(&rec, one, strlen(one), &err), 0);
+  CHECK_NULL(rec.index_digest);
+  CHECK_NULL(rec.reference);
+  CHECK_NULL(rec.platform.variant);
+  CHECK_NULL(rec.platform.features);
+  fp_sqfs_platform_free(&rec);
+}
+
+/* The message of text's refusal (static), checking that nothing is kept. */
+static const char *platform_refusal(const char *text, size_t len)
+{
+  static fpull_err err;
+  memset(&err, 0, sizeof err);
+  struct fp_sqfs_platform rec;
+  int rc = fp_sqfs_platform_parse(&rec, text, len, &err);
+  CHECK_INT_EQ(rc, FPULL_EINTEGRITY);
+  CHECK_NULL(rec.manifest_digest);
+  CHECK_NULL(rec.platform.os);
+  return err.msg;
+}
+
+#define GOOD_HEAD "{\"mediaType\":\"application/vnd.fpull.sqsh.platform.v1+json\","
+#define GOOD_PLATFORM "\"platform\":{\"os\":\"linux\",\"architecture\":\"amd64\"}"
+
+TEST(platform_record_refusals)
+{
+  const char *ok = GOOD_HEAD "\"manifest\":\"sha256:" D64 "\"," GOOD_PLATFORM "}";
+  struct fp_sqfs_platform rec;
+  fpull_err err = {0};
+  CHECK_INT_EQ(fp_sqfs_platform_parse(&rec, ok, strlen(ok), &err), 0);
+  fp_sqfs_platform_free(&rec);
+  static const char *const bad[][2] = {
+      {"not json", "JSON"},
+      {"[]", "not a JSON object"},
+      {"{\"mediaType\":\"application/vnd.fpull.sqsh.platform.v2+json\",\"manifest\":\"sha256:" D64
+       "\"," GOOD_PLATFORM "}",
+       "mediaType"},
+      {GOOD_HEAD "\"manifest\":\"sha256:00\"," GOOD_PLATFORM "}", "\"manifest\" is not a digest"},
+      {GOOD_HEAD "\"manifest\":\"sha256:" D64 "\",\"index\":7," GOOD_PLATFORM "}",
+       "\"index\" is not a digest"},
+      {GOOD_HEAD "\"manifest\":\"sha256:" D64 "\",\"platform\":{\"os\":\"linux\"}}",
+       "no platform with os and architecture"},
+      {GOOD_HEAD "\"manifest\":\"sha256:" D64 "\",\"platform\":{\"os\":\"linux\",\"architecture\":"
+                 "\"amd64\",\"features\":[\"avx2\",3]}}",
+       "wrong type"},
+      {GOOD_HEAD "\"manifest\":\"sha256:" D64 "\",\"platform\":{\"os\":\"linux\",\"architecture\":"
+                 "\"amd64\",\"variant\":[]}}",
+       "wrong type"},
+      /* The same key twice: the strict reader refuses what another reader would take. */
+      {GOOD_HEAD "\"manifest\":\"sha256:" D64 "\",\"manifest\":\"sha256:" D64 "\"," GOOD_PLATFORM
+                 "}",
+       "manifest"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    CHECK_CONTAINS(platform_refusal(bad[i][0], strlen(bad[i][0])), bad[i][1]);
+  /* Bounded: a list over the most features, and a file over 64 KiB. */
+  struct fp_buf b = {0};
+  const char *head = GOOD_HEAD "\"manifest\":\"sha256:" D64 "\",\"platform\":{\"os\":\"linux\","
+                               "\"architecture\":\"amd64\",\"features\":[\"a\"";
+  fp_buf_append(&b, head, strlen(head));
+  for (int i = 0; i < FP_SQFS_PLATFORM_FEATURES_MAX; i++)
+    fp_buf_append(&b, ",\"a\"", 4);
+  fp_buf_append(&b, "]}}", 3);
+  CHECK_CONTAINS(platform_refusal(b.data, b.len), "too long");
+  fp_buf_free(&b);
+  char *big = fp_xcalloc(FP_SQFS_PLATFORM_MAX + 2, 1);
+  memset(big, ' ', FP_SQFS_PLATFORM_MAX + 1);
+  CHECK_CONTAINS(platform_refusal(big, FP_SQFS_PLATFORM_MAX + 1), "larger than 64 KiB");
+  free(big);
+}
+
+TEST(platform_record_read_inside_the_image)
+{
+  cleanup_free char *root = make_root("rec");
+  int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  struct fp_sqfs_platform rec;
+  fpull_err err = {0};
+  /* None: an enroot-made file. */
+  CHECK_INT_EQ(fp_slurm_sqsh_platform_read(&rec, fd, &err), 0);
+  cleanup_free char *dir = fp_xasprintf("%s/.fpull", root);
+  CHECK_INT_EQ(mkdir(dir, 0755), 0);
+  write_file(root, ".fpull/platform.json",
+             GOOD_HEAD "\"manifest\":\"sha256:" D64 "\"," GOOD_PLATFORM "}\n");
+  CHECK_INT_EQ(fp_slurm_sqsh_platform_read(&rec, fd, &err), 1);
+  CHECK_STR_EQ(rec.platform.architecture, "amd64");
+  fp_sqfs_platform_free(&rec);
+  /* Not the record: said, naming the file. */
+  write_file(root, ".fpull/platform.json", "{\"mediaType\":1}");
+  CHECK_INT_EQ(fp_slurm_sqsh_platform_read(&rec, fd, &err), -1);
+  CHECK_CONTAINS(err.msg, "/.fpull/platform.json: mediaType is not");
+  /* A link out of the image is nothing in it. */
+  write_file(th_tmpdir(), "outside.json",
+             GOOD_HEAD "\"manifest\":\"sha256:" D64 "\"," GOOD_PLATFORM "}\n");
+  cleanup_free char *p = fp_xasprintf("%s/.fpull/platform.json", root);
+  CHECK_INT_EQ(unlink(p), 0);
+  CHECK_INT_EQ(symlink("../../outside.json", p), 0);
+  memset(&err, 0, sizeof err);
+  CHECK_INT_EQ(fp_slurm_sqsh_platform_read(&rec, fd, &err), -1);
+  CHECK_CONTAINS(err.msg, "/.fpull/platform.json: a symbolic link to ../../outside.json");
+  close(fd);
+}

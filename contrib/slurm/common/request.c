@@ -37,6 +37,7 @@ int fp_slurm_request_pack(struct fp_buf *out, const struct fp_slurm_request *r)
   put_num(out, "ntasks", r->ntasks);
   put_num(out, "quiet", (unsigned)r->quiet);
   put_num(out, "readonly", (unsigned)r->readonly);
+  put_num(out, "save_nodes", r->save_nodes);
   put(out, "term", r->term);
   put(out, "name", r->name);
   put(out, "image", r->image);
@@ -112,6 +113,7 @@ int fp_slurm_request_unpack(struct fp_slurm_request *r, struct fp_slurm_settings
     NUM("ntasks", r->ntasks, UINT32_MAX)
     NUM("quiet", r->quiet, 1)
     NUM("readonly", r->readonly, 1)
+    NUM("save_nodes", r->save_nodes, UINT32_MAX)
     STR("term", r->term)
     STR("name", r->name)
     STR("image", r->image)

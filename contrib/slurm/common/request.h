@@ -28,7 +28,9 @@ struct fp_slurm_request {
   const char *home, *docker_config, *xdg_config_home, *xdg_cache_home;
   const char *cache;    /* FPULL_CACHE for the pull: the job's, else shared_cache=/UID, or NULL */
   const char *gpus;     /* the allocation's GPUs (CUDA_VISIBLE_DEVICES), or NULL */
-  const char *save;     /* --fpull-save: a SquashFS file of the image, written by node 0 */
+  const char *save;     /* --fpull-save: a SquashFS file of the image, written by node 0 of a
+                           step on one node; on several, by every node (save_nodes) */
+  uint32_t save_nodes;  /* with save: the step's node count; over 1, each entry's own file */
   int entrypoint;       /* --fpull-entrypoint: the tasks need the image's Entrypoint */
   int squashfs;         /* --fpull-format=squashfs: pulled as one SquashFS file and mounted */
   uint32_t ntasks;      /* the step's tasks on this node: each joins, then the holder goes */

@@ -415,10 +415,20 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   r.squashfs = format && strcmp(format, "squashfs") == 0;
   if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &r.ntasks) != ESPANK_SUCCESS)
     r.ntasks = 1;
-  uint32_t node = 0;
-  if (spank_get_item(sp, S_JOB_NODEID, &node) == ESPANK_SUCCESS && node == 0)
+  /* --fpull-save: node 0 of a step on one node writes PATH; on several nodes, which may
+   * choose different entries, every node is asked and writes its entry's own file (once
+   * per entry: fp_runner_save), so that no kind of node gets another's build. */
+  uint32_t node = 0, nnodes = 1;
+  if (step_id == SLURM_BATCH_SCRIPT ||
+      spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS || nnodes < 1)
+    nnodes = 1;
+  if (nnodes > 1 || (spank_get_item(sp, S_JOB_NODEID, &node) == ESPANK_SUCCESS && node == 0)) {
     r.save = option(sp, FP_OPT_SAVE);
-  r.node_id = node;
+    r.save_nodes = nnodes;
+  }
+  /* The step's first node says what all of them would (a cancelled step's one line). */
+  if (spank_get_item(sp, S_JOB_NODEID, &r.node_id) != ESPANK_SUCCESS)
+    r.node_id = 0;
   char pmix[PATH_MAX];
   r.pmix_dir = pmix_dir(sp, r.job_id, r.step_id, pmix, sizeof pmix);
   int argc = 0;

@@ -135,7 +135,7 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
       fp_runner_say_chosen(&rn, res);
     const char *digest = cJSON_GetStringValue(cJSON_GetObjectItem(res, "manifest_digest"));
     if (r->save && digest)
-      fp_runner_save(&rn, digest);
+      fp_runner_save(&rn, digest, cJSON_GetStringValue(cJSON_GetObjectItem(res, "index_digest")));
     if (r->entrypoint && digest && (rc = fp_runner_send_entrypoint(&rn, digest, info)) != 0) {
       cJSON_Delete(res);
       return rc;

@@ -8,6 +8,10 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <fpull/cache.h>
+#include <fpull/config.h>
+#include <fpull/features.h>
+#include <fpull/manifest.h>
 #include <fpull/ref.h>
 
 #include "common/run.h"
@@ -84,6 +88,121 @@ static int sqsh_config(const struct runner *rn, const char *rootfs, struct fp_bu
   return text ? write_bundle_config(rn, text) : -1;
 }
 
+/* The entry a record names, for messages: "linux/amd64/v3 x86-64-v3,avx2, manifest
+ * sha256:0123456789ab". */
+static char *entry_words(const struct fpull_platform *p, const char *digest)
+{
+  struct fp_buf b = {0};
+  cleanup_free char *head = fp_xasprintf("%s/%s%s%s", p->os, p->architecture, p->variant ? "/" : "",
+                                         p->variant ? p->variant : "");
+  fp_buf_append(&b, head, strlen(head));
+  for (size_t i = 0; p->features && p->features[i]; i++) {
+    fp_buf_append(&b, i ? "," : " ", 1);
+    fp_buf_append(&b, p->features[i], strlen(p->features[i]));
+  }
+  const char *colon = strchr(digest, ':');
+  cleanup_free char *tail =
+      fp_xasprintf(", manifest %.*s", colon ? (int)(colon - digest) + 13 : 19, digest);
+  fp_buf_append(&b, tail, strlen(tail) + 1);
+  return b.data;
+}
+
+/* The recorded index from the cache (verified by its digest), and the entry this node would
+ * choose in it: said in one line when it is not the file's. Nothing when the cache lacks
+ * the index. */
+static void sqsh_better_entry(const struct runner *rn, const struct fp_sqfs_platform *rec,
+                              const struct fpull_target *t, const struct fpull_tagdb *db,
+                              const struct fpull_config *config)
+{
+  const char *hex = strchr(rec->index_digest, ':');
+  cleanup_free char *dir =
+      rn->cache[0] ? fp_xstrdup(rn->cache) : fpull_cache_resolve_dir(NULL, config);
+  if (!dir || !hex)
+    return;
+  cleanup_free char *path = fp_xasprintf("%s/blobs/%.*s/%s", dir, (int)(hex - rec->index_digest),
+                                         rec->index_digest, hex + 1);
+  cleanup_free char *data = NULL;
+  size_t len = 0;
+  if (fp_read_file(path, 4u << 20, &data, &len) != 0)
+    return;
+  cleanup_free char *got = fpull_digest_of(data, len);
+  struct fpull_index *idx = NULL;
+  fpull_err err = {0};
+  if (!got || strcmp(got, rec->index_digest) != 0 ||
+      fpull_index_parse(&idx, data, len, NULL, &err) != 0)
+    return;
+  struct fpull_match *m = NULL;
+  if (fpull_match_entries(&m, t, idx->manifests, idx->n_manifests, db, &err) == 0 &&
+      m->chosen >= 0 && idx->manifests[m->chosen].platform &&
+      /* A nested index's entry would need the index followed: not said. */
+      fpull_media_type_kind(idx->manifests[m->chosen].media_type) == 1 &&
+      strcmp(idx->manifests[m->chosen].digest, rec->manifest_digest) != 0) {
+    cleanup_free char *better =
+        entry_words(idx->manifests[m->chosen].platform, idx->manifests[m->chosen].digest);
+    cleanup_free char *mine = entry_words(&rec->platform, rec->manifest_digest);
+    fp_slurm_say("fpull: %s: this node would choose another entry of its index %s: %s "
+                 "(the file holds %s; run the image by its reference for this node's build)",
+                 rn->r->image, rec->index_digest, better, mine);
+  }
+  fpull_match_free(m);
+  fpull_index_free(idx);
+}
+
+/* The entry a .sqsh was made from (/.fpull/platform.json, sqsh_config.h) against this node's
+ * target, built as a pull here builds it (the site's config, --fpull-features): a node that
+ * does not cover its platform and features refuses the file as a pull refuses the entry
+ * (exit 3); one that covers it says in one line when it would choose another entry of the
+ * recorded index, and runs it. A file without the record (enroot, pyxis, mksquashfs) runs as
+ * before; a record that cannot be used is said, not trusted. 0 or the exit code. */
+static int sqsh_platform_check(const struct runner *rn, int root)
+{
+  const struct fp_slurm_request *r = rn->r;
+  struct fp_sqfs_platform rec;
+  fpull_err err = {0};
+  int got = fp_slurm_sqsh_platform_read(&rec, root, &err);
+  if (got < 0)
+    fp_slurm_say("fpull: warning: %s: %s: not checked against this node's features", r->image,
+                 err.msg);
+  if (got <= 0)
+    return 0;
+  struct fpull_config *config = NULL;
+  struct fpull_tagdb *db = NULL;
+  struct fpull_target *t = NULL;
+  struct fpull_match *m = NULL;
+  int rc = 0;
+  struct fpull_target_opts o = FPULL_TARGET_OPTS_INIT;
+  if (fpull_config_load(&config, r->s->config, &err) == 0 &&
+      fpull_tagdb_load(&db, NULL, config, &err) == 0) {
+    o.features = r->features;
+    o.config = config;
+    o.tagdb = db;
+  }
+  struct fpull_descriptor d = {.media_type = "application/vnd.oci.image.manifest.v1+json",
+                               .digest = rec.manifest_digest,
+                               .platform = &rec.platform};
+  if (!db || fpull_target_build(&t, &o, &err) != 0 ||
+      fpull_match_entries(&m, t, &d, 1, db, &err) != 0) {
+    fp_slurm_say("fpull: warning: %s: the entry it was made from is not checked against this "
+                 "node's features: %s",
+                 r->image, err.msg);
+  } else if (!m->entries[0].eligible) {
+    cleanup_free char *what = entry_words(&rec.platform, rec.manifest_digest);
+    fp_slurm_say("fpull: %s: made from the entry %s, which this node%s does not cover: %s "
+                 "(exit 3)",
+                 r->image, what, r->features ? " with --fpull-features" : "",
+                 m->entries[0].why ? m->entries[0].why : "not eligible");
+    rc = FPULL_ENOMATCH;
+  } else if (rec.index_digest) {
+    sqsh_better_entry(rn, &rec, t, db, config);
+  }
+  fpull_match_free(m);
+  fpull_target_free(t);
+  fpull_tagdb_free(db);
+  fpull_config_free(config);
+  fp_sqfs_platform_free(&rec);
+  return rc;
+}
+
 /* --fpull-image=/path/file.sqsh (made by fpull pull --format squashfs, enroot import or
  * mksquashfs): mounted, or extracted as the user into the step's rootfs with unsquashfs (a
  * copy per step), and run with the image config its enroot files keep (sqsh_config). */
@@ -116,6 +235,10 @@ int fp_runner_from_squashfs(struct runner *rn, struct fp_buf *info)
       return rc == FPULL_EFAIL || rc == 127 ? FPULL_EFAIL : FPULL_EUNSAFE;
     }
   }
+  cleanup_close int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  int rc = sqsh_platform_check(rn, root);
+  if (rc)
+    return rc;
   if (!r->quiet)
     fp_slurm_say("fpull: %s (a SquashFS file, %s)", r->image,
                  rn->mounted ? "mounted with squashfuse" : "unpacked with unsquashfs");

@@ -1,9 +1,13 @@
 /* fpull-slurm-runner: fpull's pull under the step's pull policy (always, missing, newer,
  * never; the cache when the registry is down), what of its output reaches the step, the
  * line that says what the node chose, and --fpull-save. */
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <fpull/cache.h>
 #include <fpull/config.h>
@@ -305,13 +309,56 @@ void fp_runner_say_chosen(const struct runner *rn, const cJSON *res)
 
 /* --fpull-save: the entry the step runs, as a SquashFS file, from the cache (the pull just
  * filled it) and as the user. Said, not fatal, when it cannot be written: the step runs. */
-void fp_runner_save(struct runner *rn, const char *digest)
+/* Where a node writes its entry under --fpull-save=PATH in a step of several nodes: PATH
+ * with ".SHORT" (the manifest digest's first 12 hex digits) before its ".sqsh", or after it
+ * when it has none. Caller frees. */
+char *fp_runner_save_path(const char *save, const char *digest)
+{
+  const char *hex = strchr(digest, ':');
+  hex = hex ? hex + 1 : digest;
+  size_t n = strlen(save);
+  int ext = n > 5 && strcmp(save + n - 5, ".sqsh") == 0;
+  return fp_xasprintf("%.*s.%.12s%s", (int)(ext ? n - 5 : n), save, hex, ext ? ".sqsh" : "");
+}
+
+/* In a step of several nodes, one node per entry writes its file: the first to hold
+ * DIR/.NAME.lock (the others of that kind go on at once), and none when that lock file says
+ * this step wrote it already. 1 when this node writes (*lock_fd held until then), else 0. */
+static int save_claim(const struct runner *rn, const char *path, int *lock_fd)
+{
+  const char *slash = strrchr(path, '/');
+  cleanup_free char *lockp = fp_xasprintf("%.*s/.%s.lock", (int)(slash - path), path, slash + 1);
+  int fd = open(lockp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (fd >= 0)
+      close(fd);
+    return fd >= 0 ? 0 : 1; /* no lock to be had (a read-only directory): the pull says */
+  }
+  char done[64] = "";
+  ssize_t got = pread(fd, done, sizeof done - 1, 0);
+  done[got > 0 ? got : 0] = '\0';
+  if (strcmp(done, rn->step) == 0 && access(path, F_OK) == 0) {
+    close(fd);
+    return 0;
+  }
+  *lock_fd = fd;
+  return 1;
+}
+
+void fp_runner_save(struct runner *rn, const char *digest, const char *index_digest)
 {
   const struct fp_slurm_request *r = rn->r;
-  cleanup_free char *pinned = fp_runner_pinned_ref(r->image, digest);
+  /* Pinned to the index where there is one, with this node's features, so that the file
+   * records the index it was chosen from; the entry is the one this node runs. */
+  cleanup_free char *pinned = fp_runner_pinned_ref(r->image, index_digest ? index_digest : digest);
   if (!pinned)
     return;
-  const char *argv[24];
+  int several = r->save_nodes > 1;
+  cleanup_free char *path = several ? fp_runner_save_path(r->save, digest) : fp_xstrdup(r->save);
+  int lock_fd = -1;
+  if (several && !save_claim(rn, path, &lock_fd))
+    return;
+  const char *argv[28];
   size_t n = 0;
   argv[n++] = r->s->fpull;
   argv[n++] = "pull";
@@ -319,21 +366,44 @@ void fp_runner_save(struct runner *rn, const char *digest)
   argv[n++] = "--offline";
   argv[n++] = "--force";
   argv[n++] = "--quiet";
+  argv[n++] = "--json";
   char max[48];
   if (r->s->max_unpacked) {
     snprintf(max, sizeof max, "--max-unpacked=%lluB", r->s->max_unpacked);
     argv[n++] = max;
   }
   n = fp_runner_common_args(rn, argv, n);
+  if (r->features) {
+    argv[n++] = "--features";
+    argv[n++] = r->features;
+  }
   argv[n++] = "--";
   argv[n++] = pinned;
-  argv[n++] = r->save;
+  argv[n++] = path;
   argv[n] = NULL;
-  int rc = fp_runner_run((char *const *)argv, rn->envp, NULL, 0);
+  struct fp_buf out = {0};
+  int rc = fp_runner_run((char *const *)argv, rn->envp, &out, 0);
+  cJSON *res = rc == 0 ? cJSON_ParseWithLength(out.data ? out.data : "", out.len) : NULL;
+  fp_buf_free(&out);
+  const char *got = cJSON_GetStringValue(cJSON_GetObjectItem(res, "manifest_digest"));
+  if (rc == 0 && (!got || strcmp(got, digest) != 0)) {
+    /* Never a file of another entry than the one this node ran. */
+    unlink(path);
+    rc = FPULL_EFAIL;
+  }
+  cJSON_Delete(res);
   if (rc)
-    fp_slurm_say("fpull: warning: --fpull-save=%s: not saved (exit %d)", r->save, rc);
-  else if (!r->quiet)
-    fp_slurm_say("fpull: saved %s to %s", pinned, r->save);
+    fp_slurm_say("fpull: warning: --fpull-save=%s: not saved (exit %d)", path, rc);
+  cleanup_free char *entry = fp_runner_pinned_ref(r->image, digest);
+  if (!rc && !r->quiet)
+    fp_slurm_say("fpull: saved %s to %s%s", entry, path,
+                 several ? " (this node's entry: a step of several nodes saves one file per entry)"
+                         : "");
+  if (lock_fd >= 0) {
+    if (rc == 0 && ftruncate(lock_fd, 0) == 0 && pwrite(lock_fd, rn->step, strlen(rn->step), 0) < 0)
+      fp_slurm_say("fpull: warning: %s: %s", path, strerror(errno));
+    close(lock_fd);
+  }
 }
 
 /* --fpull-entrypoint: the chosen entry's Entrypoint, from its image config (fpull config,

@@ -17,6 +17,9 @@ cJSON *fp_runner_image_config(const struct runner *rn, const char *digest, const
 /* --fpull-entrypoint: the image's Entrypoint as N records. */
 int fp_runner_send_entrypoint(const struct runner *rn, const char *digest, struct fp_buf *info);
 /* --fpull-save: the entry as a SquashFS file; says why when it cannot, never fails. */
-void fp_runner_save(struct runner *rn, const char *digest);
+void fp_runner_save(struct runner *rn, const char *digest, const char *index_digest);
+/* Where a node of a step on several nodes writes --fpull-save=save: save with ".SHORT" (the
+ * digest's first 12 hex digits) before its ".sqsh", or after it when it has none. */
+char *fp_runner_save_path(const char *save, const char *digest);
 
 #endif

@@ -596,3 +596,20 @@ void fp_slurm_sqsh_config_free(struct fp_slurm_sqsh_config *c)
   free(c->provenance);
   memset(c, 0, sizeof *c);
 }
+
+int fp_slurm_sqsh_platform_read(struct fp_sqfs_platform *rec, int rootfs_fd, fpull_err *err)
+{
+  memset(rec, 0, sizeof *rec);
+  cleanup_free char *data = NULL;
+  size_t len = 0;
+  fpull_err e = {0};
+  int rc = rootfs_fd >= 0 ? read_in_root(rootfs_fd, FP_SQFS_PLATFORM_PATH, &data, &len, &e) : 0;
+  if (rc == 1 && len > FP_SQFS_PLATFORM_MAX)
+    rc = read_fail(&e, "over 64 KiB");
+  if (rc < 0)
+    return fpull_err_set(err, FPULL_EUNSAFE, "/%s: %s", FP_SQFS_PLATFORM_PATH, e.msg), -1;
+  /* The parser's messages name the file already. */
+  if (rc == 1 && fp_sqfs_platform_parse(rec, data, len, &e) != 0)
+    return fpull_err_set(err, FPULL_EUNSAFE, "/%s", e.msg), -1;
+  return rc;
+}

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "fpull/error.h"
+#include "sinks/sqfs_platform.h"
 
 /* Most bytes of either file: a larger one is not used. What they yield goes to the tasks
  * in the step's info file (1 MiB), both files' worth with room to spare. */
@@ -66,5 +67,13 @@ void fp_slurm_sqsh_config_read(struct fp_slurm_sqsh_config *c, int rootfs_fd, fp
                                fpull_err *rc_err);
 
 void fp_slurm_sqsh_config_free(struct fp_slurm_sqsh_config *c);
+
+/* Reads /.fpull/platform.json of the image whose root directory rootfs_fd is, the record of
+ * the entry `fpull pull --format squashfs` made it from (lib/sinks/sqfs_platform.h), resolved
+ * inside the image and bounded as the files above, parsed with the strict JSON reader.
+ * 1 when read into *rec (the caller frees it with fp_sqfs_platform_free), 0 when the image
+ * has none (enroot's import, pyxis, mksquashfs), -1 with err (naming the file) when it is
+ * there and cannot be used. */
+int fp_slurm_sqsh_platform_read(struct fp_sqfs_platform *rec, int rootfs_fd, fpull_err *err);
 
 #endif

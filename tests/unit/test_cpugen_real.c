@@ -1,0 +1,305 @@
+/* arm64 and POWER on real machines: the best CPU tag from MIDR_EL1 (implementer, part) and
+ * AT_PLATFORM, with the extensions from the kernel's AT_HWCAP/AT_HWCAP2 (lib/detect/hwcap.c),
+ * as `fpull features` reports them on those hosts.
+ *
+ * 67 machines. 61 arm64 (tests/fixtures/cpuinfo/arm64.txt): 16 from archspec/archspec-json's
+ * tests/targets (commit 90b453f4053b: Graviton 1, 2 and 3 (Cortex-A72, Neoverse N1 and V1),
+ * Neoverse V1 under RHEL 8, Neoverse N2 twice, Neoverse V2 / NVIDIA Grace three times,
+ * Neoverse V3AE, Fujitsu A64FX, Marvell ThunderX2, AmpereOne and AmpereOne A, Apple M1 and
+ * M2 under Asahi Linux), 44 phones, tablets and boards from pytorch/cpuinfo's test/cpuinfo
+ * (commit d6108819d1d4: Cortex-A35/A53/A55/A57/A72, Exynos, Kirin, Snapdragon with Qualcomm
+ * Kryo parts GCC has no name for, NVIDIA Denver, ThunderX at Scaleway) and 1 from
+ * google/cpu_features (Cortex-A53). 6 POWER (tests/fixtures/cpuinfo/ppc64le.txt: archspec's
+ * POWER8NVL, POWER9 and POWER10, google/cpu_features' POWER7, POWER8 and POWER9, commit
+ * 054aa19350c2; their AT_HWCAP2 words reconstructed from the kernel's table for the PVR).
+ *
+ * On each: the best tag is the core's own GCC name (the fixture's CORE) wherever the table has
+ * that name and every extension it gates on is in the kernel's words (42 arm64, 5 POWER);
+ * else, on arm64, an architecture level (armv8-a ... armv9-a), never the core's name nor
+ * another vendor's core; and no tag reported lacks an extension it gates on (0 wrong tags). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fpull/detect.h"
+#include "fpull/features.h"
+#include "harness.h"
+#include "detect/hwcap.h"
+#include "base/util.h"
+
+/* /proc/cpuinfo's Features names for arm64, in AT_HWCAP bit order then AT_HWCAP2 bit order
+ * (the kernel's hwcap_str, arch/arm64/kernel/cpuinfo.c; the uapi hwcap.h bits). */
+static const char *const hwcap_names[] = {
+    "fp",      "asimd", "evtstrm", "aes",   "pmull",    "sha1",   "sha2", "crc32",
+    "atomics", "fphp",  "asimdhp", "cpuid", "asimdrdm", "jscvt",  "fcma", "lrcpc",
+    "dcpop",   "sha3",  "sm3",     "sm4",   "asimddp",  "sha512", "sve",  "asimdfhm",
+    "dit",     "uscat", "ilrcpc",  "flagm", "ssbs",     "sb",     "paca", "pacg",
+};
+static const char *const hwcap2_names[] = {
+    "dcpodp",    "sve2",      "sveaes",  "svepmull",  "svebitperm", "svesha3",    "svesm4",
+    "flagm2",    "frint",     "svei8mm", "svef32mm",  "svef64mm",   "svebf16",    "i8mm",
+    "bf16",      "dgh",       "rng",     "bti",       "mte",        "ecv",        "afp",
+    "rpres",     "mte3",      "sme",     "smei16i64", "smef64f64",  "smei8i32",   "smef16f32",
+    "smeb16f32", "smef32f32", "smefa64", "wfxt",      "ebf16",      "sveebf16",   "cssc",
+    "rprfm",     "sve2p1",    "sme2",    "sme2p1",    "smei16i32",  "smebi32i32", "smeb16b16",
+    "smef16f16", "mops",      "hbc",
+};
+
+static void words_of(const char *features, uint64_t *hw, uint64_t *hw2)
+{
+  *hw = *hw2 = 0;
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", features);
+  for (char *save = NULL, *w = strtok_r(buf, " \t\n", &save); w;
+       w = strtok_r(NULL, " \t\n", &save)) {
+    for (size_t i = 0; i < sizeof hwcap_names / sizeof hwcap_names[0]; i++)
+      if (strcmp(w, hwcap_names[i]) == 0)
+        *hw |= 1ull << i;
+    for (size_t i = 0; i < sizeof hwcap2_names / sizeof hwcap2_names[0]; i++)
+      if (strcmp(w, hwcap2_names[i]) == 0)
+        *hw2 |= 1ull << i;
+  }
+}
+
+struct tally {
+  size_t machines, own, own_runs, wrong, missed, other_core;
+};
+
+/* One machine: ci (architecture, family/model or variant set) with the names of the words. */
+static void judge(const struct fpull_tagdb *db, struct fpull_cpu_info *ci, const char **names,
+                  size_t n, const char *machine, const char *core, struct tally *tl)
+{
+  char **isa = fp_xcalloc(1, sizeof *isa);
+  size_t len = 1;
+  for (size_t i = 0; i < n; i++)
+    if (!fp_strv_contains(isa, names[i])) {
+      isa = fp_strv_push(isa, names[i]);
+      len += strlen(names[i]) + 1;
+    }
+  ci->isa = isa;
+  char *list = fp_xcalloc(1, len);
+  for (size_t i = 0; isa[i]; i++) {
+    if (i)
+      strcat(list, ",");
+    strcat(list, isa[i]);
+  }
+  char platform[64];
+  snprintf(platform, sizeof platform, "linux/%s%s%s", ci->architecture,
+           strcmp(ci->architecture, "arm64") == 0 ? "/" : "",
+           strcmp(ci->architecture, "arm64") == 0 ? ci->variant : "");
+  struct fpull_target_opts o = {.version = FPULL_TARGET_OPTS_VERSION, .tagdb = db};
+  o.platform = platform;
+  o.features = list;
+  o.no_detect = 1;
+  struct fpull_target *t = NULL;
+  fpull_err err = {0};
+  tl->machines++;
+  if (fpull_target_build(&t, &o, &err)) {
+    th_fail(__FILE__, __LINE__, "%s: target: %s", machine, err.msg);
+    goto out;
+  }
+  /* Does core's code run here: every extension of its set that gates is in the words. */
+  const char *const *core_isa = fpull_tagdb_isa(db, core);
+  int core_runs = core_isa != NULL;
+  for (size_t k = 0; core_isa && core_isa[k]; k++)
+    if (fpull_tagdb_isa_gates(db, core_isa[k]) && !fp_strv_contains(isa, core_isa[k]))
+      core_runs = 0;
+  const char *best = fpull_best_cpu_tag(db, t, ci, 0);
+  const char *gen = fpull_cpu_generation(db, ci);
+  if (core_isa)
+    tl->own++;
+  if (core_runs) {
+    tl->own_runs++;
+    if (!best || strcmp(best, core) != 0) {
+      th_fail(__FILE__, __LINE__, "%s: best tag %s, want its own %s (generation %s)", machine,
+              best ? best : "none", core, gen ? gen : "none");
+      tl->missed++;
+    }
+  } else if (best && strcmp(best, core) == 0) {
+    th_fail(__FILE__, __LINE__, "%s: best tag %s, whose code does not run there", machine, best);
+  } else if (strcmp(ci->architecture, "arm64") == 0 && (!best || strncmp(best, "armv", 4) != 0)) {
+    /* Not its own core: an architecture level, not another vendor's core. */
+    th_fail(__FILE__, __LINE__, "%s: best tag %s, want an armv8/armv9 level", machine,
+            best ? best : "none");
+    tl->other_core++;
+  }
+  if (core_isa && (!gen || strcmp(gen, core) != 0))
+    th_fail(__FILE__, __LINE__, "%s: generation %s, want %s", machine, gen ? gen : "none", core);
+  if (strcmp(core, "-") == 0 && gen) /* a part GCC has no name for */
+    th_fail(__FILE__, __LINE__, "%s: generation %s, want none", machine, gen);
+  /* No tag reported whose gated extensions the CPU lacks. */
+  const char *const *tags = fpull_tagdb_tags(db, ci->architecture);
+  for (size_t i = 0; tags && tags[i]; i++) {
+    if (!fpull_featureset_has(t->features, tags[i], db))
+      continue;
+    const char *const *ti = fpull_tagdb_isa(db, tags[i]);
+    for (size_t k = 0; ti[k]; k++)
+      if (fpull_tagdb_isa_gates(db, ti[k]) && !fp_strv_contains(isa, ti[k])) {
+        th_fail(__FILE__, __LINE__, "%s: %s reported without %s", machine, tags[i], ti[k]);
+        tl->wrong++;
+      }
+  }
+  fprintf(stderr, "%-32s %-13s generation %-13s best %s\n", machine, core, gen ? gen : "-",
+          best ? best : "-");
+  fpull_target_free(t);
+out:
+  free(list);
+  fpull_strv_free(isa);
+  ci->isa = NULL;
+}
+
+static struct fpull_tagdb *load_shipped(void)
+{
+  struct fpull_tagdb *db = NULL;
+  fpull_err err = {0};
+  if (fpull_tagdb_load(&db, NULL, NULL, &err))
+    th_fail(__FILE__, __LINE__, "loading the shipped table: %s", err.msg);
+  return db;
+}
+
+TEST(arm64_real_machines_best_tag_is_the_own_core)
+{
+  struct fpull_tagdb *db = load_shipped();
+  FILE *f = fopen(th_src("tests/fixtures/cpuinfo/arm64.txt"), "r");
+  CHECK(f != NULL);
+  struct tally tl = {0};
+  char line[2048];
+  while (f && fgets(line, sizeof line, f)) {
+    char machine[96], core[64];
+    unsigned impl, part, variant, rev;
+    int off = 0;
+    if (line[0] == '#' ||
+        sscanf(line, "%95s %63s %x %x %x %u : %n", machine, core, &impl, &part, &variant, &rev,
+               &off) != 6 ||
+        !off)
+      continue;
+    uint64_t hw, hw2;
+    words_of(line + off, &hw, &hw2);
+    const char *names[FP_HWCAP_MAX];
+    size_t n = fp_hwcap_arm64(hw, hw2, names, FP_HWCAP_MAX);
+    struct fpull_cpu_info ci = {0};
+    ci.architecture = (char *)"arm64";
+    ci.variant = (char *)"v8";
+    ci.family = impl;
+    ci.model = part;
+    ci.stepping = rev;
+    judge(db, &ci, names, n, machine, core, &tl);
+  }
+  if (f)
+    fclose(f);
+  fprintf(stderr,
+          "arm64: %zu machines, %zu cores in the table, %zu whose code runs there, %zu "
+          "missed, %zu wrong tags\n",
+          tl.machines, tl.own, tl.own_runs, tl.missed, tl.wrong);
+  CHECK_INT_EQ(tl.machines, 61);
+  CHECK_INT_EQ(tl.other_core, 0);
+  CHECK_INT_EQ(tl.own_runs, 42);
+  CHECK_INT_EQ(tl.missed, 0);
+  CHECK_INT_EQ(tl.wrong, 0);
+  fpull_tagdb_free(db);
+}
+
+TEST(power_real_machines_best_tag_is_the_own_level)
+{
+  struct fpull_tagdb *db = load_shipped();
+  FILE *f = fopen(th_src("tests/fixtures/cpuinfo/ppc64le.txt"), "r");
+  CHECK(f != NULL);
+  struct tally tl = {0};
+  char line[512];
+  while (f && fgets(line, sizeof line, f)) {
+    char machine[96], core[64], pvr[16], platform[32];
+    unsigned long long hw, hw2;
+    if (line[0] == '#' ||
+        sscanf(line, "%95s %63s %15s %31s %llx %llx", machine, core, pvr, platform, &hw, &hw2) != 6)
+      continue;
+    const char *names[FP_HWCAP_MAX];
+    size_t n = fp_hwcap_ppc64(hw, hw2, names, FP_HWCAP_MAX);
+    struct fpull_cpu_info ci = {0};
+    ci.architecture = (char *)"ppc64le";
+    ci.variant = (char *)fp_hwcap_ppc64_level(platform, hw2);
+    judge(db, &ci, names, n, machine, core, &tl);
+    /* Without AT_PLATFORM (qemu-user, some containers) the ISA level bits say the same. */
+    const char *bare = fp_hwcap_ppc64_level(NULL, hw2);
+    if ((bare || ci.variant) && (!bare || !ci.variant || strcmp(bare, ci.variant) != 0))
+      th_fail(__FILE__, __LINE__, "%s: level %s from AT_PLATFORM, %s without", machine,
+              ci.variant ? ci.variant : "none", bare ? bare : "none");
+  }
+  if (f)
+    fclose(f);
+  fprintf(stderr,
+          "ppc64le: %zu machines, %zu levels in the table, %zu whose code runs there, "
+          "%zu missed, %zu wrong tags\n",
+          tl.machines, tl.own, tl.own_runs, tl.missed, tl.wrong);
+  /* AT_PLATFORM strings the table has no level for: POWER11 runs POWER10's code (its
+   * AT_HWCAP2 has ARCH_3_1); a suffix names its level. */
+  CHECK_STR_EQ(fp_hwcap_ppc64_level("power11", 0xaef60000u), "power10");
+  CHECK_STR_EQ(fp_hwcap_ppc64_level("power9+", 0xaef00000u), "power9");
+  CHECK(fp_hwcap_ppc64_level("power7", 0x20000000u) == NULL);
+  CHECK_INT_EQ(tl.machines, 6);
+  CHECK_INT_EQ(tl.own_runs, 5);
+  CHECK_INT_EQ(tl.missed, 0);
+  CHECK_INT_EQ(tl.wrong, 0);
+  fpull_tagdb_free(db);
+}
+
+/* MIDR as GCC's -mcpu=native reads it: the first aarch64-cores.def entry with the pair. */
+TEST(arm64_parts_are_gccs_first_match)
+{
+  struct fpull_tagdb *db = load_shipped();
+  static const struct {
+    unsigned implementer, part;
+    const char *want;
+  } cases[] = {
+      {0x42, 0x516, "thunderx2t99p1"}, /* Broadcom Vulcan, not Cavium's 0x43 0x0af */
+      {0x43, 0x0af, "thunderx2t99"},   {0x43, 0x0a0, "thunderxt88"}, /* thunderx, an alias */
+      {0x43, 0x0a2, "octeontx81"},     {0x43, 0x0a3, "octeontx83"},
+      {0x43, 0x0b0, "octeontx2"},      {0x43, 0x0b2, "octeontx2t96"}, /* T93 is T96's alias */
+      {0x43, 0x0b5, "octeontx2f95mm"}, {0x53, 0x001, "exynos-m1"},
+      {0x68, 0x000, "phecda"},         {0x51, 0xc00, "qdf24xx"},  /* falkor, an alias */
+      {0x61, 0x029, "apple-m1"},       {0x61, 0x039, "apple-m2"}, /* M1 Max, M2 Max */
+      {0x6d, 0xd49, "cobalt-100"},     {0x41, 0xd49, "neoverse-n2"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct fpull_cpu_info ci = {.architecture = (char *)"arm64", .variant = (char *)"v8"};
+    ci.family = cases[i].implementer;
+    ci.model = cases[i].part;
+    const char *g = fpull_cpu_generation(db, &ci);
+    if (!g || strcmp(g, cases[i].want) != 0)
+      th_fail(__FILE__, __LINE__, "0x%x 0x%03x: %s, want %s", cases[i].implementer, cases[i].part,
+              g ? g : "none", cases[i].want);
+  }
+  /* Every core tag of the table is some MIDR's own name, but those GCC gives no MIDR of its
+   * own (neoverse-512tvb, grace: Neoverse V2's; apple-a12: no Linux), or keys on a variant
+   * the detector does not read (thunderxt88p1, emag), or lists after another name for the
+   * same part (octeontx and thunderxt81/83 after thunderx and octeontx81/83, octeontx2t93
+   * after octeontx2t96). */
+  static const char *const unreachable[] = {
+      "neoverse-512tvb", "grace",       "apple-a12",   "thunderxt88p1", "emag",
+      "octeontx",        "thunderxt81", "thunderxt83", "octeontx2t93",  NULL};
+  static const unsigned implementers[] = {0x41, 0x42, 0x43, 0x46, 0x48, 0x50,
+                                          0x51, 0x53, 0x61, 0x68, 0x6d, 0xc0};
+  const char *const *tags = fpull_tagdb_tags(db, "arm64");
+  size_t cores = 0;
+  for (size_t i = 0; tags && tags[i]; i++) {
+    if (strncmp(tags[i], "armv", 4) == 0 || strchr(tags[i], '.'))
+      continue; /* architecture levels, big.LITTLE pairs */
+    int skip = 0;
+    for (size_t k = 0; unreachable[k]; k++)
+      skip |= strcmp(tags[i], unreachable[k]) == 0;
+    if (skip)
+      continue;
+    cores++;
+    int found = 0;
+    for (size_t m = 0; !found && m < sizeof implementers / sizeof implementers[0]; m++)
+      for (unsigned part = 0; !found && part < 0x1000; part++) {
+        struct fpull_cpu_info ci = {
+            .architecture = (char *)"arm64", .family = implementers[m], .model = part};
+        const char *g = fpull_cpu_generation(db, &ci);
+        found = g && strcmp(g, tags[i]) == 0;
+      }
+    if (!found)
+      th_fail(__FILE__, __LINE__, "%s: no MIDR names it", tags[i]);
+  }
+  CHECK(cores >= 50);
+  fpull_tagdb_free(db);
+}
