@@ -25,6 +25,14 @@ PROLOG = os.path.join(fpull.SRC_DIR, "contrib", "slurm", "prolog.sh")
 DATA_DIR = os.environ.get("FPULL_DATA_DIR", os.path.join(fpull.SRC_DIR, "data"))
 
 
+def on_node(line, node=slurm.NODE):
+    """LINE ("fpull: ...") as the step's node says it: "fpull: NODE: ...", each line of the
+    plugin's and the runner's naming the node it comes from (issue 41)."""
+    assert line.startswith("fpull: "), line
+    return "fpull: %s: %s" % (node, line[len("fpull: "):])
+
+
+
 def kind_layer(kind):
     return [{"path": "etc/kind", "data": kind + "\n"},
             {"path": "opt/app/bin/run", "data": "#!/bin/sh\necho %s\n" % kind, "mode": 0o755},
@@ -348,6 +356,31 @@ class SlurmPlugin(SlurmCase):
                          (slurm.NOBODY, "hello\n"))
         self.assertEqual(os.listdir(ro), [])
 
+    def test_relative_mount_source_is_the_submit_directorys(self):
+        # As pyxis: a relative SRC of --fpull-mounts is in the directory srun runs from.
+        work = os.path.join(self.tmp, "work")
+        os.makedirs(os.path.join(work, "sub"))
+        with open(os.path.join(work, "sub", "in"), "w") as f:
+            f.write("here\n")
+        for d in (work, os.path.join(work, "sub")):
+            os.chmod(d, 0o755)
+        os.chmod(os.path.join(work, "sub", "in"), 0o644)
+
+        def srun_in_work(mounts):
+            return subprocess.run(
+                ["runuser", "-u", "nobody", "--", "env", "PWD=" + work, "srun",
+                 "--fpull-image=" + self.other_ref, "--fpull-mounts=" + mounts, "sh", "-c",
+                 "cat /data/in; ls /work"], cwd=work, env=self.cluster.env(),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=180)
+        cp = srun_in_work("sub:/data,./:/work:ro")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "here\nsub\n"), cp.stderr)
+        # Checked at submit as an absolute one: one that is not there is named by its path.
+        cp = srun_in_work("./nope:/data")
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertIn("fpull: --fpull-mounts: %s/nope: No such file or directory" % work,
+                      cp.stderr)
+        self.assert_clean()
+
     def test_four_tasks_share_one_container(self):
         cp = self.srun(["-n", "4", "-O", "--fpull-image=" + self.other_ref, "sh", "-c",
                         'echo "$SLURM_PROCID $(readlink /proc/self/ns/mnt) $(cat /etc/kind)"'])
@@ -429,9 +462,10 @@ class SlurmPlugin(SlurmCase):
         cp = self.srun(["--fpull-image=" + self.other_ref, "--fpull-format=squashfs",
                         "cat", "/etc/kind"])
         self.assertEqual((cp.returncode, cp.stdout), (0, "other\n"), cp.stderr)
-        self.assertIn("fpull: %s: --fpull-format=squashfs: this node cannot mount SquashFS "
-                      "files for users (it needs squashfuse, fuse-overlayfs and a /dev/fuse "
-                      "users may open): unpacked instead" % self.other_ref, cp.stderr)
+        self.assertIn(on_node("fpull: %s: --fpull-format=squashfs: this node cannot mount "
+                              "SquashFS files for users (it needs squashfuse, fuse-overlayfs "
+                              "and a /dev/fuse users may open): unpacked instead" %
+                              self.other_ref), cp.stderr)
         self.assert_clean()
 
     def test_batch_script_runs_in_the_image(self):
@@ -608,9 +642,10 @@ class SlurmPlugin(SlurmCase):
         self.assertEqual((cp.returncode, cp.stdout), (0, "other\n"), cp.stderr)
         warn = [ln for ln in cp.stderr.splitlines() if "warning" in ln]
         self.assertEqual(len(warn), 1, cp.stderr)
-        self.assertRegex(warn[0], r"^fpull: warning: %s: the registry cannot be reached: "
+        self.assertRegex(warn[0], r"^fpull: %s: warning: %s: the registry cannot be reached: "
                                   r"running the cached %s \(\d+m\d\ds old\)$" % (
-                                      re.escape(self.other_ref), self.other["digest"]))
+                                      slurm.NODE, re.escape(self.other_ref),
+                                      self.other["digest"]))
         # --fpull-pull=always does not fall back.
         cp = self.srun(["--fpull-image=" + self.other_ref, "--fpull-pull=always", "true"],
                        env={"HOME": home})
@@ -645,8 +680,8 @@ class SlurmPlugin(SlurmCase):
         cp = self.srun(["--fpull-image=" + self.os_ref, "--fpull-features=x86-64-v2",
                         "--fpull-save=" + sqsh, "cat", "/etc/kind"], env={"FPULL_CACHE": ucache})
         self.assertEqual((cp.returncode, cp.stdout), (0, "image-v2\n"), cp.stderr)
-        self.assertIn("fpull: saved %s@%s to %s" % (self.os_ref, self.images["v2"]["digest"],
-                                                    sqsh), cp.stderr)
+        self.assertIn(on_node("fpull: saved %s@%s to %s" % (
+            self.os_ref, self.images["v2"]["digest"], sqsh)), cp.stderr)
         self.assertEqual(os.stat(sqsh).st_uid, slurm.NOBODY)
         listing = subprocess.run(["unsquashfs", "-cat", sqsh, "etc/kind"],
                                  stdout=subprocess.PIPE, text=True)
@@ -684,8 +719,8 @@ class SlurmPlugin(SlurmCase):
         cp = self.srun(["--fpull-image=" + bad, "echo", "ran"])
         self.assertNotEqual(cp.returncode, 0)
         self.assertNotIn("ran", cp.stdout)
-        self.assertIn("fpull: %s: cannot be %s as a SquashFS file" % (
-            bad, sqsh_route().split()[0]), cp.stderr)
+        self.assertIn(on_node("fpull: %s: cannot be %s as a SquashFS file" % (
+            bad, sqsh_route().split()[0])), cp.stderr)
         # Not a path: refused at submit.
         cp = self.srun(["--fpull-image=" + self.os_ref, "--fpull-save=app.sqsh", "true"])
         self.assertNotEqual(cp.returncode, 0)
@@ -799,21 +834,21 @@ class SlurmPlugin(SlurmCase):
                         script])
         self.assertEqual((cp.returncode, cp.stdout), (0, "/\nnone none\n"), cp.stderr)
         warn = [ln for ln in cp.stderr.splitlines() if "warning" in ln]
-        self.assertEqual(warn, [
+        self.assertEqual(warn, [on_node(ln) for ln in (
             "fpull: warning: %s: /etc/environment: a symbolic link to /etc/shadow, which is "
             "nothing in the image: No such file or directory: the image's Env is not used"
             % files["links"],
             "fpull: warning: %s: /etc/rc: a symbolic link to %s, which is nothing in the image: "
             "No such file or directory: the image's WorkingDir and Entrypoint are not used"
-            % (files["links"], host_rc)], cp.stderr)
+            % (files["links"], host_rc))], cp.stderr)
         cp = self.srun(["--fpull-image=" + files["big"], "sh", "-c", script])
         self.assertEqual((cp.returncode, cp.stdout), (0, "/\nnone none\n"), cp.stderr)
         warn = [ln for ln in cp.stderr.splitlines() if "warning" in ln]
-        self.assertEqual(warn, [
+        self.assertEqual(warn, [on_node(ln) for ln in (
             "fpull: warning: %s: /etc/environment: not text (a NUL byte at offset 3): the "
             "image's Env is not used" % files["big"],
             "fpull: warning: %s: /etc/rc: over 256 KiB: the image's WorkingDir and Entrypoint "
-            "are not used" % files["big"]], cp.stderr)
+            "are not used" % files["big"])], cp.stderr)
         self.assert_clean()
 
     def test_failed_task_leaves_no_container_behind(self):
@@ -821,8 +856,8 @@ class SlurmPlugin(SlurmCase):
                         "echo", "ran"])
         self.assertEqual(cp.returncode, 1, cp.stderr)
         self.assertNotIn("ran", cp.stdout)
-        self.assertIn("fpull: working directory /nonexistent: No such file or directory "
-                      "(exit 1: failure)", cp.stderr)
+        self.assertIn(on_node("fpull: working directory /nonexistent: No such file or "
+                              "directory (exit 1: failure)"), cp.stderr)
         self.assert_clean()
 
     def test_steps_trees_go_with_the_steps(self):
@@ -1086,10 +1121,10 @@ class SlurmGpuNode(SlurmCase):
                                check=False, user="nobody")
         self.assertEqual((cp.returncode, cp.stdout), (0, "gpu\n"), cp.stderr)
         warn = [ln for ln in cp.stderr.splitlines() if "nvidia_hook" in ln]
-        self.assertEqual(warn, [
+        self.assertEqual(warn, [on_node(
             "fpull: warning: the job has GPUs (0) but the container gets none: the site's "
             "plugstack.conf names no nvidia_hook= (install the NVIDIA Container Toolkit and "
-            "give nvidia_hook=/usr/bin/nvidia-container-runtime-hook)"], cp.stderr)
+            "give nvidia_hook=/usr/bin/nvidia-container-runtime-hook)")], cp.stderr)
         # Without GPUs in the job, nothing is said.
         cp = self.cluster._cmd(["srun", "--fpull-image=" + self.gpu_ref, "cat", "/etc/kind"],
                                check=False, user="nobody")
@@ -1223,8 +1258,8 @@ class SlurmSqshMount(SlurmCase):
         cp = self.srun("--fpull-image=" + bad, "echo", "ran")
         self.assertNotEqual(cp.returncode, 0)
         self.assertNotIn("ran", cp.stdout)
-        self.assertIn("fpull: %s: cannot be mounted as a SquashFS file (squashfuse" % bad,
-                      cp.stderr)
+        self.assertIn(on_node("fpull: %s: cannot be mounted as a SquashFS file (squashfuse" %
+                              bad), cp.stderr)
         self.assertEqual(self.node_mounts(), [])
 
     def test_batch_job_steps_and_the_epilog(self):
@@ -1496,9 +1531,9 @@ class SlurmSlowRegistry(SlurmCase):
                                check=False, user="nobody")
         self.assertEqual(cp.returncode, 6, cp.stdout + cp.stderr)
         self.assertNotIn("ran", cp.stdout)
-        self.assertIn("fpull: %s: the pull took longer than pull_timeout=%d seconds (exit 6: "
-                      "network or registry failure, worth retrying)" % (
-                          self.big, self.PULL_TIMEOUT), cp.stderr)
+        self.assertIn(on_node("fpull: %s: the pull took longer than pull_timeout=%d seconds "
+                              "(exit 6: network or registry failure, worth retrying)" % (
+                                  self.big, self.PULL_TIMEOUT)), cp.stderr)
         self.assertEqual(self.pulls(), [])
         self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
         self.assertEqual(job_dirs(self.run_dir), [])

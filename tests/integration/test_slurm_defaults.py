@@ -102,9 +102,9 @@ class HungRegistry(SlurmCase):
         self.assertEqual((cp.returncode, cp.stdout), (0, "cached\n"), cp.stderr)
         self.assertLess(took, 10, cp.stderr)
         self.assertRegex(self.warning(cp.stderr),
-                         r"^fpull: warning: %s: the registry did not answer the job's "
+                         r"^fpull: %s: warning: %s: the registry did not answer the job's "
                          r"submit within 4 seconds: running the cached %s \(\d+m\d\ds old\)$" % (
-                             re.escape(self.cref), self.img["digest"]))
+                             slurm.NODE, re.escape(self.cref), self.img["digest"]))
         # An image that is not cached still waits for the registry (and fails with it).
         cp, _ = self.srun("--fpull-image=%s/hpc/nope:1.0" % self.proxy.hostport,
                           "--fpull-pull=never", "true")
@@ -123,9 +123,9 @@ class HungRegistry(SlurmCase):
         cp, took = self.srun("--fpull-image=" + self.cref, "cat", "/etc/kind")
         self.assertEqual((cp.returncode, cp.stdout), (0, "cached\n"), cp.stderr)
         self.assertRegex(self.warning(cp.stderr),
-                         r"^fpull: warning: %s: the pull took longer than pull_timeout=8 "
+                         r"^fpull: %s: warning: %s: the pull took longer than pull_timeout=8 "
                          r"seconds: running the cached %s \(\d+m\d\ds old\)$" % (
-                             re.escape(self.cref), self.img["digest"]))
+                             slurm.NODE, re.escape(self.cref), self.img["digest"]))
 
 
 class DefaultStore(SlurmCase):

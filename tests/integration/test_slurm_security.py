@@ -130,7 +130,8 @@ class SlurmAttacker(SlurmCase):
         self.assertEqual(opened, [], "the FIFO the user named was opened")
         self.assertNotEqual(p.returncode, 0)
         self.assertNotIn("ran", out)
-        self.assertRegex(err, r"fpull: the step's container: no holder's pid in ")
+        self.assertRegex(err, r"fpull: %s: the step's container: no holder's pid in " %
+                         slurm.NODE)
         self.assertEqual(self.cluster.settled_node_state(), "idle", self.cluster.node_reason())
 
     def test_runner_is_a_program_of_its_own(self):

@@ -9,7 +9,7 @@ import os
 import fpull
 import images
 import slurm
-from test_slurm import DATA_DIR, PLUGIN, SlurmCase, os_release, tools_layer
+from test_slurm import DATA_DIR, PLUGIN, SlurmCase, on_node, os_release, tools_layer
 
 OTHER = 4242  # another user of the node
 
@@ -58,9 +58,9 @@ class SharedCacheOwners(SlurmCase):
         cp = self.srun()
         self.assertEqual((cp.returncode, cp.stdout), (0, "tools\n"), cp.stderr)
         self.assertEqual(os.listdir(self.mine), [])
-        self.assertIn("fpull: warning: shared_cache %s: refused: not the job's user's "
-                      "directory (uid %d's): this step's pull uses the user's own cache"
-                      % (self.mine, OTHER), cp.stderr)
+        self.assertIn(on_node("fpull: warning: shared_cache %s: refused: not the job's user's "
+                              "directory (uid %d's): this step's pull uses the user's own "
+                              "cache" % (self.mine, OTHER)), cp.stderr)
 
     def test_a_site_directory_others_may_write_is_refused(self):
         # Review 4, HIGH 2: where anyone may make DIR/UID, anyone could make the victim's.

@@ -54,6 +54,8 @@ int fp_slurm_request_pack(struct fp_buf *out, const struct fp_slurm_request *r)
   put(out, "pmix_dir", r->pmix_dir);
   put(out, "script", r->script);
   put(out, "pin", r->pin);
+  put(out, "node", r->node);
+  put_num(out, "node_id", r->node_id);
   return out->len <= FP_SLURM_REQUEST_MAX ? 0 : -1;
 }
 
@@ -128,6 +130,8 @@ int fp_slurm_request_unpack(struct fp_slurm_request *r, struct fp_slurm_settings
     STR("pmix_dir", r->pmix_dir)
     STR("script", r->script)
     STR("pin", r->pin)
+    STR("node", r->node)
+    NUM("node_id", r->node_id, UINT32_MAX)
     else bad = 1;
 #undef NUM
 #undef STR

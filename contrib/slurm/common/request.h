@@ -43,6 +43,8 @@ struct fp_slurm_request {
   const char *pin;      /* the digest the job resolved image's tag to (common/job_pin.h), or
                            NULL */
   const char *holder;   /* the holder program's path (holder/hold.c) */
+  const char *node;     /* the node's name (SLURMD_NODENAME), for the step's lines, or NULL */
+  uint32_t node_id;     /* the node's index in the step (0: the first) */
   int info_fd;          /* (the runner's own) */
 };
 

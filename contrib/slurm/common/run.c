@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,6 +46,74 @@ void fp_slurm_run_deadline_clear(void)
   pull_timed_out = 0;
 }
 
+/* The node's name for the lines said here (fp_slurm_say_node). */
+static char say_node[256];
+/* The step was cancelled: no line but fp_slurm_say_cancelled's. */
+static volatile sig_atomic_t cancelled;
+static int cancel_armed; /* fp_slurm_run_cancellable was called */
+
+static void on_cancel(int sig)
+{
+  (void)sig;
+  cancelled = 1;
+  if (pull_child > 0)
+    kill(pull_child, SIGTERM);
+}
+
+void fp_slurm_run_cancellable(void)
+{
+  cancel_armed = 1;
+  struct sigaction sa = {.sa_handler = on_cancel, .sa_flags = SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+}
+
+int fp_slurm_run_cancelled(void)
+{
+  return cancelled;
+}
+
+void fp_slurm_say_node(const char *name)
+{
+  snprintf(say_node, sizeof say_node, "%s", name ? name : "");
+  if (name && !name[0])
+    gethostname(say_node, sizeof say_node - 1);
+}
+
+/* Writes one line of n bytes (its newline included): "fpull: " lines with the node's name
+ * after the prefix. */
+static void say_line(const char *line, size_t n)
+{
+  if (cancelled)
+    return;
+  static const char prefix[] = "fpull: ";
+  size_t plen = sizeof prefix - 1;
+  if (say_node[0] && n > plen && strncmp(line, prefix, plen) == 0) {
+    char node[sizeof say_node + 2];
+    int k = snprintf(node, sizeof node, "%s: ", say_node);
+    struct iovec iov[3] = {{.iov_base = (void *)prefix, .iov_len = plen},
+                           {.iov_base = node, .iov_len = (size_t)k},
+                           {.iov_base = (void *)(line + plen), .iov_len = n - plen}};
+    ssize_t w = writev(STDERR_FILENO, iov, 3);
+    (void)w;
+    return;
+  }
+  ssize_t w = write(STDERR_FILENO, line, n);
+  (void)w;
+}
+
+void fp_slurm_say_cancelled(const char *what)
+{
+  sig_atomic_t was = cancelled;
+  cancelled = 0;
+  fp_slurm_say("fpull: %s: the pull was cancelled with the step (its other nodes say nothing "
+               "of it)",
+               what);
+  cancelled = was;
+}
+
 void fp_slurm_say(const char *fmt, ...)
 {
   char line[FPULL_ERR_MSG_MAX + 64];
@@ -57,8 +126,7 @@ void fp_slurm_say(const char *fmt, ...)
   if ((size_t)n > sizeof line - 2)
     n = (int)sizeof line - 2;
   line[n++] = '\n';
-  ssize_t w = write(STDERR_FILENO, line, (size_t)n);
-  (void)w;
+  say_line(line, (size_t)n);
 }
 
 /* Writes the complete lines of buf (len bytes) that do not contain drop to our stderr; the
@@ -70,10 +138,13 @@ static size_t forward_lines(char *buf, size_t len, int (*keep)(const char *line)
     if (buf[i] != '\n')
       continue;
     buf[i] = '\0';
+    /* The program was interrupted (SIGTERM, SIGINT): the step is being cancelled, and the
+     * signal reached it before us. */
+    if (strncmp(buf + start, "fpull: interrupted (", 20) == 0 && cancel_armed)
+      cancelled = 1;
     if (keep(buf + start)) {
       buf[i] = '\n';
-      ssize_t w = write(STDERR_FILENO, buf + start, i + 1 - start);
-      (void)w;
+      say_line(buf + start, i + 1 - start);
     }
     start = i + 1;
   }
@@ -174,7 +245,7 @@ int fp_slurm_run_to(char *const argv[], char *const envp[], struct fp_buf *out, 
         if (n > 0) {
           kept = forward_lines(line, kept + (size_t)n, keep);
           if (kept == sizeof line - 1) { /* a line longer than the buffer: as it is */
-            ssize_t w = write(STDERR_FILENO, line, kept);
+            ssize_t w = cancelled ? 0 : write(STDERR_FILENO, line, kept);
             (void)w;
             kept = 0;
           }
@@ -183,7 +254,7 @@ int fp_slurm_run_to(char *const argv[], char *const envp[], struct fp_buf *out, 
         }
       }
     }
-    if (kept) {
+    if (kept && !cancelled) {
       ssize_t w = write(STDERR_FILENO, line, kept);
       (void)w;
     }

@@ -11,8 +11,26 @@
 /* The most of a program's stdout fp_slurm_run_to keeps. */
 #define FP_SLURM_RUN_OUT_MAX (1u << 20)
 
-/* One line (a newline added) on our stderr, the step's. */
+/* One line (a newline added) on our stderr, the step's. A line "fpull: ..." names the
+ * node once fp_slurm_say_node set it: "fpull: NODE: ...", so that the user of a step on many
+ * nodes sees which one said it. The lines of fpull's own that fp_slurm_run_to passes on
+ * get the same. */
 void fp_slurm_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The node's name (Slurm's, SLURMD_NODENAME) for the lines of fp_slurm_say; "": the host's
+ * name; NULL: none. */
+void fp_slurm_say_node(const char *name);
+
+/* From now, SIGTERM, SIGINT and SIGHUP (the step cancelled: scancel, srun's Ctrl-C) end the
+ * program running (fp_slurm_run_to's) and silence every line said or passed on after it:
+ * a step cancelled on a thousand nodes is not a thousand lines. fp_slurm_run_cancelled:
+ * whether one came. */
+void fp_slurm_run_cancellable(void);
+int fp_slurm_run_cancelled(void);
+
+/* The one line of a cancelled step ("fpull: NODE: what: the pull was cancelled ..."),
+ * said whatever the silence; the caller says it on the step's first node only. */
+void fp_slurm_say_cancelled(const char *what);
 
 /* Runs argv: stdout into out (when out is not NULL, bounded); stderr into log, or to
  * /dev/null (quiet), or ours, only the lines keep accepts (when given, with out).

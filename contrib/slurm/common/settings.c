@@ -1,5 +1,6 @@
 /* fpull Slurm plugin: plugstack.conf arguments and the job's options (see settings.h). */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -488,6 +489,44 @@ static int check_env_names(const char *value, fpull_err *err)
   }
 }
 
+char *fp_slurm_mounts_resolve(const char *spec, const char *dir)
+{
+  struct fp_buf out = {0};
+  for (const char *p = spec ? spec : "";;) {
+    size_t len = strcspn(p, ",");
+    size_t slen = strcspn(p, ":,");
+    int kind_word =
+        (slen == 5 && strncmp(p, "tmpfs", 5) == 0) || (slen == 6 && strncmp(p, "umount", 6) == 0);
+    if (out.len)
+      fp_buf_append(&out, ",", 1);
+    if (slen < len && slen > 0 && p[0] != '/' && !kind_word && dir && dir[0] == '/') {
+      const char *src = p;
+      size_t n = slen;
+      while (n >= 2 && src[0] == '.' && src[1] == '/') { /* "./x", ".//x" */
+        src += 2;
+        n -= 2;
+        while (n && src[0] == '/')
+          src++, n--;
+      }
+      if (n == 1 && src[0] == '.')
+        n = 0;
+      fp_buf_append(&out, dir, strlen(dir));
+      if (n) {
+        if (dir[strlen(dir) - 1] != '/')
+          fp_buf_append(&out, "/", 1);
+        fp_buf_append(&out, src, n);
+      }
+      fp_buf_append(&out, p + slen, len - slen);
+    } else {
+      fp_buf_append(&out, p, len);
+    }
+    if (!p[len])
+      break;
+    p += len + 1;
+  }
+  return out.data ? out.data : fp_xstrdup("");
+}
+
 /* Each SRC of --fpull-mounts exists where the job is submitted (a typo fails there, not in
  * the runtime on every node). */
 static int check_mount_sources(const struct fp_slurm_mount *m, size_t n, fpull_err *err)
@@ -551,7 +590,11 @@ int fp_slurm_option_check(int opt, const char *value, const struct fp_slurm_sett
   case FP_OPT_MOUNTS: {
     struct fp_slurm_mount *m = NULL;
     size_t n = 0;
-    int rc = fp_slurm_mounts_parse(&m, &n, "--fpull-mounts", value, err);
+    /* A relative SRC is the submit's working directory's, as pyxis has it; slurmstepd
+     * resolves it against the job's PWD, the same directory. */
+    char cwd[PATH_MAX];
+    cleanup_free char *spec = fp_slurm_mounts_resolve(value, getcwd(cwd, sizeof cwd) ? cwd : NULL);
+    int rc = fp_slurm_mounts_parse(&m, &n, "--fpull-mounts", spec, err);
     if (rc == 0 && n == 0)
       rc = fpull_err_set(err, FPULL_EUSAGE, "--fpull-mounts: empty list");
     if (rc == 0)

@@ -117,6 +117,11 @@ int fp_slurm_mounts_parse(struct fp_slurm_mount **out, size_t *n, const char *wh
                           const char *spec, fpull_err *err);
 void fp_slurm_mounts_free(struct fp_slurm_mount *m, size_t n);
 
+/* spec with each relative SRC of a SRC:DST bind mount made absolute against dir (the
+ * directory the job was submitted from, as pyxis resolves it): "." and "./" are dir, "./x"
+ * and "x" are dir/x. The rest as it is (the parse checks it). Free the result. */
+char *fp_slurm_mounts_resolve(const char *spec, const char *dir);
+
 /* Checks the value of a --fpull-* option the way the submit commands do: FPULL_EUSAGE
  * naming the option as typed, with "did you mean" for a near miss. s may be NULL (no site
  * settings: features are checked against fpull's own names only). */

@@ -36,6 +36,7 @@
 #include <fpull/log.h>
 
 #include "common/job_pin.h"
+#include "common/run.h"
 #include "common/settings.h"
 #include "container_start.h"
 #include "job_dir.h"
@@ -346,9 +347,18 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
   uint32_t step_id = 0;
   if (!container_step(sp, &step_id) || failure.code)
     return 0;
+  /* Every line the step's user sees from here, this process's, the runner's and the tasks',
+   * names the node (run.h). */
+  char node_name[256] = "";
+  const char *node_named = job_env(sp, "SLURMD_NODENAME", node_name, sizeof node_name);
+  if (!node_named && (node_named = getenv("SLURMD_NODENAME")) && !node_named[0])
+    node_named = NULL;
+  if (!node_named && gethostname(node_name, sizeof node_name - 1) == 0 && node_name[0])
+    node_named = node_name;
+  fp_slurm_say_node(node_named ? node_named : "");
   if (!settings_ok)
     return fail(&settings_err);
-  struct fp_slurm_request r = {.s = &settings, .step_id = step_id};
+  struct fp_slurm_request r = {.s = &settings, .step_id = step_id, .node = node_named};
   fpull_err err = {0};
   if (job_ids(sp, &r.job_id, &r.uid, &r.gid) != 0) {
     fpull_err_set(&err, FPULL_EFAIL, "no job id or user");
@@ -366,7 +376,13 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
       (size_t)snprintf(image, sizeof image, "%s/%s", cwd, r.image) < sizeof image)
     r.image = image;
   r.features = option(sp, FP_OPT_FEATURES);
+  /* A relative SRC of --fpull-mounts is in the directory the step was started from, as
+   * the submit checked it (common/settings.h). */
+  cleanup_free char *mounts = NULL;
   r.mounts = option(sp, FP_OPT_MOUNTS);
+  if (r.mounts &&
+      (job_env(sp, "PWD", cwd, sizeof cwd) || job_env(sp, "SLURM_SUBMIT_DIR", cwd, sizeof cwd)))
+    r.mounts = mounts = fp_slurm_mounts_resolve(r.mounts, cwd);
   r.mount_home = option(sp, FP_OPT_NO_MOUNT_HOME) ? 0
                  : option(sp, FP_OPT_MOUNT_HOME)  ? 1
                                                   : settings.mount_home;
@@ -410,6 +426,9 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     r.save = option(sp, FP_OPT_SAVE);
     r.save_nodes = nnodes;
   }
+  /* The step's first node says what all of them would (a cancelled step's one line). */
+  if (spank_get_item(sp, S_JOB_NODEID, &r.node_id) != ESPANK_SUCCESS)
+    r.node_id = 0;
   char pmix[PATH_MAX];
   r.pmix_dir = pmix_dir(sp, r.job_id, r.step_id, pmix, sizeof pmix);
   int argc = 0;
@@ -487,10 +506,10 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
   /* Here the task's stderr is the job's: the user sees one line there (or fpull's own line
    * from the pull, already printed). Ending the task with fpull's exit code fails the job
    * with that code; an error return would fail it as exit 1, with Slurm's lines around. */
-  if (failure.msg[0])
-    fprintf(stderr, "fpull: %s (exit %d: %s)\n", failure.msg, failure.code,
-            fp_slurm_code_meaning(failure.code));
   fflush(stderr);
+  if (failure.msg[0])
+    fp_slurm_say("fpull: %s (exit %d: %s)", failure.msg, failure.code,
+                 fp_slurm_code_meaning(failure.code));
   _exit(failure.code);
 }
 

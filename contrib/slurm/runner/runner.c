@@ -220,12 +220,18 @@ int main(int argc, char **argv)
     return err.code ? err.code : FPULL_EFAIL;
   }
   r.info_fd = 4;
+  fp_slurm_say_node(r.node);
+  fp_slurm_run_cancellable();
   /* slurmstepd's root side refused the site's DIR/UID (root/job_dir.c): the user's own
    * cache instead. */
   if (argc > 1 && strcmp(argv[1], "--no-shared-cache") == 0)
     r.cache = NULL;
   struct fp_buf recs = {0};
   int rc = runner_main(&r, &recs, 5);
+  /* Cancelled (scancel, srun's Ctrl-C): every node was silent since, the first says it
+   * once for the step; the tasks end quietly with the code. */
+  if (rc && fp_slurm_run_cancelled() && r.node_id == 0)
+    fp_slurm_say_cancelled(r.image[0] ? r.image : r.name ? r.name : "?");
   if (rc) {
     char code[16];
     snprintf(code, sizeof code, "%d", rc);

@@ -112,7 +112,7 @@ static char *entry_words(const struct fpull_platform *p, const char *digest)
  * the index. */
 static void sqsh_better_entry(const struct runner *rn, const struct fp_sqfs_platform *rec,
                               const struct fpull_target *t, const struct fpull_tagdb *db,
-                              const struct fpull_config *config, const char *host)
+                              const struct fpull_config *config)
 {
   const char *hex = strchr(rec->index_digest, ':');
   cleanup_free char *dir =
@@ -140,9 +140,9 @@ static void sqsh_better_entry(const struct runner *rn, const struct fp_sqfs_plat
     cleanup_free char *better =
         entry_words(idx->manifests[m->chosen].platform, idx->manifests[m->chosen].digest);
     cleanup_free char *mine = entry_words(&rec->platform, rec->manifest_digest);
-    fp_slurm_say("fpull: %s: %s: this node would choose another entry of its index %s: %s "
+    fp_slurm_say("fpull: %s: this node would choose another entry of its index %s: %s "
                  "(the file holds %s; run the image by its reference for this node's build)",
-                 host, rn->r->image, rec->index_digest, better, mine);
+                 rn->r->image, rec->index_digest, better, mine);
   }
   fpull_match_free(m);
   fpull_index_free(idx);
@@ -154,15 +154,15 @@ static void sqsh_better_entry(const struct runner *rn, const struct fp_sqfs_plat
  * (exit 3); one that covers it says in one line when it would choose another entry of the
  * recorded index, and runs it. A file without the record (enroot, pyxis, mksquashfs) runs as
  * before; a record that cannot be used is said, not trusted. 0 or the exit code. */
-static int sqsh_platform_check(const struct runner *rn, int root, const char *host)
+static int sqsh_platform_check(const struct runner *rn, int root)
 {
   const struct fp_slurm_request *r = rn->r;
   struct fp_sqfs_platform rec;
   fpull_err err = {0};
   int got = fp_slurm_sqsh_platform_read(&rec, root, &err);
   if (got < 0)
-    fp_slurm_say("fpull: warning: %s: %s: %s: not checked against this node's features", host,
-                 r->image, err.msg);
+    fp_slurm_say("fpull: warning: %s: %s: not checked against this node's features", r->image,
+                 err.msg);
   if (got <= 0)
     return 0;
   struct fpull_config *config = NULL;
@@ -182,18 +182,18 @@ static int sqsh_platform_check(const struct runner *rn, int root, const char *ho
                                .platform = &rec.platform};
   if (!db || fpull_target_build(&t, &o, &err) != 0 ||
       fpull_match_entries(&m, t, &d, 1, db, &err) != 0) {
-    fp_slurm_say("fpull: warning: %s: %s: the entry it was made from is not checked against this "
+    fp_slurm_say("fpull: warning: %s: the entry it was made from is not checked against this "
                  "node's features: %s",
-                 host, r->image, err.msg);
+                 r->image, err.msg);
   } else if (!m->entries[0].eligible) {
     cleanup_free char *what = entry_words(&rec.platform, rec.manifest_digest);
-    fp_slurm_say("fpull: %s: %s: made from the entry %s, which this node%s does not cover: %s "
+    fp_slurm_say("fpull: %s: made from the entry %s, which this node%s does not cover: %s "
                  "(exit 3)",
-                 host, r->image, what, r->features ? " with --fpull-features" : "",
+                 r->image, what, r->features ? " with --fpull-features" : "",
                  m->entries[0].why ? m->entries[0].why : "not eligible");
     rc = FPULL_ENOMATCH;
   } else if (rec.index_digest) {
-    sqsh_better_entry(rn, &rec, t, db, config, host);
+    sqsh_better_entry(rn, &rec, t, db, config);
   }
   fpull_match_free(m);
   fpull_target_free(t);
@@ -235,14 +235,12 @@ int fp_runner_from_squashfs(struct runner *rn, struct fp_buf *info)
       return rc == FPULL_EFAIL || rc == 127 ? FPULL_EFAIL : FPULL_EUNSAFE;
     }
   }
-  char host[256] = "";
-  gethostname(host, sizeof host - 1);
   cleanup_close int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  int rc = sqsh_platform_check(rn, root, host);
+  int rc = sqsh_platform_check(rn, root);
   if (rc)
     return rc;
   if (!r->quiet)
-    fp_slurm_say("fpull: %s: %s (a SquashFS file, %s)", host, r->image,
+    fp_slurm_say("fpull: %s (a SquashFS file, %s)", r->image,
                  rn->mounted ? "mounted with squashfuse" : "unpacked with unsquashfs");
   return sqsh_config(rn, rootfs, info) == 0 ? 0 : FPULL_EFAIL;
 }
@@ -392,10 +390,7 @@ int fp_runner_from_name(struct runner *rn, cJSON **res, int *lock, int *reused)
     *res = cJSON_CreateObject();
     cJSON_AddStringToObject(*res, "manifest_digest", digest);
     if (!r->quiet) {
-      char host[256] = "";
-      gethostname(host, sizeof host - 1);
-      fp_slurm_say("fpull: %s: container %s (%s) as the job's earlier steps left it", host, r->name,
-                   digest);
+      fp_slurm_say("fpull: container %s (%s) as the job's earlier steps left it", r->name, digest);
     }
     free(digest);
   } else {
@@ -497,10 +492,8 @@ int fp_runner_from_store(struct runner *rn, cJSON **res, int *lock)
     cJSON_AddItemToObject(o, "why", cJSON_Duplicate(cJSON_GetObjectItem(e, "why"), 1));
   }
   if (kept) {
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
     if (!r->quiet)
-      fp_slurm_say("fpull: %s: %s: %s is kept on this node: not unpacked again", host, r->image, d);
+      fp_slurm_say("fpull: %s: %s is kept on this node: not unpacked again", r->image, d);
   } else {
     /* By the entry's digest alone: the tag names the index, not this entry. */
     cleanup_free char *pinned = fp_runner_pinned_ref(r->image, d);

@@ -294,15 +294,13 @@ void fp_runner_say_chosen(const struct runner *rn, const cJSON *res)
     if (s && off + strlen(s) + 2 < sizeof feats)
       off += (size_t)snprintf(feats + off, sizeof feats - off, "%s%s", off ? "," : "", s);
   }
-  char host[256] = "";
-  gethostname(host, sizeof host - 1);
   const char *os = cJSON_GetStringValue(cJSON_GetObjectItem(pl, "os"));
   const char *arch = cJSON_GetStringValue(cJSON_GetObjectItem(pl, "architecture"));
   /* The deciding rule, as fpull inspect says it (pull --json's why). */
   const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(res, "why"));
   int single = cJSON_IsNull(cJSON_GetObjectItem(res, "index_digest"));
   fp_slurm_say(
-      "fpull: %s: %s: %s (%s/%s%s%s, %s%s%s)", host, rn->r->image, d ? d : "?", os ? os : "?",
+      "fpull: %s: %s (%s/%s%s%s, %s%s%s)", rn->r->image, d ? d : "?", os ? os : "?",
       arch ? arch : "?", feats[0] ? " " : "", feats,
       single ? "the only entry"
              : (rn->r->features ? "the entry for --fpull-features" : "the entry for this node"),
@@ -394,10 +392,8 @@ void fp_runner_save(struct runner *rn, const char *digest, const char *index_dig
     rc = FPULL_EFAIL;
   }
   cJSON_Delete(res);
-  char host[256] = "";
-  gethostname(host, sizeof host - 1);
   if (rc)
-    fp_slurm_say("fpull: warning: %s: --fpull-save=%s: not saved (exit %d)", host, path, rc);
+    fp_slurm_say("fpull: warning: --fpull-save=%s: not saved (exit %d)", path, rc);
   cleanup_free char *entry = fp_runner_pinned_ref(r->image, digest);
   if (!rc && !r->quiet)
     fp_slurm_say("fpull: saved %s to %s%s", entry, path,
