@@ -150,7 +150,7 @@ static void print_own_generation(const struct cli_env *env, const struct fpull_c
     int have = 0;
     for (size_t k = 0; ci->isa && ci->isa[k]; k++)
       have |= strcmp(ci->isa[k], isa[j]) == 0;
-    if (!have && fpull_tagdb_isa_gates(env->tagdb, isa[j])) {
+    if (!have && fpull_tagdb_tag_isa_gates(env->tagdb, own, isa[j])) {
       size_t l = strlen(missing);
       snprintf(missing + l, sizeof missing - l, "%s%s", n ? ", " : "", isa[j]);
       n++;
@@ -191,7 +191,7 @@ static void print_near_misses(const struct cli_env *env, const struct fpull_cpu_
       for (size_t k = 0; ci->isa && ci->isa[k]; k++)
         if (strcmp(ci->isa[k], isa[j]) == 0)
           have = 1;
-      if (!have && hidden == !fpull_tagdb_isa_gates(env->tagdb, isa[j])) {
+      if (!have && hidden == !fpull_tagdb_tag_isa_gates(env->tagdb, tags[i], isa[j])) {
         size_t l = strlen(missing);
         snprintf(missing + l, sizeof missing - l, "%s%s", n ? ", " : "", isa[j]);
         n++;
@@ -228,7 +228,7 @@ static int list_known(const struct cli_settings *s)
             arch = archs[a];
       printf("%s %s", tag, arch);
       for (const char *const *isa = fpull_tagdb_isa(env.tagdb, tag); isa && *isa; isa++)
-        printf(fpull_tagdb_isa_gates(env.tagdb, *isa) ? " %s" : " (%s)", *isa);
+        printf(fpull_tagdb_tag_isa_gates(env.tagdb, tag, *isa) ? " %s" : " (%s)", *isa);
       putchar('\n');
     } else {
       printf("%s\n", names[i]);

@@ -29,6 +29,12 @@ FPULL_API const char *const *fpull_tagdb_isa(const struct fpull_tagdb *db, const
  * extensions compilers reach only through intrinsics (MWAITX, WAITPKG, RDSEED, ...), which
  * the chip of a tag has but which never gate it. Added in v5. */
 FPULL_API int fpull_tagdb_isa_gates(const struct fpull_tagdb *db, const char *isa);
+/* Added in v6. The same for one tag (canonical name or alias): its architecture's verdict
+ * (the table's intrinsic-only list is per architecture: arm64's and amd64's aes are different
+ * extensions), and 1 for every extension of a user's own tag. fpull_tagdb_isa_gates, which
+ * names no tag, says 0 only where the extension is intrinsic-only on every architecture. */
+FPULL_API int fpull_tagdb_tag_isa_gates(const struct fpull_tagdb *db, const char *tag,
+                                        const char *isa);
 /* All canonical tags for architecture arch ("amd64"), in table order (owned by db). */
 FPULL_API const char *const *fpull_tagdb_tags(const struct fpull_tagdb *db, const char *arch);
 

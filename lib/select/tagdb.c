@@ -127,20 +127,55 @@ int fp_tag_subset(const struct fp_tag *a, const struct fp_tag *b)
   return 1;
 }
 
-int fp_tagdb_gates(const struct fpull_tagdb *db, const char *isa)
+int fp_tagdb_gates(const struct fpull_tagdb *db, const char *arch, const char *isa)
 {
-  return !db || !fp_strv_contains(db->intrinsic_only, isa);
+  if (!db || !db->intrinsic_only)
+    return 1;
+  if (fp_strv_contains(db->intrinsic_only, isa))
+    return 0; /* a plain list: every architecture */
+  if (arch) {
+    cleanup_free char *q = fp_xasprintf("%s:%s", arch, isa);
+    return !fp_strv_contains(db->intrinsic_only, q);
+  }
+  /* No architecture: it gates unless intrinsic-only on every architecture whose tags list it
+   * (the same name can name different extensions: arm64's aes is not amd64's). */
+  int listed = 0;
+  for (size_t i = 0; i < db->n_tags; i++) {
+    const struct fp_tag *t = &db->tags[i];
+    if (!t->user && fp_strv_contains(t->isa, isa)) {
+      if (fp_tagdb_gates(db, t->arch, isa))
+        return 1;
+      listed = 1;
+    }
+  }
+  if (listed)
+    return 0;
+  size_t l = strlen(isa);
+  for (char **e = db->intrinsic_only; *e; e++) {
+    const char *c = strchr(*e, ':');
+    if (c && strlen(c + 1) == l && strcmp(c + 1, isa) == 0)
+      return 0;
+  }
+  return 1;
 }
 
 int fp_tag_gates(const struct fpull_tagdb *db, const struct fp_tag *t, const char *isa)
 {
-  return t->user || fp_tagdb_gates(db, isa);
+  return t->user || fp_tagdb_gates(db, t->arch, isa);
 }
 
 int fpull_tagdb_isa_gates(const struct fpull_tagdb *db, const char *isa)
 {
   cleanup_free char *low = fp_xstrdup_lower(isa);
-  return fp_tagdb_gates(db, low);
+  return fp_tagdb_gates(db, NULL, low);
+}
+
+int fpull_tagdb_tag_isa_gates(const struct fpull_tagdb *db, const char *tag, const char *isa)
+{
+  cleanup_free char *low = fp_xstrdup_lower(isa);
+  cleanup_free char *ltag = tag ? fp_xstrdup_lower(tag) : NULL;
+  const struct fp_tag *t = ltag ? fp_tagdb_find(db, ltag) : NULL;
+  return t ? fp_tag_gates(db, t, low) : fp_tagdb_gates(db, NULL, low);
 }
 
 int fp_tagdb_x86_level(const struct fpull_tagdb *db, char *const *features)
@@ -402,10 +437,30 @@ static int load_tags(struct fpull_tagdb *db, const char *path, fpull_err *err)
   yaml_node_t *root = yaml_document_get_root_node(&y.doc);
   if ((r = ycheck_keys(&y, root, keys, err)))
     return r;
-  /* Optional: a site's own table without it gates on every extension. */
+  /* Optional: a site's own table without it gates on every extension. A list holds for
+   * every architecture; a mapping of architecture to list for that architecture only (kept
+   * as "arch:ext", which no feature name can spell). */
   yaml_node_t *io = yget(&y, root, "intrinsic-only");
-  if (io && (r = yseq_names(&db->intrinsic_only, &y, io, "intrinsic-only", err)))
+  if (io && io->type == YAML_MAPPING_NODE) {
+    db->intrinsic_only = fp_xcalloc(1, sizeof *db->intrinsic_only);
+    for (yaml_node_pair_t *p = io->data.mapping.pairs.start; p < io->data.mapping.pairs.top; p++) {
+      yaml_node_t *kn = ynode(&y, p->key);
+      const char *k = yscalar(kn);
+      if (!k || !*k)
+        return yerr(&y, kn, err, "intrinsic-only", "key is not an architecture");
+      cleanup_free char *arch = fpull_arch_normalise(k);
+      cleanup_strv char **v = NULL;
+      if ((r = yseq_names(&v, &y, ynode(&y, p->value), "intrinsic-only", err)))
+        return r;
+      for (char **e = v; *e; e++) {
+        cleanup_free char *q = fp_xasprintf("%s:%s", arch, *e);
+        if (!fp_strv_contains(db->intrinsic_only, q))
+          db->intrinsic_only = fp_strv_push(db->intrinsic_only, q);
+      }
+    }
+  } else if (io && (r = yseq_names(&db->intrinsic_only, &y, io, "intrinsic-only", err))) {
     return r;
+  }
   yaml_node_t *tags = yget(&y, root, "tags");
   if (!tags || tags->type != YAML_SEQUENCE_NODE)
     return yerr(&y, tags ? tags : root, err, "\"tags\" must be a list", NULL);

@@ -38,16 +38,18 @@ struct fpull_tagdb {
   size_t n_cuda;
   struct fp_driver_min *drivers; /* sorted by driver version */
   size_t n_drivers;
-  char **intrinsic_only; /* extensions that never gate a tag (cputags.yaml "intrinsic-only") */
+  char **intrinsic_only; /* extensions that never gate a tag (cputags.yaml "intrinsic-only"):
+                          * "ext" for every architecture, "arch:ext" for one */
 };
 
 /* The tag with this canonical name or alias (already lower case), or NULL. */
 const struct fp_tag *fp_tagdb_find(const struct fpull_tagdb *db, const char *name);
 /* 1 when every extension of a is in b. */
 int fp_tag_subset(const struct fp_tag *a, const struct fp_tag *b);
-/* 1 when isa gates the tags that list it, 0 when compilers reach it only through
- * intrinsics (the table's "intrinsic-only"): a CPU without it keeps those tags. */
-int fp_tagdb_gates(const struct fpull_tagdb *db, const char *isa);
+/* 1 when isa gates the tags of arch (normalised) that list it, 0 when compilers reach it
+ * only through intrinsics there (the table's "intrinsic-only"): a CPU without it keeps those
+ * tags. arch NULL: 0 only where it is intrinsic-only on every architecture whose tags list it. */
+int fp_tagdb_gates(const struct fpull_tagdb *db, const char *arch, const char *isa);
 /* The same for one extension of tag t: a user's own tag gates on all of them. */
 int fp_tag_gates(const struct fpull_tagdb *db, const struct fp_tag *t, const char *isa);
 /* The highest x86-64 level (2..4) that one of features' amd64 CPU tags implies (its ISA set
