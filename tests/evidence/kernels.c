@@ -419,8 +419,8 @@ void expand(int32_t *restrict out, const int32_t *restrict in, const int32_t *re
 
 #if !defined(__x86_64__)
 /* Added for the arm64 and ppc64le verdicts (amd64's were decided without them): atomics (LSE,
- * RCpc), inline copies (MOPS), rounding (FRINT), _Float128 (POWER9's quad-precision), and a function that
- * calls another (what -mbranch-protection signs: PAuth, BTI). */
+ * RCpc), inline copies (MOPS), rounding (FRINT), _Float128 (POWER9's quad-precision), and a
+ * function that calls another (what -mbranch-protection signs: PAuth, BTI). */
 int atomics(int *p, long *q, int v)
 {
   int a = __atomic_load_n(p, __ATOMIC_ACQUIRE);
