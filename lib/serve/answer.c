@@ -382,6 +382,12 @@ static void answer_index(struct fpull_server *sv, struct fp_session *s, const st
     if (fpull_cache_put_bytes(sv->cache, digest, bytes, strlen(bytes), &e) != 0) {
       fp_warn("serve: %s: %s", rt->image, e.msg);
       fpull_err_clear(&e);
+    } else {
+      /* No tag record names it: stamped as a pull by digest is, it is an image of its own
+       * to fpull cache prune, which would otherwise remove it as unreferenced. */
+      cleanup_free char *ref =
+          fp_xasprintf("%s/%s@%s", s->ref->registry, s->ref->repository, digest);
+      sv_note_use(sv, ref);
     }
     answer_bytes(a, bytes, strlen(bytes), type, digest);
   }
@@ -463,6 +469,8 @@ void sv_manifest(struct fpull_server *sv, const struct sv_route *rt, int head, c
     rc = fpull_doc_kind(&kind, f->data, f->len, f->content_type, &e);
   if (rc == 0 && kind == FPULL_DOC_INDEX && !rt->by_digest) {
     answer_index(sv, &s, rt, f, accept, how, a);
+    if (a->status == 200)
+      sv_note_use(sv, s.reference);
   } else if (rc == 0 && kind == FPULL_DOC_INDEX) {
     /* An index the client named by digest: byte-identical, since the client verifies it. */
     struct fpull_index *idx = NULL;
@@ -480,6 +488,8 @@ void sv_manifest(struct fpull_server *sv, const struct sv_route *rt, int head, c
     if (rc == 0) {
       answer_bytes(a, f->data, f->len, media_type_of(f, kind, m->media_type), f->digest);
       fp_info("serve: %s%s: manifest %s", rt->image, how, f->digest);
+      if (!rt->by_digest)
+        sv_note_use(sv, s.reference);
     }
     fpull_manifest_free(m);
   } else if (rc == 0) {

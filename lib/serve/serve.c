@@ -13,9 +13,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/digest.h"
+#include "cache/cache_use.h"
 #include "base/opts.h"
 #include "serve_internal.h"
 #include "base/util.h"
@@ -60,10 +62,59 @@ static ssize_t read_nothing(void *cls, uint64_t pos, char *buf, size_t max)
   return MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
-static enum MHD_Result queue(struct fpull_server *sv, struct MHD_Connection *c, const char *method,
-                             const char *url, struct sv_answer *a, int head)
+/* One GET or HEAD, from its headers to the last byte sent: the trace line of -v. */
+struct request {
+  struct timespec start, wall;
+  double answered; /* seconds from the headers to the queued answer */
+  int status;
+  uint64_t bytes; /* the body queued */
+  char what[8];   /* where the body comes from: file, flight, buffer, none */
+  char method[8];
+  char *url;
+};
+
+static double since(const struct timespec *t0)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+  struct request *rq = *con_cls;
+  *con_cls = NULL;
+  if (!rq)
+    return;
+  if (rq->status) {
+    struct tm tm;
+    gmtime_r(&rq->wall.tv_sec, &tm);
+    const union MHD_ConnectionInfo *fd =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    fp_debug("serve: %s %s -> %d, %" PRIu64 " bytes from %s, answered in %.1f ms, done in %.1f ms "
+             "(connection %d, began %02d:%02d:%02d.%03ld)%s",
+             rq->method, rq->url, rq->status, rq->bytes, rq->what, rq->answered * 1e3,
+             since(&rq->start) * 1e3, fd ? (int)fd->connect_fd : -1, tm.tm_hour, tm.tm_min,
+             tm.tm_sec, rq->wall.tv_nsec / 1000000,
+             toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : ", not completed");
+  }
+  free(rq->url);
+  free(rq);
+}
+
+static enum MHD_Result queue(struct fpull_server *sv, struct MHD_Connection *c, struct sv_answer *a,
+                             struct request *rq)
 {
   struct MHD_Response *resp = NULL;
+  rq->status = a->status;
+  rq->answered = since(&rq->start);
+  rq->bytes = a->body ? a->len : (a->fd >= 0 || a->flight) ? a->length : 0;
+  snprintf(rq->what, sizeof rq->what, "%s",
+           a->body      ? "buffer"
+           : a->fd >= 0 ? "file"
+           : a->flight  ? "flight"
+                        : "none");
   if (a->body) {
     resp = MHD_create_response_from_buffer(a->len, a->body, MHD_RESPMEM_MUST_COPY);
   } else if (a->fd >= 0) {
@@ -112,8 +163,6 @@ static enum MHD_Result queue(struct fpull_server *sv, struct MHD_Connection *c, 
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
   enum MHD_Result ret = MHD_queue_response(c, (unsigned)a->status, resp);
   MHD_destroy_response(resp);
-  fp_debug("serve: %s %s -> %d", method, url, a->status);
-  (void)head;
   return ret;
 }
 
@@ -128,7 +177,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
    * alive); the first call has the headers only, and a body of theirs is read and dropped.
    * Any other method is refused at once, its body never read (the connection closes). */
   if ((head || get) && *con_cls == NULL) {
-    *con_cls = sv;
+    struct request *rq = fp_xcalloc(1, sizeof *rq);
+    clock_gettime(CLOCK_MONOTONIC, &rq->start);
+    clock_gettime(CLOCK_REALTIME, &rq->wall);
+    snprintf(rq->method, sizeof rq->method, "%s", method);
+    rq->url = fp_xstrndup(url, 512);
+    *con_cls = rq;
     return MHD_YES;
   }
   if ((head || get) && *upload_data_size) {
@@ -169,7 +223,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   }
   sv_route_free(&rt);
   __atomic_add_fetch(&sv->requests, 1, __ATOMIC_RELAXED);
-  enum MHD_Result ret = queue(sv, c, method, url, &a, head);
+  enum MHD_Result ret = queue(sv, c, &a, *con_cls);
   sv_answer_free(&a);
   return ret;
 }
@@ -299,6 +353,7 @@ static void server_free(struct fpull_server *sv)
     free(sv->sizes[i].key);
   free(sv->sizes);
   fpull_cache_free(sv->cache);
+  fpull_cache_free(sv->stamps);
   if (sv->unix_path)
     unlink(sv->unix_path);
   free(sv->unix_path);
@@ -329,6 +384,11 @@ int fpull_serve_start(fpull_server **out, const struct fpull_serve_opts *o, fpul
     server_free(sv);
     return rc;
   }
+  fpull_err se = {0};
+  if (fpull_cache_open(&sv->stamps, fpull_cache_dir(sv->cache), &se) == 0)
+    fp_cache_pins_open(sv->stamps); /* now, before any request thread stamps */
+  else
+    fp_debug("serve: no last-use stamps: %s", se.msg);
   int fd = o->listen_fd;
   if (fd >= 0) {
     describe_fd(sv, fd);
@@ -341,13 +401,13 @@ int fpull_serve_start(fpull_server **out, const struct fpull_serve_opts *o, fpul
     }
   }
   unsigned max = o->max_clients ? o->max_clients : 512;
-  sv->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                                    MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG,
-                                0, NULL, NULL, on_request, sv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-                                NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-                                max, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SV_IDLE_SECONDS,
-                                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SV_CONNECTION_MEMORY,
-                                MHD_OPTION_END);
+  sv->daemon = MHD_start_daemon(
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC |
+          MHD_USE_ERROR_LOG,
+      0, NULL, NULL, on_request, sv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
+      MHD_OPTION_CONNECTION_LIMIT, max, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SV_IDLE_SECONDS,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SV_CONNECTION_MEMORY, MHD_OPTION_END);
   if (!sv->daemon) {
     close(fd);
     server_free(sv);
@@ -356,6 +416,12 @@ int fpull_serve_start(fpull_server **out, const struct fpull_serve_opts *o, fpul
   fp_info("serve: listening on %s; cache %s", sv->address, fpull_cache_dir(sv->cache));
   *out = sv;
   return 0;
+}
+
+void sv_note_use(struct fpull_server *sv, const char *reference)
+{
+  if (sv->stamps)
+    fp_cache_note_use(sv->stamps, reference);
 }
 
 const char *fpull_server_address(const fpull_server *s)

@@ -37,6 +37,10 @@ struct sv_flight;
 struct fpull_server {
   const struct fpull_pull_opts *opts;
   fpull_cache *cache;
+  /* The same cache again, for last-use stamps only (cache/cache_use.h): stamping opens the
+   * cache's pins, and a pin is held until its cache handle is freed, so that pins taken
+   * through this long-lived server's own handle would keep every blob from prune forever. */
+  fpull_cache *stamps;
   struct MHD_Daemon *daemon;
   char address[300];
   char *unix_path; /* removed when the server stops */
@@ -64,6 +68,10 @@ void sv_size_note(struct fpull_server *sv, const char *registry, const char *rep
 /* The size a served manifest declared for digest in registry/repo, or -1. */
 int64_t sv_size_find(struct fpull_server *sv, const char *registry, const char *repo,
                      const char *digest);
+
+/* Stamps the last use of reference (tag or digest) in the cache, as pull does: fpull cache
+ * prune keeps what serve answered as it keeps what pulls used. */
+void sv_note_use(struct fpull_server *sv, const char *reference);
 
 /* An answer: status, body (owned) and the headers a registry sends. */
 struct sv_answer {

@@ -5,6 +5,7 @@ import concurrent.futures
 import hashlib
 import json
 import os
+import socket
 import threading
 import time
 
@@ -303,6 +304,95 @@ class DownAndPolicy(ServeCase):
         self.assertNotIn(chosen.split(":")[1], os.listdir(blobs) if os.path.isdir(blobs) else [])
         st, _, _ = s.get("/v2/qnib/cv-tf/blobs/%s?ns=%s" % (chosen, self.reg.hostport))
         self.assertEqual(st, 404)
+
+
+class Housekeeping(ServeCase):
+    """fpull cache prune beside a running serve (it takes no pins: man fpull, SERVE)."""
+
+    def test_prune_keeps_the_reduced_index_it_answered(self):
+        # The reduced index is in the cache alone (the registry never had it) and no tag
+        # record names it: without its last-use stamp, a plain prune removed it as a blob no
+        # image needs, and the client's GET by the digest the tag gave was a 404.
+        self.demo()
+        s = self.serve("--platform", "linux/amd64", "--features", "skylake")
+        st, h, body = s.get(self.tag_path(), ACCEPT)
+        self.assertEqual(st, 200, body)
+        reduced = h["docker-content-digest"]
+        listing = fpull.run(["cache", "ls"], env=self.env, check=0).stdout
+        # An image of its own, as a pull by digest is.
+        self.assertRegex(listing, r"(?m)^%s/qnib/cv-tf@ +%s " % (self.reg.hostport,
+                                                                 reduced[7:19]))
+        fpull.run(["cache", "prune"], env=self.env, check=0)
+        fpull.run(["cache", "prune", "--older-than", "1h"], env=self.env, check=0)
+        st2, _, body2 = s.get("/v2/qnib/cv-tf/manifests/%s?ns=%s" % (reduced, self.reg.hostport),
+                              ACCEPT)
+        self.assertEqual((st2, body2), (200, body), s.log()[-2000:])
+        # --all removes it as every image; asking the tag again puts it back.
+        fpull.run(["cache", "prune", "--all"], env=self.env, check=0)
+        self.assertEqual(s.get("/v2/qnib/cv-tf/manifests/%s?ns=%s" % (
+            reduced, self.reg.hostport), ACCEPT)[0], 404)
+        st3, h3, body3 = s.get(self.tag_path(), ACCEPT)
+        self.assertEqual((st3, h3["docker-content-digest"], body3), (200, reduced, body))
+
+    def test_a_blob_streaming_survives_prune_all(self):
+        size = 16 * 1024 * 1024
+        data = os.urandom(size)
+        img = images.push_image(self.client, "hpc/big", "v1",
+                                [{"blob": data, "media_type":
+                                  "application/vnd.oci.image.layer.v1.tar",
+                                  "diff_id": sha(data)}])
+        layer = img["layers"][0]["digest"]
+        s = self.serve()
+        self.assertEqual(s.get("/v2/%s/hpc/big/manifests/v1" % self.reg.hostport, ACCEPT)[0],
+                         200)
+        path = "/v2/%s/hpc/big/blobs/%s" % (self.reg.hostport, layer)
+        self.assertEqual(sha(s.get(path)[2]), layer)  # now in the cache
+        cached = os.path.join(self.cache, "blobs", "sha256", layer.split(":")[1])
+        self.assertTrue(os.path.isfile(cached))
+        c = s.conn()
+        c.connect()
+        # A small receive buffer: most of the blob is still in the file when prune runs.
+        c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        c.request("GET", path)
+        r = c.getresponse()
+        self.assertEqual(r.status, 200)
+        head = r.read(65536)
+        fpull.run(["cache", "prune", "--all"], env=self.env, check=0)
+        self.assertFalse(os.path.exists(cached))
+        rest = r.read()
+        c.close()
+        # The answer is sent from the descriptor opened before the prune: all of it.
+        self.assertEqual((len(head) + len(rest), sha(head + rest)), (size, layer))
+        # The next client gets it again, downloaded once more.
+        st, _, body = s.get(path)
+        self.assertEqual((st, sha(body)), (200, layer))
+        self.assertEqual(upstream_gets(self.reg, layer), 2)
+
+    def test_each_request_has_a_trace_line(self):
+        img = images.push_image(self.client, "hpc/small", "v1", [images.random_layer("t")])
+        layer = img["layers"][0]["digest"]
+        s = self.serve()
+        path = "/v2/%s/hpc/small/blobs/%s" % (self.reg.hostport, layer)
+        self.assertEqual(s.get("/v2/%s/hpc/small/manifests/v1" % self.reg.hostport, ACCEPT)[0],
+                         200)
+        for _ in range(2):
+            st, _, body = s.get(path)
+            self.assertEqual(st, 200)
+        # The line is written once the last byte went out: a moment after the client has it.
+        deadline = time.monotonic() + 10
+        while True:
+            log = s.log()
+            lines = [x for x in log.splitlines()
+                     if x.startswith("serve: GET " + path + " -> 200")]
+            if len(lines) >= 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        self.assertEqual(len(lines), 2, log)
+        self.assertIn("%d bytes from flight" % len(body), lines[0])
+        self.assertIn("%d bytes from file" % len(body), lines[1])
+        self.assertRegex(lines[1], r"answered in [0-9.]+ ms, done in [0-9.]+ ms")
+        # A cached blob is hashed once, when it was written: later answers trust the record.
+        self.assertIn("cache: blob %s trusted by its verified record, not hashed" % layer, log)
 
 
 class Listen(ServeCase):
