@@ -378,6 +378,11 @@ class Housekeeping(ServeCase):
         for _ in range(2):
             st, _, body = s.get(path)
             self.assertEqual(st, 200)
+            # The second from the cache: once the download committed it.
+            deadline = time.monotonic() + 10
+            while "from %s/hpc/small is in the cache" % self.reg.hostport not in s.log():
+                self.assertLess(time.monotonic(), deadline, s.log())
+                time.sleep(0.05)
         # The line is written once the last byte went out: a moment after the client has it.
         deadline = time.monotonic() + 10
         while True:
