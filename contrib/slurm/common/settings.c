@@ -235,6 +235,15 @@ int fp_slurm_settings_parse(struct fp_slurm_settings *s, int ac, char **av, fpul
       return rc;
     }
   }
+  /* Each DIR/UID would hold the other's files (a cache's blobs/ beside the .sqsh files). */
+  if (s->sqsh_store && s->shared_cache && strcmp(s->sqsh_store, s->shared_cache) == 0) {
+    fpull_err_set(err, FPULL_EUSAGE,
+                  "plugin arguments sqsh_store= and shared_cache= name one directory (%s): give "
+                  "each its own",
+                  s->sqsh_store);
+    fp_slurm_settings_free(s);
+    return FPULL_EUSAGE;
+  }
   /* The runner (a program of its own) parses the same arguments again. */
   for (int i = 0; i < ac; i++)
     s->args = fp_strv_push(s->args, av[i]);
