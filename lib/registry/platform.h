@@ -20,8 +20,8 @@
 int fp_platform_read(struct fpull_platform *out, const cJSON *j, const char *what,
                      size_t most_features, fpull_err *err);
 
-/* Frees what *p holds and empties it (p itself is the caller's; fpull_platform_free frees
- * a platform it allocated). */
+/* Frees what *p holds and empties it: a platform held by value (the SquashFS record, a
+ * spec's entry); fpull_platform_free frees one allocated. */
 void fp_platform_clear(struct fpull_platform *p);
 
 #endif
