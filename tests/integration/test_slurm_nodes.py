@@ -66,9 +66,11 @@ class NodesFixture(unittest.TestCase):
     def test_accounting_counts_each_nodes_cpu_and_writes_apart(self):
         # accounting=True (scripts/bench --slurm-nodes): each node's processes in a cgroup
         # of its own, CPU and bytes written counted per node, the step's included.
-        c = slurm_nodes.Nodes(2, accounting=True)
+        c = slurm_nodes.Nodes(2, accounting=True, user_fuse=True)
         self.addCleanup(c.stop)
         c.start()
+        host_fuse = os.stat("/dev/fuse").st_mode & 0o777 if os.path.exists("/dev/fuse") \
+            else None
         before = {n: c.usage(n) for n in c.names}
         out = os.path.join(c.path("node", "tmp"), "written")
         cp = c.run(["srun", "-N1", "-w", "node1", "sh", "-c",
@@ -77,6 +79,11 @@ class NodesFixture(unittest.TestCase):
                     "cat /proc/self/cgroup" % (out, out)])
         self.assertEqual(cp.returncode, 0, cp.stderr + c.logs())
         self.assertIn("/fpull-nodes-%d/node1" % c.k, cp.stdout)
+        if host_fuse is not None:
+            # user_fuse=True: the nodes' /dev/fuse is Debian's 0666, this machine's as it was.
+            cp = c.run(["srun", "-N2", "stat", "-c", "%a", "/dev/fuse"])
+            self.assertEqual(cp.stdout.split(), ["666", "666"], cp.stderr)
+            self.assertEqual(os.stat("/dev/fuse").st_mode & 0o777, host_fuse)
         c.settled()
         after = {n: c.usage(n) for n in c.names}
         cpu = {n: after[n]["cpu_usec"] - before[n]["cpu_usec"] for n in c.names}
@@ -91,13 +98,16 @@ class NodesFixture(unittest.TestCase):
         self.assertEqual(c.leftovers(), [])
         self.assertFalse(os.path.exists(cg))
 
-    def test_accounting_is_off_by_default(self):
+    def test_accounting_and_user_fuse_are_off_by_default(self):
         c = slurm_nodes.Nodes(1)
         self.addCleanup(c.stop)
         c.start()
         cp = c.run(["srun", "-N1", "cat", "/proc/self/cgroup"])
         self.assertEqual(cp.returncode, 0, cp.stderr + c.logs())
         self.assertNotIn("fpull-nodes-", cp.stdout)
+        if os.path.exists("/dev/fuse"):
+            cp = c.run(["srun", "-N1", "stat", "-c", "%a", "/dev/fuse"])
+            self.assertEqual(cp.stdout.strip(), "%o" % (os.stat("/dev/fuse").st_mode & 0o777))
         self.assertRaises(slurm_nodes.NodesError, c.usage, "node1")
 
     def test_a_cluster_whose_owner_was_killed_is_removed_by_the_next(self):
