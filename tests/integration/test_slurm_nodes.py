@@ -66,7 +66,7 @@ class NodesFixture(unittest.TestCase):
     def test_accounting_counts_each_nodes_cpu_and_writes_apart(self):
         # accounting=True (scripts/bench --slurm-nodes): each node's processes in a cgroup
         # of its own, CPU and bytes written counted per node, the step's included.
-        c = slurm_nodes.Nodes(2, accounting=True, user_fuse=True)
+        c = slurm_nodes.Nodes(2, accounting=True, fuse_open=True)
         self.addCleanup(c.stop)
         c.start()
         host_fuse = os.stat("/dev/fuse").st_mode & 0o777 if os.path.exists("/dev/fuse") \
@@ -80,7 +80,7 @@ class NodesFixture(unittest.TestCase):
         self.assertEqual(cp.returncode, 0, cp.stderr + c.logs())
         self.assertIn("/fpull-nodes-%d/node1" % c.k, cp.stdout)
         if host_fuse is not None:
-            # user_fuse=True: the nodes' /dev/fuse is Debian's 0666, this machine's as it was.
+            # fuse_open=True: the nodes' /dev/fuse is Debian's 0666, this machine's as it was.
             cp = c.run(["srun", "-N2", "stat", "-c", "%a", "/dev/fuse"])
             self.assertEqual(cp.stdout.split(), ["666", "666"], cp.stderr)
             self.assertEqual(os.stat("/dev/fuse").st_mode & 0o777, host_fuse)
@@ -98,7 +98,7 @@ class NodesFixture(unittest.TestCase):
         self.assertEqual(c.leftovers(), [])
         self.assertFalse(os.path.exists(cg))
 
-    def test_accounting_and_user_fuse_are_off_by_default(self):
+    def test_accounting_and_fuse_open_are_off_by_default(self):
         c = slurm_nodes.Nodes(1)
         self.addCleanup(c.stop)
         c.start()

@@ -17,29 +17,18 @@
 #define FPULL_BINDIR "/usr/local/bin"
 #endif
 
-static const char *const arg_names[] = {"fpull",
-                                        "runtime",
-                                        "run_dir",
-                                        "cache_dir",
-                                        "config",
-                                        "data_dir",
-                                        "mounts",
-                                        "env_passthrough",
-                                        "nvidia_hook",
-                                        "jobs",
-                                        "mount_home",
-                                        "pull",
-                                        "pull_timeout",
-                                        "store_max",
-                                        "max_unpacked",
-                                        "cleanup_timeout",
-                                        "remap_root",
-                                        "execute_entrypoint",
-                                        "shared_cache",
-                                        "container_scope",
-                                        "policy",
-                                        "check_timeout",
-                                        NULL};
+static const char *const arg_names[] = {"fpull",        "runtime",
+                                        "run_dir",      "cache_dir",
+                                        "config",       "data_dir",
+                                        "mounts",       "env_passthrough",
+                                        "nvidia_hook",  "jobs",
+                                        "mount_home",   "pull",
+                                        "pull_timeout", "store_max",
+                                        "max_unpacked", "cleanup_timeout",
+                                        "remap_root",   "execute_entrypoint",
+                                        "shared_cache", "container_scope",
+                                        "policy",       "check_timeout",
+                                        "sqsh_store",   NULL};
 
 static const char *const pull_names[] = {"always", "missing", "newer", "never", NULL};
 
@@ -128,6 +117,8 @@ static int parse_one(struct fp_slurm_settings *s, const char *key, const char *v
     return set_path(&s->cache_dir, key, val, err);
   if (strcmp(key, "shared_cache") == 0)
     return set_path(&s->shared_cache, key, val, err);
+  if (strcmp(key, "sqsh_store") == 0)
+    return set_path(&s->sqsh_store, key, val, err);
   if (strcmp(key, "config") == 0)
     return set_path(&s->config, key, val, err);
   if (strcmp(key, "policy") == 0)
@@ -257,6 +248,7 @@ void fp_slurm_settings_free(struct fp_slurm_settings *s)
   free(s->run_dir);
   free(s->cache_dir);
   free(s->shared_cache);
+  free(s->sqsh_store);
   free(s->config);
   free(s->policy);
   free(s->data_dir);

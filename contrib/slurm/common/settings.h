@@ -23,6 +23,9 @@ struct fp_slurm_settings {
   char *shared_cache;    /* shared_cache=: a directory every node shares (a parallel file
                             system) where each user's pulls keep their cache, DIR/UID; the
                             job's FPULL_CACHE wins */
+  char *sqsh_store;      /* sqsh_store=: a directory every node shares where each user's
+                            chosen entries are kept as SquashFS files, DIR/UID/HEX.sqsh,
+                            converted once and mounted by every node of that kind */
   char *config;          /* config=: an fpull config file, or NULL for fpull's own search */
   char *policy;          /* policy=: the containers-policy.json every pull of every step is
                             checked against (fpull --policy, as the site wrote it); no user
