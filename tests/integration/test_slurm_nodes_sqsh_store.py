@@ -6,15 +6,17 @@ never runs a file of another entry."""
 import os
 import re
 import shutil
+import subprocess
 
 import slurm
 import test_slurm_nodes_kinds as kinds
 from nodes_case import image_blobs
+from test_slurm_nodes import kill_group
 
 KINDS = kinds.KINDS
 
 
-class SquashfsStore(kinds.NodeKinds):
+class StoreCase(kinds.NodeKinds):
     def plugin_args(self):
         return super().plugin_args() + ["sqsh_store=@WORKDIR@/shared/sqsh"]
 
@@ -49,6 +51,8 @@ class SquashfsStore(kinds.NodeKinds):
         return sorted(re.findall(r"(?m)^fpull: (node\d): %s: (sha256:[0-9a-f]{64}) %s" % (
             re.escape(self.app), what), stderr))
 
+
+class SquashfsStore(StoreCase):
     def test_a_cold_job_converts_each_kinds_entry_once_and_later_steps_mount_it(self):
         cp = self.run_kinds()
         self.assert_each_its_own(cp)
@@ -135,4 +139,40 @@ class SquashfsStore(kinds.NodeKinds):
                          r"must be root's and writable by root only" % re.escape(
                              os.path.dirname(self.store)))
         self.assertFalse(os.path.exists(self.store))
+        self.assert_clean()
+
+
+class BoundedSquashfsStore(StoreCase):
+    """sqsh_store_max=: a user's files beyond it go, least recently used first, never one
+    that a step on any node holds."""
+
+    def plugin_args(self):
+        return super().plugin_args() + ["sqsh_store_max=1"]
+
+    def on(self, node, *argv):
+        return self.srun(["-w", node, "--fpull-image=" + self.app] + list(argv))
+
+    def test_the_least_recently_used_files_go_never_one_in_use(self):
+        cp = self.on("node2", "cat", "/etc/kind")
+        self.assertEqual(cp.returncode, 0, cp.stderr)
+        self.assertEqual(sorted(self.files()), [self.entry_file("x86-64-v3")])
+        # node2's step still runs: its file stays beside node3's new one.
+        p = subprocess.Popen(["runuser", "-u", "nobody", "--", "srun", "-w", "node2", "-J", "holdv3",
+                              "--fpull-image=" + self.app, "sh", "-c", "echo up; sleep 300"],
+                             env=self.cluster.env(), stdout=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        self.addCleanup(kill_group, p)
+        self.assertEqual(p.stdout.readline(), "up\n")
+        cp = self.on("node3", "cat", "/etc/kind")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "build-x86-64-v4\n"), cp.stderr)
+        self.assertEqual(sorted(self.files()),
+                         sorted([self.entry_file("x86-64-v3"), self.entry_file("x86-64-v4")]))
+        self.assertEqual(self.cluster.run(["scancel", "-n", "holdv3"], user="nobody").returncode,
+                         0)
+        p.wait(timeout=60)
+        self.assertEqual(self.cluster.settled(), {n: "idle" for n in self.cluster.names})
+        # No step holds v3 or v4 now: node1's v2 step leaves its own file only.
+        cp = self.on("node1", "cat", "/etc/kind")
+        self.assertEqual((cp.returncode, cp.stdout), (0, "build-x86-64-v2\n"), cp.stderr)
+        self.assertEqual(sorted(self.files()), [self.entry_file("x86-64-v2")])
         self.assert_clean()

@@ -17,18 +17,31 @@
 #define FPULL_BINDIR "/usr/local/bin"
 #endif
 
-static const char *const arg_names[] = {"fpull",        "runtime",
-                                        "run_dir",      "cache_dir",
-                                        "config",       "data_dir",
-                                        "mounts",       "env_passthrough",
-                                        "nvidia_hook",  "jobs",
-                                        "mount_home",   "pull",
-                                        "pull_timeout", "store_max",
-                                        "max_unpacked", "cleanup_timeout",
-                                        "remap_root",   "execute_entrypoint",
-                                        "shared_cache", "container_scope",
-                                        "policy",       "check_timeout",
-                                        "sqsh_store",   NULL};
+static const char *const arg_names[] = {"fpull",
+                                        "runtime",
+                                        "run_dir",
+                                        "cache_dir",
+                                        "config",
+                                        "data_dir",
+                                        "mounts",
+                                        "env_passthrough",
+                                        "nvidia_hook",
+                                        "jobs",
+                                        "mount_home",
+                                        "pull",
+                                        "pull_timeout",
+                                        "store_max",
+                                        "max_unpacked",
+                                        "cleanup_timeout",
+                                        "remap_root",
+                                        "execute_entrypoint",
+                                        "shared_cache",
+                                        "container_scope",
+                                        "policy",
+                                        "check_timeout",
+                                        "sqsh_store",
+                                        "sqsh_store_max",
+                                        NULL};
 
 static const char *const pull_names[] = {"always", "missing", "newer", "never", NULL};
 
@@ -173,6 +186,8 @@ static int parse_one(struct fp_slurm_settings *s, const char *key, const char *v
     }
     return parse_size(&s->store_max, key, val, err);
   }
+  if (strcmp(key, "sqsh_store_max") == 0)
+    return parse_size(&s->sqsh_store_max, key, val, err);
   if (strcmp(key, "max_unpacked") == 0)
     return parse_size(&s->max_unpacked, key, val, err);
   if (strcmp(key, "cleanup_timeout") == 0) {
@@ -234,6 +249,15 @@ int fp_slurm_settings_parse(struct fp_slurm_settings *s, int ac, char **av, fpul
       fp_slurm_settings_free(s);
       return rc;
     }
+  }
+  /* Each DIR/UID would hold the other's files (a cache's blobs/ beside the .sqsh files). */
+  if (s->sqsh_store && s->shared_cache && strcmp(s->sqsh_store, s->shared_cache) == 0) {
+    fpull_err_set(err, FPULL_EUSAGE,
+                  "plugin arguments sqsh_store= and shared_cache= name one directory (%s): give "
+                  "each its own",
+                  s->sqsh_store);
+    fp_slurm_settings_free(s);
+    return FPULL_EUSAGE;
   }
   /* The runner (a program of its own) parses the same arguments again. */
   for (int i = 0; i < ac; i++)

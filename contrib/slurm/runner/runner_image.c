@@ -655,6 +655,8 @@ int fp_runner_from_sqsh_store(struct runner *rn, const char *dir, cJSON **res, s
     return rc;
   }
   *lock = fp_slurm_sqsh_store_hold(&st);
+  if (r->s->sqsh_store_max)
+    fp_slurm_sqsh_store_trim(dir, d + 7, r->s->sqsh_store_max);
   *res = o;
   return 0;
 }

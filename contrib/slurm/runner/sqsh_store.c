@@ -3,9 +3,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sqsh_store.h"
@@ -83,6 +85,62 @@ int fp_slurm_sqsh_store_filled(struct fp_slurm_sqsh_store *s, fpull_err *err)
   s->tmp[0] = '\0';
   flock(s->lock, LOCK_SH);
   return 0;
+}
+
+struct kept_file {
+  char hex[65];
+  time_t used;
+  uint64_t bytes;
+};
+
+static int kept_older(const void *a, const void *b)
+{
+  const struct kept_file *x = a, *y = b;
+  return x->used < y->used ? -1 : x->used > y->used;
+}
+
+void fp_slurm_sqsh_store_trim(const char *dir, const char *keep, uint64_t max)
+{
+  cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d = dfd < 0 ? NULL : fdopendir(dup(dfd));
+  if (!d)
+    return;
+  struct kept_file *k = NULL;
+  size_t n = 0;
+  uint64_t total = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    char name[96];
+    struct stat lk, sq;
+    if (strlen(de->d_name) != 69 || strcmp(de->d_name + 64, ".lock") != 0 ||
+        strspn(de->d_name, "0123456789abcdef") != 64)
+      continue;
+    snprintf(name, sizeof name, "%.64s.sqsh", de->d_name);
+    if (fstatat(dfd, de->d_name, &lk, AT_SYMLINK_NOFOLLOW) < 0 ||
+        fstatat(dfd, name, &sq, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sq.st_mode))
+      continue;
+    k = fp_xrealloc(k, (n + 1) * sizeof *k);
+    snprintf(k[n].hex, sizeof k[n].hex, "%.64s", de->d_name);
+    k[n].used = lk.st_mtime;
+    k[n].bytes = (uint64_t)sq.st_blocks * 512;
+    total += k[n].bytes;
+    n++;
+  }
+  closedir(d);
+  qsort(k, n, sizeof *k, kept_older);
+  for (size_t i = 0; i < n && total > max; i++) {
+    if (keep && strcmp(k[i].hex, keep) == 0)
+      continue;
+    char name[96];
+    snprintf(name, sizeof name, "%s.lock", k[i].hex);
+    cleanup_close int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0)
+      continue;
+    snprintf(name, sizeof name, "%s.sqsh", k[i].hex);
+    if (unlinkat(dfd, name, 0) == 0)
+      total -= k[i].bytes;
+  }
+  free(k);
 }
 
 int fp_slurm_sqsh_store_hold(struct fp_slurm_sqsh_store *s)

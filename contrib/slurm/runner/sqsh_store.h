@@ -14,6 +14,7 @@
 #define FPULL_SLURM_SQSH_STORE_H
 
 #include <limits.h>
+#include <stdint.h>
 
 #include <fpull/error.h>
 
@@ -37,6 +38,13 @@ int fp_slurm_sqsh_store_filled(struct fp_slurm_sqsh_store *s, fpull_err *err);
 /* The step holds the file while it runs: the lock's descriptor, which the caller keeps open
  * (touched: its mtime is the file's last use). */
 int fp_slurm_sqsh_store_hold(struct fp_slurm_sqsh_store *s);
+
+/* sqsh_store_max=: removes the least recently used files of dir (their lock's mtime) until
+ * the user's files take at most max bytes, never keep's (the digest's hex this step holds)
+ * nor one a step on any node holds (its lock, taken exclusive without waiting). The lock
+ * files stay (a few bytes each): a node waiting on one must not lock a name another node
+ * has made anew. */
+void fp_slurm_sqsh_store_trim(const char *dir, const char *keep, uint64_t max);
 
 /* Gives the claim up: a conversion's partial file removed, the lock released. */
 void fp_slurm_sqsh_store_release(struct fp_slurm_sqsh_store *s);
