@@ -17,7 +17,8 @@ struct fpull_cpu_info {
    * Sapphire Rapids), its stepping, and the hypervisor bit (CPUID.1:ECX[31]: a virtual
    * machine, whose hypervisor may hide extensions its chip has). arm64: MIDR_EL1's
    * implementer as family and part number as model (0x41 and 0xd4f for a Neoverse V2), its
-   * revision as stepping, from /sys/devices/system/cpu/cpu0/regs/identification/midr_el1.
+   * variant (bits 23:20) and revision (bits 3:0) as stepping, variant * 16 + revision (0x13
+   * for r1p3), from /sys/devices/system/cpu/cpu0/regs/identification/midr_el1.
    * 0 where unknown. */
   unsigned family, model, stepping;
   int hypervisor;

@@ -8,6 +8,7 @@
 #include "fpull/features.h"
 #include "fpull/ref.h"
 #include "fpull/spec.h"
+#include "registry/platform.h"
 #include "select/names.h"
 #include "select/tagdb.h"
 #include "base/util.h"
@@ -20,12 +21,7 @@
 static void entry_clear(struct fpull_spec_entry *e)
 {
   free(e->image);
-  free(e->platform.os);
-  free(e->platform.architecture);
-  free(e->platform.variant);
-  free(e->platform.os_version);
-  fpull_strv_free(e->platform.os_features);
-  fpull_strv_free(e->platform.features);
+  fp_platform_clear(&e->platform);
   free(e->feature_lines);
   free(e->feature_columns);
 }

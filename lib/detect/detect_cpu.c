@@ -200,7 +200,8 @@ static char **hwcap_isa(void)
 #endif
 
 #if defined(__aarch64__) && defined(__linux__)
-/* MIDR_EL1 as the kernel exports it (4.11 and later): implementer, part number, revision. */
+/* MIDR_EL1 as the kernel exports it (4.11 and later): implementer, part number, and variant
+ * and revision as one number (r1p3 is 0x13; GCC tells some cores apart by the variant). */
 static void midr(struct fpull_cpu_info *ci)
 {
   cleanup_free char *text = NULL;
@@ -211,7 +212,7 @@ static void midr(struct fpull_cpu_info *ci)
   unsigned long long v = strtoull(text, NULL, 16);
   ci->family = (unsigned)((v >> 24) & 0xff);
   ci->model = (unsigned)((v >> 4) & 0xfff);
-  ci->stepping = (unsigned)(v & 0xf);
+  ci->stepping = (unsigned)(((v >> 16) & 0xf0) | (v & 0xf));
 }
 #endif
 

@@ -65,7 +65,15 @@ enum {
   A2_BTI = 17,
   A2_MTE = 18,
   A2_SME = 23,
+  A2_CSSC = 34,
   A2_MOPS = 43,
+  A2_LRCPC3 = 46,
+  A2_FPMR = 48,
+  A2_LUT = 49,
+  A2_FAMINMAX = 50,
+  A2_F8FMA = 52,
+  A2_F8DP4 = 53,
+  A2_F8DP2 = 54,
 };
 
 static const struct cap arm64[] = {
@@ -117,6 +125,15 @@ static const struct cap arm64[] = {
     {0, B(A2_BTI), "bti"},
     {0, B(A2_MTE), "memory_tagging"},
     {0, B(A2_SME), "sme"},
+    /* What gcc 14 and 15 know and gcc 12 does not (gen-cputags ARM_LATER_EXTRA): ACLE's names;
+     * RCpc3 as gcc's +rcpc3. FP8 instructions take their format from FPMR. */
+    {0, B(A2_CSSC), "cssc"},
+    {B(A_LRCPC), B(A2_LRCPC3), "rcpc3"},
+    {0, B(A2_FAMINMAX), "faminmax"},
+    {0, B(A2_LUT), "lut"},
+    {0, B(A2_FPMR) | B(A2_F8FMA), "fp8fma"},
+    {0, B(A2_FPMR) | B(A2_F8DP2), "fp8dot2"},
+    {0, B(A2_FPMR) | B(A2_F8DP4), "fp8dot4"},
 };
 
 /* ppc64 AT_HWCAP (PPC_FEATURE_*) and AT_HWCAP2 (PPC_FEATURE2_*) bits. */

@@ -1,12 +1,14 @@
 /* Manifests, indexes and image configs: cJSON into the typed model of fpull/manifest.h.
  * Every byte here came from a registry, so each field is checked before it is used:
  * digests against the grammar, sizes for range, media types against the Content-Type. */
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
 #include "fpull/manifest.h"
 #include "fpull/ref.h"
 #include "json_strict.h"
+#include "platform.h"
 #include "base/util.h"
 
 /* Sizes above 2^53 cannot be held exactly by cJSON's double, so they are refused. */
@@ -73,7 +75,8 @@ static int get_string(char **out, const cJSON *obj, const char *key, int require
   return 0;
 }
 
-static int get_strv(char ***out, const cJSON *obj, const char *key, const char *what,
+/* A list of strings: at most most entries (SIZE_MAX for no bound). */
+static int get_strv(char ***out, const cJSON *obj, const char *key, const char *what, size_t most,
                     fpull_err *err)
 {
   *out = NULL;
@@ -83,6 +86,9 @@ static int get_strv(char ***out, const cJSON *obj, const char *key, const char *
     return r;
   if (!cJSON_IsArray(j))
     return fpull_err_set(err, FPULL_EINTEGRITY, "%s: \"%s\" is not an array", what, key);
+  if ((size_t)cJSON_GetArraySize(j) > most)
+    return fpull_err_set(err, FPULL_EINTEGRITY, "%s: \"%s\" holds more than %zu entries", what, key,
+                         most);
   cleanup_strv char **v = fp_xcalloc(1, sizeof *v);
   for (const cJSON *c = j->child; c; c = c->next) {
     if (!cJSON_IsString(c) || !c->valuestring)
@@ -150,16 +156,22 @@ static int get_size(int64_t *out, const cJSON *obj, const char *what, fpull_err 
   return 0;
 }
 
-void fpull_platform_free(struct fpull_platform *p)
+void fp_platform_clear(struct fpull_platform *p)
 {
-  if (!p)
-    return;
   free(p->os);
   free(p->architecture);
   free(p->variant);
   free(p->os_version);
   fpull_strv_free(p->os_features);
   fpull_strv_free(p->features);
+  memset(p, 0, sizeof *p);
+}
+
+void fpull_platform_free(struct fpull_platform *p)
+{
+  if (!p)
+    return;
+  fp_platform_clear(p);
   free(p);
 }
 
@@ -182,26 +194,40 @@ struct fpull_platform *fpull_platform_dup(const struct fpull_platform *p)
   return d;
 }
 
+int fp_platform_read(struct fpull_platform *out, const cJSON *j, const char *what,
+                     size_t most_features, fpull_err *err)
+{
+  memset(out, 0, sizeof *out);
+  if (!cJSON_IsObject(j))
+    return fpull_err_set(err, FPULL_EINTEGRITY, "%s: \"platform\" is not an object", what);
+  struct fpull_platform p = {0};
+  int r;
+  if ((r = get_string(&p.os, j, "os", 0, what, err)) ||
+      (r = get_string(&p.architecture, j, "architecture", 0, what, err)) ||
+      (r = get_string(&p.variant, j, "variant", 0, what, err)) ||
+      (r = get_string(&p.os_version, j, "os.version", 0, what, err)) ||
+      (r = get_strv(&p.os_features, j, "os.features", what, most_features, err)) ||
+      (r = get_strv(&p.features, j, "features", what, most_features, err))) {
+    fp_platform_clear(&p);
+    return r;
+  }
+  /* Go leaves a missing field empty; matching then treats the entry as fitting nothing. */
+  if (!p.os)
+    p.os = fp_xstrdup("");
+  if (!p.architecture)
+    p.architecture = fp_xstrdup("");
+  *out = p;
+  return 0;
+}
+
 static int parse_platform(struct fpull_platform **out, const cJSON *j, const char *what,
                           fpull_err *err)
 {
   *out = NULL;
-  if (!cJSON_IsObject(j))
-    return fpull_err_set(err, FPULL_EINTEGRITY, "%s: \"platform\" is not an object", what);
   __attribute__((cleanup(platform_freep))) struct fpull_platform *p = fp_xcalloc(1, sizeof *p);
-  int r;
-  if ((r = get_string(&p->os, j, "os", 0, what, err)) ||
-      (r = get_string(&p->architecture, j, "architecture", 0, what, err)) ||
-      (r = get_string(&p->variant, j, "variant", 0, what, err)) ||
-      (r = get_string(&p->os_version, j, "os.version", 0, what, err)) ||
-      (r = get_strv(&p->os_features, j, "os.features", what, err)) ||
-      (r = get_strv(&p->features, j, "features", what, err)))
+  int r = fp_platform_read(p, j, what, SIZE_MAX, err);
+  if (r)
     return r;
-  /* Go leaves a missing field empty; matching then treats the entry as fitting nothing. */
-  if (!p->os)
-    p->os = fp_xstrdup("");
-  if (!p->architecture)
-    p->architecture = fp_xstrdup("");
   *out = steal_pointer(&p);
   return 0;
 }
@@ -507,7 +533,7 @@ int fpull_image_config_parse(struct fpull_image_config **out, const char *bytes,
   if ((r = get_string(&c->os, root, "os", 0, what, err)) ||
       (r = get_string(&c->architecture, root, "architecture", 0, what, err)) ||
       (r = get_string(&c->variant, root, "variant", 0, what, err)) ||
-      (r = get_strv(&c->os_features, root, "os.features", what, err)))
+      (r = get_strv(&c->os_features, root, "os.features", what, SIZE_MAX, err)))
     return r;
   if (!c->os)
     c->os = fp_xstrdup("");
@@ -521,7 +547,7 @@ int fpull_image_config_parse(struct fpull_image_config **out, const char *bytes,
       return fpull_err_set(err, FPULL_EINTEGRITY, "%s: \"rootfs\" is not an object", what);
     cleanup_free char *type = NULL;
     if ((r = get_string(&type, rootfs, "type", 0, what, err)) ||
-        (r = get_strv(&c->diff_ids, rootfs, "diff_ids", what, err)))
+        (r = get_strv(&c->diff_ids, rootfs, "diff_ids", what, SIZE_MAX, err)))
       return r;
     char b[96];
     if (type && strcmp(type, "layers") != 0)

@@ -180,56 +180,88 @@ static const char *centaur(unsigned family, unsigned model, char *const *isa)
                                           : "k8";
 }
 
-/* arm64: MIDR_EL1's implementer and part number, as GCC's -mcpu=native reads them: the first
- * entry of gcc/config/aarch64/aarch64-cores.def (gcc 12; gcc 13 for cortex-a715, cortex-x3,
- * cortex-x1c, ampere1a, cobalt-100, apple-m1, apple-m2) with that pair, so 0x43 0x0a2 is
- * octeontx81 (thunderxt81 comes later) and 0x42 0x516 is thunderx2t99p1 (thunderx2t99 is
- * Cavium's 0x43 0x0af). NVIDIA Grace reports Arm's Neoverse V2; an Apple M1/M2 Pro and Max
- * their own parts (the kernel's cputype.h). Entries GCC keys on the variant too (emag on
- * 0x50 0x000 variant 3, thunderxt88p1, thunderx3t110 variant 0x0a) match here by part alone:
- * the detector reads no variant. Checked on 16 real machines (tests/unit/test_cpugen_real.c). */
+/* arm64: MIDR_EL1's implementer, part number and variant, as GCC's -mcpu=native reads them:
+ * the first entry of gcc/config/aarch64/aarch64-cores.def (gcc 15's order and rows; gcc 12's
+ * for the cores it knows, scripts/gen-cputags names each later core's gcc) with that
+ * implementer and part whose variant is the CPU's or any (GCC's -1). So 0x43 0x0a2 is
+ * octeontx81 (thunderxt81 comes later), 0x42 0x516 thunderx2t99p1 (thunderx2t99 is Cavium's
+ * 0x43 0x0af), 0x50 0x000 emag at variant 3 and xgene1 else, and a ThunderX3 is
+ * thunderx3t110 only at variant 0xa, as in GCC (another variant has no own name: the level
+ * decides). gcc 15 made thunderxt88p1 an alias listed after thunderxt88 (gcc 12 to 14 keyed
+ * it on variant 0 before): the newest order wins, so no MIDR names it. NVIDIA Grace reports
+ * Arm's Neoverse V2; GCC lists the Apple cores and GB10 as big.LITTLE pairs, each part of a
+ * pair names the pair's core here (the detector reads CPU 0's MIDR alone; GB10's parts are
+ * Cortex-X925's and Cortex-A725's, which come first). Rows written from the file, not
+ * copied. Checked on 16 real machines and a synthetic MIDR per later core
+ * (tests/unit/test_cpugen_real.c). */
+#define ANY (-1)
 static const struct {
   unsigned implementer, part;
+  int variant; /* MIDR_EL1 bits 23:20, or ANY */
   const char *name;
 } arm_parts[] = {
-    {0x41, 0xd02, "cortex-a34"},     {0x41, 0xd03, "cortex-a53"},
-    {0x41, 0xd04, "cortex-a35"},     {0x41, 0xd05, "cortex-a55"},
-    {0x41, 0xd06, "cortex-a65"},     {0x41, 0xd07, "cortex-a57"},
-    {0x41, 0xd08, "cortex-a72"},     {0x41, 0xd09, "cortex-a73"},
-    {0x41, 0xd0a, "cortex-a75"},     {0x41, 0xd0b, "cortex-a76"},
-    {0x41, 0xd0c, "neoverse-n1"},    {0x41, 0xd0d, "cortex-a77"},
-    {0x41, 0xd0e, "cortex-a76ae"},   {0x41, 0xd15, "cortex-r82"},
-    {0x41, 0xd40, "neoverse-v1"},    {0x41, 0xd41, "cortex-a78"},
-    {0x41, 0xd42, "cortex-a78ae"},   {0x41, 0xd43, "cortex-a65ae"},
-    {0x41, 0xd44, "cortex-x1"},      {0x41, 0xd46, "cortex-a510"},
-    {0x41, 0xd47, "cortex-a710"},    {0x41, 0xd48, "cortex-x2"},
-    {0x41, 0xd49, "neoverse-n2"},    {0x41, 0xd4a, "neoverse-e1"},
-    {0x41, 0xd4b, "cortex-a78c"},    {0x41, 0xd4c, "cortex-x1c"},
-    {0x41, 0xd4d, "cortex-a715"},    {0x41, 0xd4e, "cortex-x3"},
-    {0x41, 0xd4f, "neoverse-v2"},    {0x42, 0x516, "thunderx2t99p1"},
-    {0x43, 0x0a0, "thunderx"},       {0x43, 0x0a1, "thunderxt88"},
-    {0x43, 0x0a2, "octeontx81"},     {0x43, 0x0a3, "octeontx83"},
-    {0x43, 0x0af, "thunderx2t99"},   {0x43, 0x0b0, "octeontx2"},
-    {0x43, 0x0b1, "octeontx2t98"},   {0x43, 0x0b2, "octeontx2t96"},
-    {0x43, 0x0b3, "octeontx2f95"},   {0x43, 0x0b4, "octeontx2f95n"},
-    {0x43, 0x0b5, "octeontx2f95mm"}, {0x43, 0x0b8, "thunderx3t110"},
-    {0x46, 0x001, "a64fx"},          {0x48, 0xd01, "tsv110"},
-    {0x50, 0x000, "xgene1"},         {0x51, 0xc00, "qdf24xx"},
-    {0x51, 0xc01, "saphira"},        {0x53, 0x001, "exynos-m1"},
-    {0x61, 0x022, "apple-m1"},       {0x61, 0x023, "apple-m1"},
-    {0x61, 0x024, "apple-m1"},       {0x61, 0x025, "apple-m1"},
-    {0x61, 0x028, "apple-m1"},       {0x61, 0x029, "apple-m1"},
-    {0x61, 0x032, "apple-m2"},       {0x61, 0x033, "apple-m2"},
-    {0x61, 0x034, "apple-m2"},       {0x61, 0x035, "apple-m2"},
-    {0x61, 0x038, "apple-m2"},       {0x61, 0x039, "apple-m2"},
-    {0x68, 0x000, "phecda"},         {0x6d, 0xd49, "cobalt-100"},
-    {0xc0, 0xac3, "ampere1"},        {0xc0, 0xac4, "ampere1a"},
+    {0x41, 0xd02, ANY, "cortex-a34"},     {0x41, 0xd04, ANY, "cortex-a35"},
+    {0x41, 0xd03, ANY, "cortex-a53"},     {0x41, 0xd07, ANY, "cortex-a57"},
+    {0x41, 0xd08, ANY, "cortex-a72"},     {0x41, 0xd09, ANY, "cortex-a73"},
+    {0x43, 0x0a0, ANY, "thunderx"},       {0x43, 0x0a1, ANY, "thunderxt88"},
+    {0x43, 0x0a1, ANY, "thunderxt88p1"},  {0x43, 0x0a0, ANY, "octeontx"},
+    {0x43, 0x0a2, ANY, "octeontx81"},     {0x43, 0x0a3, ANY, "octeontx83"},
+    {0x43, 0x0a2, ANY, "thunderxt81"},    {0x43, 0x0a3, ANY, "thunderxt83"},
+    {0xc0, 0xac3, ANY, "ampere1"},        {0xc0, 0xac4, ANY, "ampere1a"},
+    {0xc0, 0xac5, ANY, "ampere1b"},       {0x50, 0x000, 3, "emag"},
+    {0x50, 0x000, ANY, "xgene1"},         {0x51, 0xc00, ANY, "qdf24xx"},
+    {0x53, 0x001, ANY, "exynos-m1"},      {0x68, 0x000, ANY, "phecda"},
+    {0x42, 0x516, ANY, "thunderx2t99p1"}, {0x43, 0x0af, ANY, "thunderx2t99"},
+    {0x41, 0xd05, ANY, "cortex-a55"},     {0x41, 0xd0a, ANY, "cortex-a75"},
+    {0x41, 0xd0b, ANY, "cortex-a76"},     {0x41, 0xd0e, ANY, "cortex-a76ae"},
+    {0x41, 0xd0d, ANY, "cortex-a77"},     {0x41, 0xd41, ANY, "cortex-a78"},
+    {0x41, 0xd42, ANY, "cortex-a78ae"},   {0x41, 0xd4b, ANY, "cortex-a78c"},
+    {0x41, 0xd06, ANY, "cortex-a65"},     {0x41, 0xd43, ANY, "cortex-a65ae"},
+    {0x41, 0xd44, ANY, "cortex-x1"},      {0x41, 0xd4c, ANY, "cortex-x1c"},
+    {0x41, 0xd0c, ANY, "neoverse-n1"},    {0x41, 0xd4a, ANY, "neoverse-e1"},
+    {0x43, 0x0b0, ANY, "octeontx2"},      {0x43, 0x0b1, ANY, "octeontx2t98"},
+    {0x43, 0x0b2, ANY, "octeontx2t96"},   {0x43, 0x0b2, ANY, "octeontx2t93"},
+    {0x43, 0x0b3, ANY, "octeontx2f95"},   {0x43, 0x0b4, ANY, "octeontx2f95n"},
+    {0x43, 0x0b5, ANY, "octeontx2f95mm"}, {0x46, 0x001, ANY, "a64fx"},
+    {0x46, 0x003, ANY, "fujitsu-monaka"}, {0x48, 0xd06, ANY, "hip12"},
+    {0x48, 0xd01, ANY, "tsv110"},         {0x43, 0x0b8, 10, "thunderx3t110"},
+    {0x41, 0xd40, ANY, "neoverse-v1"},    {0x51, 0xc01, ANY, "saphira"},
+    {0x51, 0x001, ANY, "oryon-1"},        {0x41, 0xd15, ANY, "cortex-r82"},
+    {0x41, 0xd14, ANY, "cortex-r82ae"},   {0x61, 0x012, ANY, "apple-a12"},
+    {0x61, 0x021, ANY, "apple-m1"},       {0x61, 0x020, ANY, "apple-m1"},
+    {0x61, 0x023, ANY, "apple-m1"},       {0x61, 0x022, ANY, "apple-m1"},
+    {0x61, 0x025, ANY, "apple-m1"},       {0x61, 0x024, ANY, "apple-m1"},
+    {0x61, 0x029, ANY, "apple-m1"},       {0x61, 0x028, ANY, "apple-m1"},
+    {0x61, 0x031, ANY, "apple-m2"},       {0x61, 0x030, ANY, "apple-m2"},
+    {0x61, 0x033, ANY, "apple-m2"},       {0x61, 0x032, ANY, "apple-m2"},
+    {0x61, 0x035, ANY, "apple-m2"},       {0x61, 0x034, ANY, "apple-m2"},
+    {0x61, 0x039, ANY, "apple-m2"},       {0x61, 0x038, ANY, "apple-m2"},
+    {0x61, 0x043, ANY, "apple-m3"},       {0x61, 0x042, ANY, "apple-m3"},
+    {0x61, 0x045, ANY, "apple-m3"},       {0x61, 0x044, ANY, "apple-m3"},
+    {0x61, 0x049, ANY, "apple-m3"},       {0x61, 0x048, ANY, "apple-m3"},
+    {0x61, 0x053, ANY, "apple-m4"},       {0x61, 0x052, ANY, "apple-m4"},
+    {0x61, 0x055, ANY, "apple-m4"},       {0x61, 0x054, ANY, "apple-m4"},
+    {0x61, 0x059, ANY, "apple-m4"},       {0x61, 0x058, ANY, "apple-m4"},
+    {0x61, 0x063, ANY, "apple-m5"},       {0x61, 0x062, ANY, "apple-m5"},
+    {0x61, 0x065, ANY, "apple-m5"},       {0x61, 0x064, ANY, "apple-m5"},
+    {0x61, 0x069, ANY, "apple-m5"},       {0x61, 0x068, ANY, "apple-m5"},
+    {0x41, 0xd46, ANY, "cortex-a510"},    {0x41, 0xd80, ANY, "cortex-a520"},
+    {0x41, 0xd88, ANY, "cortex-a520ae"},  {0x41, 0xd47, ANY, "cortex-a710"},
+    {0x41, 0xd4d, ANY, "cortex-a715"},    {0x41, 0xd81, ANY, "cortex-a720"},
+    {0x41, 0xd89, ANY, "cortex-a720ae"},  {0x41, 0xd87, ANY, "cortex-a725"},
+    {0x41, 0xd48, ANY, "cortex-x2"},      {0x41, 0xd4e, ANY, "cortex-x3"},
+    {0x41, 0xd82, ANY, "cortex-x4"},      {0x41, 0xd85, ANY, "cortex-x925"},
+    {0x41, 0xd49, ANY, "neoverse-n2"},    {0x6d, 0xd49, ANY, "cobalt-100"},
+    {0x41, 0xd8e, ANY, "neoverse-n3"},    {0x41, 0xd4f, ANY, "neoverse-v2"},
+    {0x41, 0xd4f, ANY, "grace"},          {0x41, 0xd84, ANY, "neoverse-v3"},
+    {0x41, 0xd83, ANY, "neoverse-v3ae"},  {0x4e, 0x010, ANY, "olympus"},
 };
 
-static const char *arm64(unsigned implementer, unsigned part)
+static const char *arm64(unsigned implementer, unsigned part, unsigned variant)
 {
   for (size_t i = 0; i < sizeof arm_parts / sizeof arm_parts[0]; i++)
-    if (arm_parts[i].implementer == implementer && arm_parts[i].part == part)
+    if (arm_parts[i].implementer == implementer && arm_parts[i].part == part &&
+        (arm_parts[i].variant == ANY || (unsigned)arm_parts[i].variant == variant))
       return arm_parts[i].name;
   return NULL;
 }
@@ -240,7 +272,7 @@ const char *fpull_cpu_generation(const struct fpull_tagdb *db, const struct fpul
     return NULL;
   const char *name = NULL;
   if (strcmp(ci->architecture, "arm64") == 0)
-    name = arm64(ci->family, ci->model);
+    name = arm64(ci->family, ci->model, (ci->stepping >> 4) & 0xf); /* variant, revision */
   else if (strcmp(ci->architecture, "ppc64le") == 0)
     name = ci->variant; /* AT_PLATFORM: power9, power10 */
   if (name) {

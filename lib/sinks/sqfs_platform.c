@@ -5,6 +5,7 @@
 #include "base/util.h"
 #include "fpull/ref.h"
 #include "registry/json_strict.h"
+#include "registry/platform.h"
 #include "sqfs_platform.h"
 
 static const cJSON *mem(const cJSON *o, const char *key)
@@ -56,39 +57,6 @@ static int bad(fpull_err *err, const char *what)
   return fpull_err_set(err, FPULL_EINTEGRITY, "%s: %s", FP_SQFS_PLATFORM_PATH, what);
 }
 
-/* An optional string member: 0 (*out set or left NULL), or -1 when of another type. */
-static int opt_string(const cJSON *o, const char *key, char **out)
-{
-  const cJSON *v = mem(o, key);
-  if (!v)
-    return 0;
-  if (!cJSON_IsString(v))
-    return -1;
-  *out = fp_xstrdup(v->valuestring);
-  return 0;
-}
-
-static int opt_strv(const cJSON *o, const char *key, char ***out)
-{
-  const cJSON *v = mem(o, key), *e;
-  if (!v)
-    return 0;
-  if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) > FP_SQFS_PLATFORM_FEATURES_MAX)
-    return -1;
-  char **r = fp_xcalloc((size_t)cJSON_GetArraySize(v) + 1, sizeof *r);
-  size_t n = 0;
-  cJSON_ArrayForEach(e, v)
-  {
-    if (!cJSON_IsString(e)) {
-      fpull_strv_free(r);
-      return -1;
-    }
-    r[n++] = fp_xstrdup(e->valuestring);
-  }
-  *out = r;
-  return 0;
-}
-
 int fp_sqfs_platform_parse(struct fp_sqfs_platform *out, const char *text, size_t len,
                            fpull_err *err)
 {
@@ -115,18 +83,18 @@ int fp_sqfs_platform_parse(struct fp_sqfs_platform *out, const char *text, size_
   const char *arch = cJSON_GetStringValue(mem(pl, "architecture"));
   if (!cJSON_IsObject(pl) || !os || !*os || !arch || !*arch)
     return bad(err, "no platform with os and architecture");
+  /* The platform through the registry's reader (index entries use it), bounded; one
+   * message here for every member that it or the reference refuses. */
+  const cJSON *reference = mem(j, "reference");
   struct fp_sqfs_platform p = {0};
+  fpull_err perr = {0};
+  if ((reference && !cJSON_IsString(reference)) ||
+      fp_platform_read(&p.platform, pl, FP_SQFS_PLATFORM_PATH, FP_SQFS_PLATFORM_FEATURES_MAX,
+                       &perr))
+    return bad(err, "a member of the wrong type or a list too long");
   p.manifest_digest = fp_xstrdup(manifest);
   p.index_digest = index ? fp_xstrdup(index->valuestring) : NULL;
-  p.platform.os = fp_xstrdup(os);
-  p.platform.architecture = fp_xstrdup(arch);
-  if (opt_string(j, "reference", &p.reference) || opt_string(pl, "variant", &p.platform.variant) ||
-      opt_string(pl, "os.version", &p.platform.os_version) ||
-      opt_strv(pl, "os.features", &p.platform.os_features) ||
-      opt_strv(pl, "features", &p.platform.features)) {
-    fp_sqfs_platform_free(&p);
-    return bad(err, "a member of the wrong type or a list too long");
-  }
+  p.reference = reference ? fp_xstrdup(reference->valuestring) : NULL;
   *out = p;
   return 0;
 }
@@ -136,11 +104,6 @@ void fp_sqfs_platform_free(struct fp_sqfs_platform *p)
   free(p->reference);
   free(p->index_digest);
   free(p->manifest_digest);
-  free(p->platform.os);
-  free(p->platform.architecture);
-  free(p->platform.variant);
-  free(p->platform.os_version);
-  fpull_strv_free(p->platform.os_features);
-  fpull_strv_free(p->platform.features);
+  fp_platform_clear(&p->platform);
   memset(p, 0, sizeof *p);
 }

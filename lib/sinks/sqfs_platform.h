@@ -34,8 +34,10 @@ char *fp_sqfs_platform_json(const char *reference, const char *index_digest,
 
 /* Parses the record's text (len bytes). Errors (FPULL_EINTEGRITY, *out left empty): over
  * FP_SQFS_PLATFORM_MAX, not strict JSON, another mediaType, a manifest or index that is no
- * valid digest, no os or architecture, a member of the wrong type, a feature list longer
- * than FP_SQFS_PLATFORM_FEATURES_MAX. Unknown members are ignored. */
+ * valid digest, no os or architecture, a member of the wrong type (null included) or named
+ * like a known one in another case, a feature list longer than
+ * FP_SQFS_PLATFORM_FEATURES_MAX. The platform is read by the registry's reader
+ * (registry/platform.h), as an index entry's is. Unknown members are ignored. */
 int fp_sqfs_platform_parse(struct fp_sqfs_platform *out, const char *text, size_t len,
                            fpull_err *err);
 void fp_sqfs_platform_free(struct fp_sqfs_platform *p);

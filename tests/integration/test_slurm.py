@@ -1504,6 +1504,19 @@ class SlurmPlugstack(SlurmCase):
         self.assertNotIn("ran", cp.stdout)
         self.assertIn(want, cp.stderr)
 
+    def test_one_directory_for_the_sqsh_store_and_the_shared_cache_is_refused(self):
+        self.require_plugin()
+        c = self.start_cluster(plugin=PLUGIN, plugin_args=["sqsh_store=/scratch/fpull",
+                                                           "shared_cache=/scratch/fpull"])
+        want = ("fpull: plugstack.conf: plugin arguments sqsh_store= and shared_cache= name one "
+                "directory (/scratch/fpull): give each its own")
+        self.assertIn(want, c.log("slurmd.log"))
+        cp = c._cmd(["srun", "--fpull-image=" + self.ref, "echo", "ran"], check=False,
+                    user="nobody")
+        self.assertNotEqual(cp.returncode, 0)
+        self.assertNotIn("ran", cp.stdout)
+        self.assertIn(want, cp.stderr)
+
 
 class SlurmSlowRegistry(SlurmCase):
     """The step's pull against a registry behind a fault proxy: it is job time, bounded and

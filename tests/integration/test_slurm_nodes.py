@@ -63,6 +63,53 @@ class NodesFixture(unittest.TestCase):
         sleeper.kill()
         sleeper.wait()
 
+    def test_accounting_counts_each_nodes_cpu_and_writes_apart(self):
+        # accounting=True (scripts/bench --slurm-nodes): each node's processes in a cgroup
+        # of its own, CPU and bytes written counted per node, the step's included.
+        c = slurm_nodes.Nodes(2, accounting=True, fuse_open=True)
+        self.addCleanup(c.stop)
+        c.start()
+        host_fuse = os.stat("/dev/fuse").st_mode & 0o777 if os.path.exists("/dev/fuse") \
+            else None
+        before = {n: c.usage(n) for n in c.names}
+        out = os.path.join(c.path("node", "tmp"), "written")
+        cp = c.run(["srun", "-N1", "-w", "node1", "sh", "-c",
+                    "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; "
+                    "dd if=/dev/zero of=%s bs=1M count=8 status=none; rm %s; "
+                    "cat /proc/self/cgroup" % (out, out)])
+        self.assertEqual(cp.returncode, 0, cp.stderr + c.logs())
+        self.assertIn("/fpull-nodes-%d/node1" % c.k, cp.stdout)
+        if host_fuse is not None:
+            # fuse_open=True: the nodes' /dev/fuse is Debian's 0666, this machine's as it was.
+            cp = c.run(["srun", "-N2", "stat", "-c", "%a", "/dev/fuse"])
+            self.assertEqual(cp.stdout.split(), ["666", "666"], cp.stderr)
+            self.assertEqual(os.stat("/dev/fuse").st_mode & 0o777, host_fuse)
+        c.settled()
+        after = {n: c.usage(n) for n in c.names}
+        cpu = {n: after[n]["cpu_usec"] - before[n]["cpu_usec"] for n in c.names}
+        wrote = {n: after[n]["write_bytes"] - before[n]["write_bytes"] for n in c.names}
+        self.assertGreater(cpu["node1"], 150000, (cpu, after))  # the loop's 0.2-0.3 s
+        self.assertLess(cpu["node2"], cpu["node1"] / 3, cpu)
+        # 8 MiB dirtied and removed before writeback still count (task accounting).
+        self.assertGreaterEqual(wrote["node1"], 8 << 20, (wrote, after))
+        self.assertLess(wrote["node2"], 1 << 20, wrote)
+        cg = c.node_cgroup("node1")
+        c.stop()
+        self.assertEqual(c.leftovers(), [])
+        self.assertFalse(os.path.exists(cg))
+
+    def test_accounting_and_fuse_open_are_off_by_default(self):
+        c = slurm_nodes.Nodes(1)
+        self.addCleanup(c.stop)
+        c.start()
+        cp = c.run(["srun", "-N1", "cat", "/proc/self/cgroup"])
+        self.assertEqual(cp.returncode, 0, cp.stderr + c.logs())
+        self.assertNotIn("fpull-nodes-", cp.stdout)
+        if os.path.exists("/dev/fuse"):
+            cp = c.run(["srun", "-N1", "stat", "-c", "%a", "/dev/fuse"])
+            self.assertEqual(cp.stdout.strip(), "%o" % (os.stat("/dev/fuse").st_mode & 0o777))
+        self.assertRaises(slurm_nodes.NodesError, c.usage, "node1")
+
     def test_a_cluster_whose_owner_was_killed_is_removed_by_the_next(self):
         """A test process killed without stop() (a ctest timeout): its daemons die with it
         and the next start() removes its namespaces, links and directory."""

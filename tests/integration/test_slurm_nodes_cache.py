@@ -2,8 +2,11 @@
 into every node standing in for a parallel file system) and a pull-through mirror (the
 real docker-registry in proxy mode) on the multi-node fixture; the registry's access log
 says what it served."""
+import base64
 import hashlib
+import json
 import os
+import re
 import shutil
 import time
 
@@ -80,7 +83,22 @@ class SharedCache(NodesCase):
         self.assert_clean()
 
 
-class PullThroughMirror(NodesCase):
+class MirrorConfig:
+    """An image of the mirror tests' own, and a config naming the mirror (written whole)."""
+
+    def image_layers(self):
+        from test_slurm import os_release, tools_layer
+        return [tools_layer(self.tools()), os_release("image-mirrored")]
+
+    def write_config(self, path, extra):
+        if "registry-mirrors" not in extra:
+            return super().write_config(path, extra)
+        with open(path, "w") as f:
+            f.write(extra)
+        os.chmod(path, 0o644)
+
+
+class PullThroughMirror(MirrorConfig, NodesCase):
     """A pull-through mirror (docker-registry in proxy mode, the upstream's credentials in
     its own configuration) named in registry-mirrors: nodes with caches of their own and
     no credentials each fetch from the mirror, and the upstream serves each blob once."""
@@ -106,17 +124,6 @@ class PullThroughMirror(NodesCase):
                           'insecure-registries: ["%s", "%s"]\n' % (
                               self.upstream.hostport, self.mirror.hostport,
                               self.upstream.hostport, self.mirror.hostport))
-
-    def image_layers(self):
-        from test_slurm import os_release, tools_layer
-        return [tools_layer(self.tools()), os_release("image-mirrored")]
-
-    def write_config(self, path, extra):
-        if "registry-mirrors" not in extra:
-            return super().write_config(path, extra)
-        with open(path, "w") as f:
-            f.write(extra)
-        os.chmod(path, 0o644)
 
     def test_an_eight_node_job_costs_the_upstream_nothing_once_the_mirror_has_it(self):
         """docker-registry's proxy passes every request for a blob it is still fetching on to
@@ -161,3 +168,87 @@ class PullThroughMirror(NodesCase):
         self.assertIn("authentication refused by %s" % self.upstream.hostport, cp.stderr)
         self.assert_clean()
 
+
+
+class OneImagePerCluster(MirrorConfig, NodesCase):
+    """Issue 41 item 4, the cluster mirror as the way: what every user may pull goes through
+    one mirror whose account reads the public repositories only, so a public image costs
+    the upstream once for all users of the cluster; a private image is not the mirror's to
+    read, so its user's pull falls back to the upstream with the user's own credentials,
+    and a user without them is refused. The mirror never stores what it cannot read."""
+
+    nodes = 2
+
+    def setUp(self):
+        super().setUp()
+        ts = tokenserver.TokenServer(users={"mirror": "m1rror-Secret", "alice": "al1ce-Secret"},
+                                     acl={"mirror": ["hpc/*"]},
+                                     host=self.cluster.bridge_ip).start()
+        self.addCleanup(ts.stop)
+        self.upstream = self.cluster.start_registry(auth=ts.registry_auth())
+        up = images.Client(self.upstream.url, username="mirror", password="m1rror-Secret")
+        self.up_image = images.push_image(up, "hpc/os", "1.0", self.image_layers())
+        mine = images.Client(self.upstream.url, username="alice", password="al1ce-Secret")
+        self.secret = images.push_image(
+            mine, "lab/secret", "1.0", [images.random_layer("s", 150000)] + self.image_layers())
+        self.mirror = self.cluster.start_registry(proxy={
+            "remoteurl": self.upstream.url, "username": "mirror", "password": "m1rror-Secret"})
+        self.up_ref = "%s/hpc/os:1.0" % self.upstream.hostport
+        self.secret_ref = "%s/lab/secret:1.0" % self.upstream.hostport
+        self.write_config(self.config, 'registry-mirrors:\n  "%s": ["http://%s"]\n'
+                          'insecure-registries: ["%s", "%s"]\n' % (
+                              self.upstream.hostport, self.mirror.hostport,
+                              self.upstream.hostport, self.mirror.hostport))
+        # Two users, each with a home of their own; nobody's holds alice's credentials.
+        self.homes = {}
+        for user in ("nobody", "daemon"):
+            home = self.cluster.path("shared", "home-" + user)
+            os.makedirs(os.path.join(home, ".docker"))
+            if user == "nobody":
+                auth = base64.b64encode(b"alice:al1ce-Secret").decode()
+                with open(os.path.join(home, ".docker", "config.json"), "w") as f:
+                    json.dump({"auths": {self.upstream.hostport: {"auth": auth}}}, f)
+                os.chmod(os.path.join(home, ".docker", "config.json"), 0o600)
+            for root, dirs, files in os.walk(home):
+                for name in [root] + [os.path.join(root, x) for x in files]:
+                    shutil.chown(name, user, None)
+            self.homes[user] = home
+
+    def run_as(self, user, image):
+        return self.cluster.run(["srun", "-N2", "--fpull-image=" + image, "cat", "/etc/kind"],
+                                user=user, env={"HOME": self.homes[user]})
+
+    def test_a_public_image_costs_the_upstream_once_for_all_users_and_a_private_one_stays_private(self):
+        cp = self.run_as("nobody", self.up_ref)
+        self.assertEqual((cp.returncode, cp.stdout), (0, "image-mirrored\n" * 2),
+                         cp.stderr + self.cluster.logs())
+        want = image_blobs(self.up_image)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and \
+                not all(os.path.exists(self.mirror.blob_path(d)) for d in want):
+            time.sleep(0.1)
+        first = blob_egress(self.upstream.log_path)
+        self.assertEqual(set(first), set(want))
+        # Another user, another cache: the mirror has it, the upstream serves nothing more.
+        cp = self.run_as("daemon", self.up_ref)
+        self.assertEqual((cp.returncode, cp.stdout), (0, "image-mirrored\n" * 2),
+                         cp.stderr + self.cluster.logs())
+        self.assertEqual(blob_egress(self.upstream.log_path), first)
+        self.assertTrue(os.path.isdir(os.path.join(self.homes["daemon"], ".cache", "fpull")))
+        # The private image: the mirror's account cannot read it; its user's own
+        # credentials fetch it from the upstream.
+        cp = self.run_as("nobody", self.secret_ref)
+        self.assertEqual((cp.returncode, cp.stdout), (0, "image-mirrored\n" * 2),
+                         cp.stderr + self.cluster.logs())
+        secret_blobs = image_blobs(self.secret)
+        self.assertTrue(set(secret_blobs) <= set(blob_egress(self.upstream.log_path)))
+        # Another user without them is refused, and nothing of it was stored by the mirror
+        # (where every user's pulls could read it).
+        cp = self.run_as("daemon", self.secret_ref)
+        self.assertEqual((cp.returncode, cp.stdout), (4, ""), cp.stderr)
+        self.assertRegex(cp.stderr, r"(?m)^fpull: node\d: .*%s.*(authentication|denied|refused)"
+                         % re.escape(self.secret_ref))
+        only_secret = set(secret_blobs) - set(want)
+        self.assertTrue(only_secret)
+        self.assertFalse([d for d in only_secret if os.path.exists(self.mirror.blob_path(d))])
+        self.assert_clean()

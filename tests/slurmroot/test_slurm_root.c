@@ -3,6 +3,7 @@
  * removal never enters a mount point and ends by its deadline, and run_dir is refused
  * under a directory others can write. As root, each test in a mount namespace of its own
  * (nothing it mounts reaches the host). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -210,4 +212,54 @@ TEST(run_dir_refused_under_a_directory_others_can_write)
   memset(&err, 0, sizeof err);
   CHECK_INT_EQ(fp_slurm_run_dir_open(&fd, run, 1, &err), 0);
   close(fd);
+}
+
+/* Issue 41's bench: the nodes of one job make DIR/UID at the same moment; none may find it
+ * root's half-made and refuse it. Many makers at once, many times: every one gets the
+ * user's directory. */
+TEST(site_user_dir_made_by_many_at_once_is_never_seen_half_made)
+{
+  own_namespace();
+  char tmpl[] = "/tmp/fpull-siteuser-XXXXXX";
+  CHECK(mkdtemp(tmpl) != NULL);
+  CHECK(chmod(tmpl, 0755) == 0);
+  char dir[64], user[96];
+  CHECK((size_t)snprintf(dir, sizeof dir, "%s/site", tmpl) < sizeof dir);
+  CHECK((size_t)snprintf(user, sizeof user, "%s/%d", dir, USER) < sizeof user);
+  CHECK(mkdir(dir, 0755) == 0);
+  enum { MAKERS = 8, ROUNDS = 150 };
+  int refused = 0;
+  for (int round = 0; round < ROUNDS; round++) {
+    rmdir(user);
+    pid_t pids[MAKERS];
+    for (int i = 0; i < MAKERS; i++) {
+      pids[i] = fork();
+      CHECK(pids[i] >= 0);
+      if (pids[i] == 0) {
+        fpull_err err = {0};
+        _exit(fp_slurm_site_user_dir("sqsh_store", dir, USER, USER, &err) == 0 ? 0 : 1);
+      }
+    }
+    for (int i = 0; i < MAKERS; i++) {
+      int status = 0;
+      CHECK(waitpid(pids[i], &status, 0) == pids[i]);
+      refused += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    }
+    struct stat st;
+    CHECK(stat(user, &st) == 0);
+    CHECK_INT_EQ((int)st.st_uid, USER);
+    CHECK_INT_EQ((int)(st.st_mode & 07777), 0700);
+  }
+  CHECK_INT_EQ(refused, 0);
+  /* No maker's own name is left beside it. */
+  DIR *d = opendir(dir);
+  CHECK(d != NULL);
+  int entries = 0;
+  for (struct dirent *de; (de = readdir(d)) != NULL;)
+    entries += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+  closedir(d);
+  CHECK_INT_EQ(entries, 1);
+  CHECK(rmdir(user) == 0);
+  CHECK(rmdir(dir) == 0);
+  CHECK(rmdir(tmpl) == 0);
 }

@@ -14,7 +14,7 @@
  * 054aa19350c2; their AT_HWCAP2 words reconstructed from the kernel's table for the PVR).
  *
  * On each: the best tag is the core's own GCC name (the fixture's CORE) wherever the table has
- * that name and every extension it gates on is in the kernel's words (42 arm64, 5 POWER);
+ * that name and every extension it gates on is in the kernel's words (45 arm64, 5 POWER);
  * else, on arm64, an architecture level (armv8-a ... armv9-a), never the core's name nor
  * another vendor's core; and no tag reported lacks an extension it gates on (0 wrong tags). */
 #include <stdio.h>
@@ -182,7 +182,7 @@ TEST(arm64_real_machines_best_tag_is_the_own_core)
     ci.variant = (char *)"v8";
     ci.family = impl;
     ci.model = part;
-    ci.stepping = rev;
+    ci.stepping = variant << 4 | rev; /* as lib/detect reads MIDR_EL1 */
     judge(db, &ci, names, n, machine, core, &tl);
   }
   if (f)
@@ -193,9 +193,11 @@ TEST(arm64_real_machines_best_tag_is_the_own_core)
           tl.machines, tl.own, tl.own_runs, tl.missed, tl.wrong);
   CHECK_INT_EQ(tl.machines, 61);
   CHECK_INT_EQ(tl.other_core, 0);
-  /* 44: the two Ubuntu 22.04 Neoverse N2/V2 guests without rng count since RNG (and SVE2
-   * BitPerm) are intrinsic-only on arm64 (tests/evidence/verdicts-arm64.txt). */
-  CHECK_INT_EQ(tl.own_runs, 44);
+  /* 45: the two Ubuntu 22.04 Neoverse N2/V2 guests without rng count since RNG (and SVE2
+   * BitPerm) are intrinsic-only on arm64 (tests/evidence/verdicts-arm64.txt); the Neoverse
+   * V3AE since the table has gcc 14's neoverse-v3ae (an armv9-a level before). */
+  CHECK_INT_EQ(tl.own, 50);
+  CHECK_INT_EQ(tl.own_runs, 45);
   CHECK_INT_EQ(tl.missed, 0);
   CHECK_INT_EQ(tl.wrong, 0);
   fpull_tagdb_free(db);
@@ -235,7 +237,7 @@ TEST(arm64_neoverse_without_rng_keeps_its_own_core)
     ci.variant = (char *)"v8";
     ci.family = impl;
     ci.model = part;
-    ci.stepping = rev;
+    ci.stepping = variant << 4 | rev; /* as lib/detect reads MIDR_EL1 */
     judge(db, &ci, names, n, machine, core, &tl);
   }
   if (f)
@@ -306,6 +308,9 @@ TEST(arm64_parts_are_gccs_first_match)
       {0x68, 0x000, "phecda"},         {0x51, 0xc00, "qdf24xx"},  /* falkor, an alias */
       {0x61, 0x029, "apple-m1"},       {0x61, 0x039, "apple-m2"}, /* M1 Max, M2 Max */
       {0x6d, 0xd49, "cobalt-100"},     {0x41, 0xd49, "neoverse-n2"},
+      {0x61, 0x020, "apple-m1"},       {0x61, 0x042, "apple-m3"},    /* gcc 15's Apple pairs */
+      {0x61, 0x012, "apple-a12"},      {0x41, 0xd85, "cortex-x925"}, /* GB10's big part */
+      {0x41, 0xd87, "cortex-a725"},    {0x48, 0xd06, "hip12"},       /* HiSilicon, not cortex-a65 */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     struct fpull_cpu_info ci = {.architecture = (char *)"arm64", .variant = (char *)"v8"};
@@ -316,15 +321,15 @@ TEST(arm64_parts_are_gccs_first_match)
       th_fail(__FILE__, __LINE__, "0x%x 0x%03x: %s, want %s", cases[i].implementer, cases[i].part,
               g ? g : "none", cases[i].want);
   }
-  /* Every core tag of the table is some MIDR's own name, but those GCC gives no MIDR of its
-   * own (neoverse-512tvb, grace: Neoverse V2's; apple-a12: no Linux), or keys on a variant
-   * the detector does not read (thunderxt88p1, emag), or lists after another name for the
+  /* Every core tag of the table is some MIDR's own name (at some variant), but those GCC
+   * gives no MIDR of its own (neoverse-512tvb, grace: Neoverse V2's; gb10: the pair of
+   * Cortex-X925 and Cortex-A725, CPU 0 is one of them), or lists after another name for the
    * same part (octeontx and thunderxt81/83 after thunderx and octeontx81/83, octeontx2t93
-   * after octeontx2t96). */
-  static const char *const unreachable[] = {
-      "neoverse-512tvb", "grace",       "apple-a12",   "thunderxt88p1", "emag",
-      "octeontx",        "thunderxt81", "thunderxt83", "octeontx2t93",  NULL};
-  static const unsigned implementers[] = {0x41, 0x42, 0x43, 0x46, 0x48, 0x50,
+   * after octeontx2t96, thunderxt88p1 after thunderxt88 since gcc 15). */
+  static const char *const unreachable[] = {"neoverse-512tvb", "grace",        "gb10",
+                                            "thunderxt88p1",   "octeontx",     "thunderxt81",
+                                            "thunderxt83",     "octeontx2t93", NULL};
+  static const unsigned implementers[] = {0x41, 0x42, 0x43, 0x46, 0x48, 0x4e, 0x50,
                                           0x51, 0x53, 0x61, 0x68, 0x6d, 0xc0};
   const char *const *tags = fpull_tagdb_tags(db, "arm64");
   size_t cores = 0;
@@ -338,16 +343,119 @@ TEST(arm64_parts_are_gccs_first_match)
       continue;
     cores++;
     int found = 0;
-    for (size_t m = 0; !found && m < sizeof implementers / sizeof implementers[0]; m++)
-      for (unsigned part = 0; !found && part < 0x1000; part++) {
-        struct fpull_cpu_info ci = {
-            .architecture = (char *)"arm64", .family = implementers[m], .model = part};
-        const char *g = fpull_cpu_generation(db, &ci);
-        found = g && strcmp(g, tags[i]) == 0;
-      }
+    /* Variant 0 first; the others only for the cores GCC keys on one (emag, thunderx3t110). */
+    for (unsigned variant = 0; !found && variant < 16; variant++)
+      for (size_t m = 0; !found && m < sizeof implementers / sizeof implementers[0]; m++)
+        for (unsigned part = 0; !found && part < 0x1000; part++) {
+          struct fpull_cpu_info ci = {.architecture = (char *)"arm64",
+                                      .family = implementers[m],
+                                      .model = part,
+                                      .stepping = variant << 4};
+          const char *g = fpull_cpu_generation(db, &ci);
+          found = g && strcmp(g, tags[i]) == 0;
+        }
     if (!found)
       th_fail(__FILE__, __LINE__, "%s: no MIDR names it", tags[i]);
   }
-  CHECK(cores >= 50);
+  CHECK_INT_EQ(cores, 74);
+  fpull_tagdb_free(db);
+}
+
+/* MIDR_EL1's variant (bits 23:20, the detector's stepping / 16), where GCC's aarch64-cores.def
+ * keys on it: an Ampere eMAG is X-Gene's part at variant 3, and GCC names a ThunderX3 only at
+ * variant 0xa (another variant has no own name, as -mcpu=native finds none); a ThunderX
+ * T88 pass 1 (variant 0) is thunderxt88, as gcc 15 lists thunderxt88p1 after it. Without
+ * the variant, eMAG would be xgene1 and every ThunderX3 thunderx3t110. */
+TEST(arm64_midr_variant_as_gcc)
+{
+  struct fpull_tagdb *db = load_shipped();
+  static const struct {
+    unsigned implementer, part, variant, revision;
+    const char *want;
+  } cases[] = {
+      {0x50, 0x000, 3, 2, "emag"},
+      {0x50, 0x000, 0, 0, "xgene1"},
+      {0x50, 0x000, 1, 0, "xgene1"},
+      {0x43, 0x0b8, 0xa, 1, "thunderx3t110"},
+      {0x43, 0x0b8, 1, 0, NULL},
+      {0x43, 0x0a1, 0, 0, "thunderxt88"},
+      {0x43, 0x0a1, 1, 1, "thunderxt88"},
+      {0x41, 0xd4f, 0, 1, "neoverse-v2"},
+      {0x41, 0xd4f, 0xf, 0xf, "neoverse-v2"}, /* ANY: every variant */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct fpull_cpu_info ci = {.architecture = (char *)"arm64", .variant = (char *)"v8"};
+    ci.family = cases[i].implementer;
+    ci.model = cases[i].part;
+    ci.stepping = cases[i].variant << 4 | cases[i].revision;
+    const char *g = fpull_cpu_generation(db, &ci);
+    const char *want = cases[i].want;
+    if (want ? !g || strcmp(g, want) != 0 : g != NULL)
+      th_fail(__FILE__, __LINE__, "0x%x 0x%03x r%up%u: %s, want %s", cases[i].implementer,
+              cases[i].part, cases[i].variant, cases[i].revision, g ? g : "none",
+              want ? want : "none");
+  }
+  /* The eMAG's best tag with its own set: emag, not xgene1 (whose set is a subset). */
+  struct fpull_cpu_info ci = {.architecture = (char *)"arm64", .variant = (char *)"v8"};
+  ci.family = 0x50;
+  ci.model = 0x000;
+  ci.stepping = 3 << 4 | 2;
+  const char *const *isa = fpull_tagdb_isa(db, "emag");
+  CHECK(isa != NULL);
+  struct tally tl = {0};
+  judge(db, &ci, (const char **)isa, isa ? fpull_strv_len((char *const *)isa) : 0,
+        "synthetic-emag-r3p2", "emag", &tl);
+  CHECK_INT_EQ(tl.own_runs, 1);
+  CHECK_INT_EQ(tl.missed, 0);
+  CHECK_INT_EQ(tl.wrong, 0);
+  fpull_tagdb_free(db);
+}
+
+/* The cores only gcc 14 and 15 know (scripts/gen-cputags ARM_LATER), each from a synthetic
+ * MIDR (no real machine's /proc/cpuinfo of them was found, but the Neoverse V3AE in
+ * tests/fixtures/cpuinfo/arm64.txt): implementer and part as gcc 15's aarch64-cores.def
+ * lists them, the extensions the table's own set for that core (what such a core reports).
+ * The best tag is the core's own name, never another core whose set is the same (Cortex-A720,
+ * Cortex-X4, Cortex-X925, Neoverse N3 and V3 share one set: the MIDR decides), and no tag
+ * reported lacks what it gates on. */
+TEST(arm64_later_cores_synthetic_midr_best_tag_is_the_own_core)
+{
+  struct fpull_tagdb *db = load_shipped();
+  static const struct {
+    unsigned implementer, part;
+    const char *core;
+  } cores[] = {
+      {0xc0, 0xac5, "ampere1b"},     {0x46, 0x003, "fujitsu-monaka"},
+      {0x48, 0xd06, "hip12"},        {0x51, 0x001, "oryon-1"},
+      {0x41, 0xd14, "cortex-r82ae"}, {0x61, 0x043, "apple-m3"},
+      {0x61, 0x055, "apple-m4"},     {0x61, 0x062, "apple-m5"},
+      {0x41, 0xd80, "cortex-a520"},  {0x41, 0xd88, "cortex-a520ae"},
+      {0x41, 0xd81, "cortex-a720"},  {0x41, 0xd89, "cortex-a720ae"},
+      {0x41, 0xd87, "cortex-a725"},  {0x41, 0xd82, "cortex-x4"},
+      {0x41, 0xd85, "cortex-x925"},  {0x41, 0xd8e, "neoverse-n3"},
+      {0x41, 0xd84, "neoverse-v3"},  {0x41, 0xd83, "neoverse-v3ae"},
+      {0x4e, 0x010, "olympus"},
+  };
+  struct tally tl = {0};
+  for (size_t i = 0; i < sizeof cores / sizeof cores[0]; i++) {
+    const char *const *isa = fpull_tagdb_isa(db, cores[i].core);
+    if (!isa) {
+      th_fail(__FILE__, __LINE__, "%s: not in the table", cores[i].core);
+      continue;
+    }
+    struct fpull_cpu_info ci = {.architecture = (char *)"arm64", .variant = (char *)"v8"};
+    ci.family = cores[i].implementer;
+    ci.model = cores[i].part;
+    char machine[64];
+    snprintf(machine, sizeof machine, "synthetic-0x%02x-0x%03x", cores[i].implementer,
+             cores[i].part);
+    judge(db, &ci, (const char **)isa, fpull_strv_len((char *const *)isa), machine, cores[i].core,
+          &tl);
+  }
+  CHECK_INT_EQ(tl.machines, 19);
+  CHECK_INT_EQ(tl.own_runs, 19);
+  CHECK_INT_EQ(tl.missed, 0);
+  CHECK_INT_EQ(tl.wrong, 0);
+  CHECK_INT_EQ(tl.other_core, 0);
   fpull_tagdb_free(db);
 }

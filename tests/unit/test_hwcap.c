@@ -20,9 +20,11 @@ static const char *const arm_hw[] = {
     "dit",     "uscat", "ilrcpc",  "flagm", "ssbs",     "sb",     "paca", "pacg",
 };
 static const char *const arm_hw2[] = {
-    "dcpodp", "sve2",    "sveaes",   "svepmull", "svebitperm", "svesha3", "svesm4", "flagm2",
-    "frint",  "svei8mm", "svef32mm", "svef64mm", "svebf16",    "i8mm",    "bf16",   "dgh",
-    "rng",    "bti",     "mte",      "ecv",      "afp",        "rpres",   "mte3",   "sme",
+    "dcpodp",    "sve2",      "sveaes",  "svepmull",  "svebitperm", "svesha3",  "svesm4",
+    "flagm2",    "frint",     "svei8mm", "svef32mm",  "svef64mm",   "svebf16",  "i8mm",
+    "bf16",      "dgh",       "rng",     "bti",       "mte",        "ecv",      "afp",
+    "rpres",     "mte3",      "sme",     "smei16i64", "smef64f64",  "smei8i32", "smef16f32",
+    "smeb16f32", "smef32f32", "smefa64", "wfxt",      "ebf16",      "sveebf16", "cssc",
 };
 
 /* Words from a /proc/cpuinfo Features line. */
@@ -222,6 +224,51 @@ TEST(arm64_bits_map_to_macros)
   CHECK_INT_EQ(fp_hwcap_arm64(1ull << 30, 0, names, FP_HWCAP_MAX), 0);
   /* A short buffer is never overrun. */
   CHECK_INT_EQ(fp_hwcap_arm64(~0ull, ~0ull, names, 3), 3);
+}
+
+/* The extensions of gcc 14's and 15's cores that gcc 12 has no option for (gen-cputags
+ * ARM_LATER_EXTRA), from the kernel's AT_HWCAP2 bits: CSSC 34, LRCPC3 46 (with LRCPC), FPMR
+ * 48, LUT 49, FAMINMAX 50, F8FMA 52, F8DP4 53, F8DP2 54; an FP8 bit without FPMR is no FP8.
+ * An AmpereOne A (no CSSC) holds ampere1a, not ampere1b, whose set is the same but for CSSC. */
+TEST(arm64_later_extensions_decode_and_gate)
+{
+  const char *names[FP_HWCAP_MAX];
+  static const struct {
+    uint64_t hw, hw2;
+    const char *name;
+  } one[] = {
+      {0, 1ull << 34, "cssc"},
+      {1ull << 15, 1ull << 46, "rcpc3"},
+      {0, 1ull << 49, "lut"},
+      {0, 1ull << 50, "faminmax"},
+      {0, 1ull << 48 | 1ull << 52, "fp8fma"},
+      {0, 1ull << 48 | 1ull << 54, "fp8dot2"},
+      {0, 1ull << 48 | 1ull << 53, "fp8dot4"},
+  };
+  for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
+    size_t n = fp_hwcap_arm64(one[i].hw, one[i].hw2, names, FP_HWCAP_MAX);
+    int found = 0;
+    for (size_t k = 0; k < n; k++)
+      found |= strcmp(names[k], one[i].name) == 0;
+    if (!found)
+      th_fail(__FILE__, __LINE__, "%s not decoded", one[i].name);
+  }
+  CHECK_INT_EQ(fp_hwcap_arm64(0, 1ull << 52, names, FP_HWCAP_MAX), 0); /* F8FMA, no FPMR */
+  CHECK_INT_EQ(fp_hwcap_arm64(0, 1ull << 46, names, FP_HWCAP_MAX), 0); /* LRCPC3, no LRCPC */
+  struct fpull_tagdb *db = load_db();
+  static const char ampere1a[] =
+      "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm jscvt fcma "
+      "lrcpc dcpop sha3 sm3 sm4 asimddp sha512 asimdfhm dit uscat ilrcpc flagm ssbs sb paca pacg "
+      "dcpodp flagm2 frint i8mm bf16 rng bti ecv";
+  struct fpull_target *t = arm_target(db, ampere1a);
+  want(t, db, (const char *const[]){"ampere1a", NULL}, (const char *const[]){"ampere1b", NULL});
+  fpull_target_free(t);
+  char *with = fp_xasprintf("%s cssc", ampere1a);
+  t = arm_target(db, with);
+  want(t, db, (const char *const[]){"ampere1a", "ampere1b", NULL}, (const char *const[]){NULL});
+  fpull_target_free(t);
+  free(with);
+  fpull_tagdb_free(db);
 }
 
 /* Every extension an arm64 or ppc64le tag names can be decoded, or the tag could never be

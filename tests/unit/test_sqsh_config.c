@@ -383,6 +383,13 @@ TEST(platform_record_refusals)
       {GOOD_HEAD "\"manifest\":\"sha256:" D64 "\",\"platform\":{\"os\":\"linux\",\"architecture\":"
                  "\"amd64\",\"variant\":[]}}",
        "wrong type"},
+      /* Read by the registry's platform reader: a member named in another case too. */
+      {GOOD_HEAD "\"manifest\":\"sha256:" D64 "\",\"platform\":{\"os\":\"linux\",\"architecture\":"
+                 "\"amd64\",\"Features\":[\"avx2\"]}}",
+       "wrong type"},
+      {GOOD_HEAD "\"manifest\":\"sha256:" D64 "\",\"platform\":{\"os\":\"linux\",\"architecture\":"
+                 "\"amd64\",\"os.version\":null}}",
+       "wrong type"},
       /* The same key twice: the strict reader refuses what another reader would take. */
       {GOOD_HEAD "\"manifest\":\"sha256:" D64 "\",\"manifest\":\"sha256:" D64 "\"," GOOD_PLATFORM
                  "}",

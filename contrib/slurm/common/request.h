@@ -46,6 +46,7 @@ struct fp_slurm_request {
   const char *node;     /* the node's name (SLURMD_NODENAME), for the step's lines, or NULL */
   uint32_t node_id;     /* the node's index in the step (0: the first) */
   int info_fd;          /* (the runner's own) */
+  int no_sqsh_store;    /* (the runner's own) root could not make sqsh_store=/UID */
 };
 
 /* The most a request may take (it is written into a pipe before the runner starts). */

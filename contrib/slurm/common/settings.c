@@ -39,6 +39,8 @@ static const char *const arg_names[] = {"fpull",
                                         "container_scope",
                                         "policy",
                                         "check_timeout",
+                                        "sqsh_store",
+                                        "sqsh_store_max",
                                         NULL};
 
 static const char *const pull_names[] = {"always", "missing", "newer", "never", NULL};
@@ -128,6 +130,8 @@ static int parse_one(struct fp_slurm_settings *s, const char *key, const char *v
     return set_path(&s->cache_dir, key, val, err);
   if (strcmp(key, "shared_cache") == 0)
     return set_path(&s->shared_cache, key, val, err);
+  if (strcmp(key, "sqsh_store") == 0)
+    return set_path(&s->sqsh_store, key, val, err);
   if (strcmp(key, "config") == 0)
     return set_path(&s->config, key, val, err);
   if (strcmp(key, "policy") == 0)
@@ -182,6 +186,8 @@ static int parse_one(struct fp_slurm_settings *s, const char *key, const char *v
     }
     return parse_size(&s->store_max, key, val, err);
   }
+  if (strcmp(key, "sqsh_store_max") == 0)
+    return parse_size(&s->sqsh_store_max, key, val, err);
   if (strcmp(key, "max_unpacked") == 0)
     return parse_size(&s->max_unpacked, key, val, err);
   if (strcmp(key, "cleanup_timeout") == 0) {
@@ -244,6 +250,15 @@ int fp_slurm_settings_parse(struct fp_slurm_settings *s, int ac, char **av, fpul
       return rc;
     }
   }
+  /* Each DIR/UID would hold the other's files (a cache's blobs/ beside the .sqsh files). */
+  if (s->sqsh_store && s->shared_cache && strcmp(s->sqsh_store, s->shared_cache) == 0) {
+    fpull_err_set(err, FPULL_EUSAGE,
+                  "plugin arguments sqsh_store= and shared_cache= name one directory (%s): give "
+                  "each its own",
+                  s->sqsh_store);
+    fp_slurm_settings_free(s);
+    return FPULL_EUSAGE;
+  }
   /* The runner (a program of its own) parses the same arguments again. */
   for (int i = 0; i < ac; i++)
     s->args = fp_strv_push(s->args, av[i]);
@@ -257,6 +272,7 @@ void fp_slurm_settings_free(struct fp_slurm_settings *s)
   free(s->run_dir);
   free(s->cache_dir);
   free(s->shared_cache);
+  free(s->sqsh_store);
   free(s->config);
   free(s->policy);
   free(s->data_dir);

@@ -16,13 +16,18 @@ enum fp_slurm_pull {
 
 /* The plugin's arguments in plugstack.conf (docs/cluster.md lists them). */
 struct fp_slurm_settings {
-  char *fpull;           /* fpull=: the fpull program the job's pull runs */
-  char *runtime;         /* runtime=: runc or crun, or a path to one of them */
-  char *run_dir;         /* run_dir=: where job-private directories live */
-  char *cache_dir;       /* cache_dir=: a read-only shared cache searched after the user's */
-  char *shared_cache;    /* shared_cache=: a directory every node shares (a parallel file
-                            system) where each user's pulls keep their cache, DIR/UID; the
-                            job's FPULL_CACHE wins */
+  char *fpull;        /* fpull=: the fpull program the job's pull runs */
+  char *runtime;      /* runtime=: runc or crun, or a path to one of them */
+  char *run_dir;      /* run_dir=: where job-private directories live */
+  char *cache_dir;    /* cache_dir=: a read-only shared cache searched after the user's */
+  char *shared_cache; /* shared_cache=: a directory every node shares (a parallel file
+                         system) where each user's pulls keep their cache, DIR/UID; the
+                         job's FPULL_CACHE wins */
+  char *sqsh_store;   /* sqsh_store=: a directory every node shares where each user's
+                         chosen entries are kept as SquashFS files, DIR/UID/HEX.sqsh,
+                         converted once and mounted by every node of that kind */
+  unsigned long long sqsh_store_max; /* sqsh_store_max=: bytes of a user's files there, the
+                                        least recently used removed beyond it; 0: no bound */
   char *config;          /* config=: an fpull config file, or NULL for fpull's own search */
   char *policy;          /* policy=: the containers-policy.json every pull of every step is
                             checked against (fpull --policy, as the site wrote it); no user

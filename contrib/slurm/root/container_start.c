@@ -108,9 +108,18 @@ static int exec_runner(const struct fp_slurm_request *r, int req, int info, int 
     cleanup_free char *site = fp_xasprintf("%s/%u", r->s->shared_cache, (unsigned)r->uid);
     fpull_err e = {0};
     if (strcmp(site, r->cache) == 0 &&
-        fp_slurm_shared_cache_dir(r->s->shared_cache, r->uid, r->gid, &e) != 0) {
+        fp_slurm_site_user_dir("shared_cache", r->s->shared_cache, r->uid, r->gid, &e) != 0) {
       fp_slurm_say("fpull: warning: %s: this step's pull uses the user's own cache", e.msg);
       no_shared = 1;
+    }
+  }
+  /* The same for the site's SquashFS store: without DIR/UID, the step goes without it. */
+  int no_sqsh = 0;
+  if (r->s->sqsh_store) {
+    fpull_err e = {0};
+    if (fp_slurm_site_user_dir("sqsh_store", r->s->sqsh_store, r->uid, r->gid, &e) != 0) {
+      fp_slurm_say("fpull: warning: %s: this step does not use the SquashFS store", e.msg);
+      no_sqsh = 1;
     }
   }
   if (setgroups((size_t)ng, groups) < 0 || setresgid(r->gid, r->gid, r->gid) < 0 ||
@@ -135,7 +144,12 @@ static int exec_runner(const struct fp_slurm_request *r, int req, int info, int 
       return FPULL_EFAIL;
   for (int fd = 6; fd < 1024; fd++)
     close(fd);
-  char *const argv[] = {"fpull-slurm-runner", no_shared ? "--no-shared-cache" : NULL, NULL};
+  char *argv[4] = {"fpull-slurm-runner", NULL, NULL, NULL};
+  int argc = 1;
+  if (no_shared)
+    argv[argc++] = "--no-shared-cache";
+  if (no_sqsh)
+    argv[argc++] = "--no-sqsh-store";
   char *const envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
   execve(prog, argv, envp);
   fp_slurm_say("fpull: %s: %s", prog, strerror(errno));

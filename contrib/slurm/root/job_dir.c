@@ -511,7 +511,39 @@ int fp_slurm_job_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, ui
   return rc;
 }
 
-int fp_slurm_shared_cache_dir(const char *dir, uid_t uid, gid_t gid, fpull_err *err)
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+
+/* Makes DIR/NAME whole: under a name of its own (root's 0700: nobody can mount on it or add
+ * to it meanwhile), handed to the user, then renamed in. A node that looks meanwhile finds
+ * no DIR/NAME or the user's, never root's: the nodes of one job make it at the same moment,
+ * and one that saw it root's refused it (found by scripts/bench --slurm-nodes). 0, or -1
+ * with errno (EEXIST: another made it first). */
+static int make_user_dir(int dfd, const char *name, uid_t uid, gid_t gid)
+{
+  char host[65] = "";
+  gethostname(host, sizeof host - 1);
+  char tmp[160];
+  snprintf(tmp, sizeof tmp, ".%s.new.%s.%ld", name, host, (long)getpid());
+  if (mkdirat(dfd, tmp, 0700) < 0)
+    return -1;
+  cleanup_close int nfd = openat(dfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (nfd >= 0 && fchown(nfd, uid, gid) == 0) {
+    if (syscall(SYS_renameat2, dfd, tmp, dfd, name, RENAME_NOREPLACE) == 0)
+      return 0;
+    /* A file system without it (older NFS): a plain rename, which replaces only an empty
+     * directory, one as the user's as this. */
+    if ((errno == EINVAL || errno == ENOSYS) && renameat(dfd, tmp, dfd, name) == 0)
+      return 0;
+  }
+  int saved = errno == ENOTEMPTY ? EEXIST : errno;
+  unlinkat(dfd, tmp, AT_REMOVEDIR);
+  errno = saved;
+  return -1;
+}
+
+int fp_slurm_site_user_dir(const char *key, const char *dir, uid_t uid, gid_t gid, fpull_err *err)
 {
   /* Every directory above DIR a real one of root's, none that others may write but
    * through the sticky bit (/scratch), and DIR itself no symlink: a user who could name
@@ -524,34 +556,34 @@ int fp_slurm_shared_cache_dir(const char *dir, uid_t uid, gid_t gid, fpull_err *
     if (lstat(path, &ast) < 0 || !S_ISDIR(ast.st_mode) || ast.st_uid != 0 ||
         ((ast.st_mode & 0002) && !(ast.st_mode & S_ISVTX)))
       return fpull_err_set(err, FPULL_EFAIL,
-                           "shared_cache %s: refused: %s is not a directory of root's that only "
+                           "%s %s: refused: %s is not a directory of root's that only "
                            "root, or only its entries' owners, can change",
-                           dir, path);
+                           key, dir, path);
   }
   cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   struct stat st;
   if (dfd < 0 || fstat(dfd, &st) < 0)
-    return fpull_err_set(err, FPULL_EFAIL, "shared_cache %s: %s", dir, strerror(errno));
+    return fpull_err_set(err, FPULL_EFAIL, "%s %s: %s", key, dir, strerror(errno));
   /* Where others may add entries, another user could make DIR/UID first and own the
    * victim's cache (review 4): DIR is root's alone, and root makes each DIR/UID. */
   if (st.st_uid != 0 || (st.st_mode & 0022))
     return fpull_err_set(err, FPULL_EFAIL,
-                         "shared_cache %s: refused: it must be root's and writable by root only "
+                         "%s %s: refused: it must be root's and writable by root only "
                          "(the plugin makes DIR/UID for each user)",
-                         dir);
+                         key, dir);
   char name[32];
   snprintf(name, sizeof name, "%u", (unsigned)uid);
-  if (mkdirat(dfd, name, 0700) == 0) {
-    /* Root's 0700 until handed over: nobody can mount on it or add to it meanwhile. */
-    cleanup_close int nfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (nfd < 0 || fchown(nfd, uid, gid) < 0)
-      return fpull_err_set(err, FPULL_EFAIL, "shared_cache %s/%s: %s", dir, name, strerror(errno));
-  } else if (errno != EEXIST && errno != EACCES && errno != EPERM) {
+  /* Made once per user: later steps only look (a parallel file system's metadata is the
+   * dearest there is). */
+  struct stat ust;
+  if (fstatat(dfd, name, &ust, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT &&
+      make_user_dir(dfd, name, uid, gid) < 0 && errno != EEXIST && errno != EACCES &&
+      errno != EPERM) {
     /* EACCES, EPERM: root may not write there (NFS's root_squash); one made by an admin
      * is checked below. */
-    return fpull_err_set(err, FPULL_EFAIL, "shared_cache %s/%s: %s", dir, name, strerror(errno));
+    return fpull_err_set(err, FPULL_EFAIL, "%s %s/%s: %s", key, dir, name, strerror(errno));
   }
-  cleanup_free char *what = fp_xasprintf("shared_cache %s/%s", dir, name);
+  cleanup_free char *what = fp_xasprintf("%s %s/%s", key, dir, name);
   cleanup_close int ufd = -1;
   int rc = open_unmounted(dfd, name, what, &ufd, err);
   if (rc)

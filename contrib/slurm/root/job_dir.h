@@ -56,12 +56,13 @@ int fp_slurm_step_dir_remove(int run_fd, const char *run_dir, uint32_t job_id, u
  * a user's unpacked images are kept between jobs (store_max=). */
 int fp_slurm_store_dir_create(int run_fd, uid_t uid, gid_t gid, fpull_err *err);
 
-/* As root, for shared_cache=DIR: DIR/UID, the job's user's cache there. DIR must be root's
- * and writable by root only; DIR/UID is made (uid:gid, 0700) when missing, reached on
- * DIR's own mount only (a mount on it is detached), and refused when it is not the user's
- * (another user who made it first would read what the victim pulls). 0, or err says why
- * it is not to be used. */
-int fp_slurm_shared_cache_dir(const char *dir, uid_t uid, gid_t gid, fpull_err *err);
+/* As root, for shared_cache=DIR and sqsh_store=DIR (key: the argument's name, for the
+ * messages): DIR/UID, the job's user's directory there. DIR must be root's and writable by
+ * root only; DIR/UID is made (uid:gid, 0700) when missing, reached on DIR's own mount only
+ * (a mount on it is detached), and refused when it is not the user's (another user who
+ * made it first would read what the victim pulls). 0, or err says why it is not to be
+ * used. */
+int fp_slurm_site_user_dir(const char *key, const char *dir, uid_t uid, gid_t gid, fpull_err *err);
 
 /* The contract's meaning of an exit code ("not found", ...). */
 const char *fp_slurm_code_meaning(int code);

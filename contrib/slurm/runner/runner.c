@@ -124,8 +124,22 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
                    "image for users (it needs fuse-overlayfs and a /dev/fuse users may open): "
                    "unpacked for this step instead",
                    r->image);
-    int reused = 0;
+    /* The site's SquashFS store, where the node can mount its files (--fpull-name keeps a
+     * tree of its own); elsewhere the node store or a pull, as without it. */
+    cleanup_free char *sqsh_dir = r->s->sqsh_store && !r->no_sqsh_store && !r->name
+                                      ? fp_xasprintf("%s/%u", r->s->sqsh_store, (unsigned)r->uid)
+                                      : NULL;
+    if (sqsh_dir && !(squashfs || fp_slurm_sqsh_mountable())) {
+      if (!r->quiet)
+        fp_slurm_say("fpull: %s: sqsh_store=: this node cannot mount SquashFS files for users (it "
+                     "needs squashfuse, fuse-overlayfs and a /dev/fuse users may open): not used",
+                     r->image);
+      free(sqsh_dir);
+      sqsh_dir = NULL;
+    }
+    int reused = 0, entry_sent = sqsh_dir != NULL;
     rc = r->name    ? fp_runner_from_name(&rn, &res, &store_lock, &reused)
+         : sqsh_dir ? fp_runner_from_sqsh_store(&rn, sqsh_dir, &res, info, &store_lock)
          : squashfs ? fp_runner_pull_squashfs(&rn, &res)
          : store    ? fp_runner_from_store(&rn, &res, &store_lock)
                     : fp_runner_pull(&rn, &res);
@@ -136,7 +150,8 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
     const char *digest = cJSON_GetStringValue(cJSON_GetObjectItem(res, "manifest_digest"));
     if (r->save && digest)
       fp_runner_save(&rn, digest, cJSON_GetStringValue(cJSON_GetObjectItem(res, "index_digest")));
-    if (r->entrypoint && digest && (rc = fp_runner_send_entrypoint(&rn, digest, info)) != 0) {
+    if (r->entrypoint && digest && !entry_sent &&
+        (rc = fp_runner_send_entrypoint(&rn, digest, info)) != 0) {
       cJSON_Delete(res);
       return rc;
     }
@@ -224,8 +239,12 @@ int main(int argc, char **argv)
   fp_slurm_run_cancellable();
   /* slurmstepd's root side refused the site's DIR/UID (root/job_dir.c): the user's own
    * cache instead. */
-  if (argc > 1 && strcmp(argv[1], "--no-shared-cache") == 0)
-    r.cache = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--no-shared-cache") == 0)
+      r.cache = NULL;
+    else if (strcmp(argv[i], "--no-sqsh-store") == 0)
+      r.no_sqsh_store = 1;
+  }
   struct fp_buf recs = {0};
   int rc = runner_main(&r, &recs, 5);
   /* Cancelled (scancel, srun's Ctrl-C): every node was silent since, the first says it

@@ -1,7 +1,7 @@
 /* fpull-slurm-runner: where the container's tree comes from besides a plain pull: a
  * SquashFS file (mounted or unpacked, its config read back), --fpull-format=squashfs, a
- * named container (--fpull-name), or the user's node store (store_max=) with a layer of
- * the step's own over the kept image. */
+ * named container (--fpull-name), the user's node store (store_max=) with a layer of the
+ * step's own over the kept image, or the site's SquashFS store (sqsh_store=) mounted. */
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
@@ -17,6 +17,7 @@
 #include "common/run.h"
 #include "sqsh_config.h"
 #include "sqsh_mount.h"
+#include "sqsh_store.h"
 #include "store.h"
 #include "runner_image.h"
 #include "runner_pull.h"
@@ -446,10 +447,11 @@ static int keep_pristine(struct runner *rn, const char *image)
   return 0;
 }
 
-/* With store_max=: resolves the entry (fpull inspect, under the pull policy), and unpacks
- * it into the user's store only when it is not there yet. *lock stays held (shared) for
- * the step: no other job evicts the tree meanwhile. *res: what say_chosen needs. */
-int fp_runner_from_store(struct runner *rn, cJSON **res, int *lock)
+/* The entry this node chooses (fpull inspect, under the pull policy), as the pull of the
+ * image would have said it: *res gets manifest_digest, index_digest, platform and why (what
+ * say_chosen needs), *digest points into it. A later pull of the entry by its digest knows
+ * neither the index nor why the entry was chosen. 0, or the exit code after saying why. */
+static int resolve_entry(struct runner *rn, cJSON **res, const char **digest)
 {
   const struct fp_slurm_request *r = rn->r;
   cJSON *ins = NULL;
@@ -460,27 +462,13 @@ int fp_runner_from_store(struct runner *rn, cJSON **res, int *lock)
     return rc;
   rn->offline_only = rn->went_offline;
   const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(ins, "chosen"));
-  struct fp_slurm_store st;
-  fpull_err err = {0};
-  int kept = d ? fp_slurm_store_claim(&st, r->s->run_dir, r->uid, d, &err) : -1;
-  if (kept < 0) {
-    if (!d || err.code == FPULL_ENOMATCH)
-      fp_slurm_say("fpull: %s: no entry of the image fits this node", r->image);
-    else
-      fp_slurm_say("fpull: %s", err.msg);
+  if (!d) {
+    fp_slurm_say("fpull: %s: no entry of the image fits this node", r->image);
     cJSON_Delete(ins);
-    return !d || err.code == FPULL_ENOMATCH ? FPULL_ENOMATCH : FPULL_EFAIL;
+    return FPULL_ENOMATCH;
   }
-  if ((size_t)snprintf(rn->tree, sizeof rn->tree, "%s", st.tree) >= sizeof rn->tree) {
-    fp_slurm_say("fpull: %s: path too long", st.tree);
-    fp_slurm_store_release(&st);
-    cJSON_Delete(ins);
-    return FPULL_EFAIL;
-  }
-  /* What the pull of the image would have said: the pull below is of the entry's digest,
-   * a single manifest, which knows neither the index nor why the entry was chosen. */
   cJSON *o = cJSON_CreateObject();
-  cJSON_AddStringToObject(o, "manifest_digest", d);
+  *digest = cJSON_GetStringValue(cJSON_AddStringToObject(o, "manifest_digest", d));
   cJSON_AddItemToObject(o, "index_digest",
                         cJSON_Duplicate(cJSON_GetObjectItem(ins, "index_digest"), 1));
   const cJSON *e;
@@ -490,6 +478,36 @@ int fp_runner_from_store(struct runner *rn, cJSON **res, int *lock)
       continue;
     cJSON_AddItemToObject(o, "platform", cJSON_Duplicate(cJSON_GetObjectItem(e, "platform"), 1));
     cJSON_AddItemToObject(o, "why", cJSON_Duplicate(cJSON_GetObjectItem(e, "why"), 1));
+  }
+  cJSON_Delete(ins);
+  *res = o;
+  return 0;
+}
+
+/* With store_max=: resolves the entry, and unpacks it into the user's store only when it is
+ * not there yet. *lock stays held (shared) for the step: no other job evicts the tree
+ * meanwhile. *res: what say_chosen needs. */
+int fp_runner_from_store(struct runner *rn, cJSON **res, int *lock)
+{
+  const struct fp_slurm_request *r = rn->r;
+  cJSON *o = NULL;
+  const char *d = NULL;
+  int rc = resolve_entry(rn, &o, &d);
+  if (rc)
+    return rc;
+  struct fp_slurm_store st;
+  fpull_err err = {0};
+  int kept = fp_slurm_store_claim(&st, r->s->run_dir, r->uid, d, &err);
+  if (kept < 0) {
+    fp_slurm_say("fpull: %s", err.msg);
+    cJSON_Delete(o);
+    return err.code == FPULL_ENOMATCH ? FPULL_ENOMATCH : FPULL_EFAIL;
+  }
+  if ((size_t)snprintf(rn->tree, sizeof rn->tree, "%s", st.tree) >= sizeof rn->tree) {
+    fp_slurm_say("fpull: %s: path too long", st.tree);
+    fp_slurm_store_release(&st);
+    cJSON_Delete(o);
+    return FPULL_EFAIL;
   }
   if (kept) {
     if (!r->quiet)
@@ -514,7 +532,6 @@ int fp_runner_from_store(struct runner *rn, cJSON **res, int *lock)
     if (rc == 0)
       fp_slurm_store_filled(&st);
   }
-  cJSON_Delete(ins);
   if (rc)
     cJSON_Delete(o);
   else
@@ -525,4 +542,121 @@ int fp_runner_from_store(struct runner *rn, cJSON **res, int *lock)
   }
   *lock = fp_slurm_store_hold(&st, fp_slurm_store_limit(r->s->store_max, r->s->run_dir));
   return keep_pristine(rn, r->image);
+}
+
+/* The file in the site's SquashFS store holds the entry this node chose, as its record says:
+ * a file put there under another entry's name is not run. 0, or the exit code after saying
+ * why. */
+static int store_file_check(const struct runner *rn, int root, const char *path, const char *digest)
+{
+  struct fp_sqfs_platform rec;
+  fpull_err err = {0};
+  int got = fp_slurm_sqsh_platform_read(&rec, root, &err);
+  int same = got > 0 && strcmp(rec.manifest_digest, digest) == 0;
+  if (!same) {
+    cleanup_free char *what = got < 0    ? fp_xstrdup(err.msg)
+                              : got == 0 ? fp_xstrdup("it records no entry")
+                                         : fp_xasprintf("it was made from %s", rec.manifest_digest);
+    fp_slurm_say("fpull: %s: %s: %s, not from the entry %s this node chose: not run (remove the "
+                 "file: the next step converts the entry again)",
+                 rn->r->image, path, what, digest);
+  }
+  if (got > 0)
+    fp_sqfs_platform_free(&rec);
+  return same ? 0 : FPULL_EFAIL;
+}
+
+/* Converts the entry digest into the store's s->tmp: fpull pull --format squashfs of the
+ * image pinned to its index (so that the file records the index and the entry's platform),
+ * which this node resolves to the same entry again; a file of another entry is never kept. */
+static int store_convert(struct runner *rn, const struct fp_slurm_sqsh_store *s, const char *digest,
+                         const char *index_digest)
+{
+  cleanup_free char *pinned =
+      fp_runner_pinned_ref(rn->r->image, index_digest ? index_digest : digest);
+  if (!pinned)
+    return FPULL_EUSAGE;
+  if ((size_t)snprintf(rn->dest, sizeof rn->dest, "%s", s->tmp) >= sizeof rn->dest) {
+    fp_slurm_say("fpull: %s: path too long", s->tmp);
+    rn->dest[0] = '\0';
+    return FPULL_EFAIL;
+  }
+  rn->format = "squashfs";
+  rn->pull_image = pinned;
+  cJSON *pulled = NULL;
+  int rc = fp_runner_pull(rn, &pulled);
+  rn->pull_image = rn->r->image;
+  rn->format = NULL;
+  rn->dest[0] = '\0';
+  const char *got = cJSON_GetStringValue(cJSON_GetObjectItem(pulled, "manifest_digest"));
+  if (rc == 0 && (!got || strcmp(got, digest) != 0)) {
+    fp_slurm_say("fpull: %s: the conversion chose %s, not %s: not kept", rn->r->image,
+                 got ? got : "nothing", digest);
+    rc = FPULL_EFAIL;
+  }
+  cJSON_Delete(pulled);
+  return rc;
+}
+
+int fp_runner_from_sqsh_store(struct runner *rn, const char *dir, cJSON **res, struct fp_buf *info,
+                              int *lock)
+{
+  const struct fp_slurm_request *r = rn->r;
+  cJSON *o = NULL;
+  const char *d = NULL;
+  int rc = resolve_entry(rn, &o, &d);
+  if (rc)
+    return rc;
+  if (mkdir(rn->bundle, 0700) < 0 && errno != EEXIST) {
+    fp_slurm_say("fpull: %s: %s", rn->bundle, strerror(errno));
+    cJSON_Delete(o);
+    return FPULL_EFAIL;
+  }
+  struct fp_slurm_sqsh_store st;
+  fpull_err err = {0};
+  int kept = fp_slurm_sqsh_store_claim(&st, dir, d, r->node, &err);
+  if (kept < 0) {
+    fp_slurm_say("fpull: %s: %s", r->image, err.msg);
+    cJSON_Delete(o);
+    return FPULL_EFAIL;
+  }
+  if (!kept) {
+    rc = store_convert(rn, &st, d, cJSON_GetStringValue(cJSON_GetObjectItem(o, "index_digest")));
+    if (rc == 0 && fp_slurm_sqsh_store_filled(&st, &err) != 0) {
+      fp_slurm_say("fpull: %s: %s", r->image, err.msg);
+      rc = FPULL_EFAIL;
+    }
+    if (rc) {
+      fp_slurm_sqsh_store_release(&st);
+      cJSON_Delete(o);
+      return rc;
+    }
+    if (!r->quiet)
+      fp_slurm_say("fpull: %s: %s converted into %s, once for every node that chooses it", r->image,
+                   d, st.path);
+  } else if (!r->quiet) {
+    fp_slurm_say("fpull: %s: %s from the SquashFS store (%s): mounted, not unpacked", r->image, d,
+                 st.path);
+  }
+  cleanup_free char *rootfs = fp_xasprintf("%s/rootfs", rn->bundle);
+  if (fp_slurm_sqsh_mount(st.path, rn->bundle, rn->envp) < 0) {
+    fp_slurm_sqsh_store_release(&st);
+    cJSON_Delete(o);
+    return FPULL_EFAIL;
+  }
+  rn->mounted = 1;
+  cleanup_close int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  rc = store_file_check(rn, root, st.path, d);
+  if (rc == 0 && sqsh_config(rn, rootfs, info) != 0)
+    rc = FPULL_EFAIL;
+  if (rc) {
+    fp_slurm_sqsh_store_release(&st);
+    cJSON_Delete(o);
+    return rc;
+  }
+  *lock = fp_slurm_sqsh_store_hold(&st);
+  if (r->s->sqsh_store_max)
+    fp_slurm_sqsh_store_trim(dir, d + 7, r->s->sqsh_store_max);
+  *res = o;
+  return 0;
 }

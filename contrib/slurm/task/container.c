@@ -10,12 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "container.h"
 #include "base/util.h"
 
 #define INFO_MAX (1u << 20)
+/* Seconds a task waits for the kill of its step before it says the runner died. */
+#define NO_RESULT_GRACE_S 2
 
 void fp_slurm_container_free(struct fp_slurm_container *c)
 {
@@ -67,8 +70,16 @@ int fp_slurm_container_wait(struct fp_slurm_container *c, const struct fp_slurm_
   cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-      fp_read_fd(fd, INFO_MAX, &data, &len) != 0)
+      fp_read_fd(fd, INFO_MAX, &data, &len) != 0) {
+    /* A runner killed with its step (scancel, srun's Ctrl-C twice) leaves no result, and
+     * the same sweep of SIGKILLs reaches this task an instant later, in no set order: give
+     * it that instant before speaking, so that a cancelled step says so once, from the
+     * runner of its first node. A runner that died alone still gets its line. */
+    struct timespec grace = {.tv_sec = NO_RESULT_GRACE_S};
+    while (nanosleep(&grace, &grace) < 0 && errno == EINTR)
+      ;
     return fpull_err_set(err, FPULL_EFAIL, "the step's pull ended without a result (killed?)");
+  }
   pid_t holder = -1, nested = -1;
   int code = 0, bad = 0;
   for (size_t off = 0; off < len;) {
