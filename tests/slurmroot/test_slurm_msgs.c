@@ -2,6 +2,7 @@
  * SRC made absolute against the submit directory (common/settings.c), the node's name in
  * every "fpull: " line and the silence of a cancelled step (common/run.c). */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -90,4 +91,48 @@ TEST(lines_name_the_node_and_a_cancelled_step_says_one)
                                          "step (its other nodes say nothing of it)\n");
   CHECK(fp_slurm_run_cancelled());
   fp_slurm_say_node(NULL);
+}
+
+static void read_record(const char *path, char *buf, size_t len)
+{
+  memset(buf, 0, len);
+  FILE *f = fopen(path, "rb");
+  CHECK(f != NULL);
+  size_t n = fread(buf, 1, len - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+}
+
+/* The tasks' record of a cancelled step is there the moment the signal comes: the step's
+ * SIGKILL that follows srun's Ctrl-C took a runner before it wrote its own, and its task
+ * said "ended without a result" as a second line (CI, stop 44). A record already there
+ * (the container started) is never replaced. */
+TEST(a_cancel_writes_the_tasks_record_at_once_and_never_over_one)
+{
+  char dir[] = "/tmp/fpull-cancelrec-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char info[64], other[64];
+  snprintf(info, sizeof info, "%s/info", dir);
+  snprintf(other, sizeof other, "%s/other", dir);
+  fp_slurm_run_cancel_record(info);
+  fp_slurm_run_cancellable();
+  raise(SIGINT);
+  char rec[16];
+  read_record(info, rec, sizeof rec);
+  CHECK_STR_EQ(rec, "X130");
+  CHECK(unlink(info) == 0);
+  /* Published before the signal: kept as it is. */
+  FILE *f = fopen(other, "w");
+  CHECK(f != NULL);
+  fputs("Dsha256:0", f);
+  fclose(f);
+  fp_slurm_run_cancel_record(other);
+  raise(SIGTERM);
+  read_record(other, rec, sizeof rec);
+  CHECK_STR_EQ(rec, "Dsha256:0");
+  CHECK(unlink(other) == 0);
+  fp_slurm_run_cancel_record(NULL);
+  raise(SIGHUP);
+  CHECK(access(info, F_OK) != 0);
+  CHECK(rmdir(dir) == 0);
 }

@@ -52,10 +52,27 @@ static char say_node[256];
 static volatile sig_atomic_t cancelled;
 static int cancel_armed; /* fp_slurm_run_cancellable was called */
 
+/* fp_slurm_run_cancel_record's path, and where it is written first. */
+static char cancel_path[4096], cancel_tmp[4096 + 16];
+
 static void on_cancel(int sig)
 {
-  (void)sig;
   cancelled = 1;
+  if (cancel_path[0]) {
+    /* Async-signal-safe calls only. */
+    int saved = errno;
+    char rec[8] = {'X', (char)('0' + (128 + sig) / 100), (char)('0' + (128 + sig) / 10 % 10),
+                   (char)('0' + (128 + sig) % 10), '\0'};
+    int fd = open(cancel_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ssize_t w = write(fd, rec, 5);
+      close(fd);
+      if (w == 5)
+        (void)link(cancel_tmp, cancel_path);
+      unlink(cancel_tmp);
+    }
+    errno = saved;
+  }
   if (pull_child > 0)
     kill(pull_child, SIGTERM);
 }
@@ -68,6 +85,15 @@ void fp_slurm_run_cancellable(void)
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGHUP, &sa, NULL);
+}
+
+void fp_slurm_run_cancel_record(const char *path)
+{
+  cancel_path[0] = '\0';
+  if (path && strlen(path) < sizeof cancel_path) {
+    snprintf(cancel_tmp, sizeof cancel_tmp, "%s.cancel", path);
+    snprintf(cancel_path, sizeof cancel_path, "%s", path);
+  }
 }
 
 int fp_slurm_run_cancelled(void)

@@ -28,6 +28,13 @@ void fp_slurm_say_node(const char *name);
 void fp_slurm_run_cancellable(void);
 int fp_slurm_run_cancelled(void);
 
+/* With fp_slurm_run_cancellable: the moment the signal comes, the tasks' record file path
+ * gets the record "X<128+signal>" unless it exists (written beside, linked in: from the
+ * signal handler), so that tasks read a quiet end even when the step's SIGKILL takes the
+ * runner before it writes its own (it reaches the runner, not always the tasks waiting in
+ * task init). path is copied; NULL turns it off. */
+void fp_slurm_run_cancel_record(const char *path);
+
 /* The one line of a cancelled step ("fpull: NODE: what: the pull was cancelled ..."),
  * said whatever the silence; the caller says it on the step's first node only. */
 void fp_slurm_say_cancelled(const char *what);

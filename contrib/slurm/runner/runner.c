@@ -236,6 +236,8 @@ int main(int argc, char **argv)
   }
   r.info_fd = 4;
   fp_slurm_say_node(r.node);
+  cleanup_free char *info = info_path(&s, r.job_id, r.step_id);
+  fp_slurm_run_cancel_record(info);
   fp_slurm_run_cancellable();
   /* slurmstepd's root side refused the site's DIR/UID (root/job_dir.c): the user's own
    * cache instead. */

@@ -71,10 +71,10 @@ int fp_slurm_container_wait(struct fp_slurm_container *c, const struct fp_slurm_
   struct stat st;
   if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
       fp_read_fd(fd, INFO_MAX, &data, &len) != 0) {
-    /* A runner killed with its step (scancel, srun's Ctrl-C twice) leaves no result, and
-     * the same sweep of SIGKILLs reaches this task an instant later, in no set order: give
-     * it that instant before speaking, so that a cancelled step says so once, from the
-     * runner of its first node. A runner that died alone still gets its line. */
+    /* The runner's record of a cancel is written the moment its signal comes
+     * (fp_slurm_run_cancel_record); a runner the step's SIGKILL took before any signal
+     * leaves none, and where the same kill reaches this task it ends it an instant later:
+     * give it that instant before speaking. A runner that died alone still gets its line. */
     struct timespec grace = {.tv_sec = NO_RESULT_GRACE_S};
     while (nanosleep(&grace, &grace) < 0 && errno == EINTR)
       ;
