@@ -157,13 +157,17 @@ static struct fpull_tagdb *load_shipped(void)
   return db;
 }
 
-TEST(arm64_real_machines_best_tag_is_the_own_core)
+/* Judges each machine of tests/fixtures/cpuinfo/arm64.txt that keep (when given) keeps, as
+ * lib/detect would read it (MIDR_EL1's implementer, part, variant and revision, the hwcaps);
+ * the number judged. */
+static size_t judge_arm64_machines(struct fpull_tagdb *db, struct tally *tl,
+                                   int (*keep)(const char *machine, const char *core,
+                                               const char *hwcaps))
 {
-  struct fpull_tagdb *db = load_shipped();
   FILE *f = fopen(th_src("tests/fixtures/cpuinfo/arm64.txt"), "r");
   CHECK(f != NULL);
-  struct tally tl = {0};
   char line[2048];
+  size_t judged = 0;
   while (f && fgets(line, sizeof line, f)) {
     char machine[96], core[64];
     unsigned impl, part, variant, rev;
@@ -171,7 +175,7 @@ TEST(arm64_real_machines_best_tag_is_the_own_core)
     if (line[0] == '#' ||
         sscanf(line, "%95s %63s %x %x %x %u : %n", machine, core, &impl, &part, &variant, &rev,
                &off) != 6 ||
-        !off)
+        !off || (keep && !keep(machine, core, line + off)))
       continue;
     uint64_t hw, hw2;
     words_of(line + off, &hw, &hw2);
@@ -183,10 +187,19 @@ TEST(arm64_real_machines_best_tag_is_the_own_core)
     ci.family = impl;
     ci.model = part;
     ci.stepping = variant << 4 | rev; /* as lib/detect reads MIDR_EL1 */
-    judge(db, &ci, names, n, machine, core, &tl);
+    judge(db, &ci, names, n, machine, core, tl);
+    judged++;
   }
   if (f)
     fclose(f);
+  return judged;
+}
+
+TEST(arm64_real_machines_best_tag_is_the_own_core)
+{
+  struct fpull_tagdb *db = load_shipped();
+  struct tally tl = {0};
+  judge_arm64_machines(db, &tl, NULL);
   fprintf(stderr,
           "arm64: %zu machines, %zu cores in the table, %zu whose code runs there, %zu "
           "missed, %zu wrong tags\n",
@@ -203,6 +216,15 @@ TEST(arm64_real_machines_best_tag_is_the_own_core)
   fpull_tagdb_free(db);
 }
 
+static int ubuntu_neoverse_without_rng(const char *machine, const char *core, const char *hwcaps)
+{
+  if (strncmp(machine, "linux-ubuntu22.04-neoverse_", 27) != 0 ||
+      (strcmp(core, "neoverse-n2") != 0 && strcmp(core, "neoverse-v2") != 0))
+    return 0;
+  CHECK(strstr(hwcaps, " rng") == NULL);
+  return 1;
+}
+
 /* Two Ubuntu 22.04 machines, a Neoverse N2 and a Neoverse V2, whose kernel reports no rng
  * (RNDR): RNG is intrinsic-only (tests/evidence/verdicts-arm64.txt: compilers reach RNDR only
  * through __rndr), so each still gets its own core name, not an armv9-a level. */
@@ -211,38 +233,8 @@ TEST(arm64_neoverse_without_rng_keeps_its_own_core)
   struct fpull_tagdb *db = load_shipped();
   CHECK(!fpull_tagdb_tag_isa_gates(db, "neoverse-n2", "rng"));
   CHECK(!fpull_tagdb_tag_isa_gates(db, "neoverse-v2", "rng"));
-  FILE *f = fopen(th_src("tests/fixtures/cpuinfo/arm64.txt"), "r");
-  CHECK(f != NULL);
   struct tally tl = {0};
-  char line[2048];
-  size_t seen = 0;
-  while (f && fgets(line, sizeof line, f)) {
-    char machine[96], core[64];
-    unsigned impl, part, variant, rev;
-    int off = 0;
-    if (line[0] == '#' ||
-        sscanf(line, "%95s %63s %x %x %x %u : %n", machine, core, &impl, &part, &variant, &rev,
-               &off) != 6 ||
-        !off || strncmp(machine, "linux-ubuntu22.04-neoverse_", 27) != 0 ||
-        (strcmp(core, "neoverse-n2") != 0 && strcmp(core, "neoverse-v2") != 0))
-      continue;
-    CHECK(strstr(line + off, " rng") == NULL);
-    seen++;
-    uint64_t hw, hw2;
-    words_of(line + off, &hw, &hw2);
-    const char *names[FP_HWCAP_MAX];
-    size_t n = fp_hwcap_arm64(hw, hw2, names, FP_HWCAP_MAX);
-    struct fpull_cpu_info ci = {0};
-    ci.architecture = (char *)"arm64";
-    ci.variant = (char *)"v8";
-    ci.family = impl;
-    ci.model = part;
-    ci.stepping = variant << 4 | rev; /* as lib/detect reads MIDR_EL1 */
-    judge(db, &ci, names, n, machine, core, &tl);
-  }
-  if (f)
-    fclose(f);
-  CHECK_INT_EQ(seen, 2);
+  CHECK_INT_EQ(judge_arm64_machines(db, &tl, ubuntu_neoverse_without_rng), 2);
   CHECK_INT_EQ(tl.own_runs, 2); /* own core's code runs there: rng does not gate */
   CHECK_INT_EQ(tl.missed, 0);   /* and the best tag is that core */
   CHECK_INT_EQ(tl.wrong, 0);
