@@ -171,7 +171,8 @@ static void clean_stale(fpull_cache *c)
   struct dirent *e;
   while (d && (e = readdir(d))) {
     const char *name = e->d_name;
-    if (name[0] == '.' || strcmp(name, "verified") == 0 || !is_stale(c->priv_fd, name, now))
+    if (name[0] == '.' || strcmp(name, "verified") == 0 || strcmp(name, "verified-shared") == 0 ||
+        !is_stale(c->priv_fd, name, now))
       continue;
     size_t hex = valid_hex_name(name, strlen(".partial"));
     if (!hex || strcmp(name + hex, ".partial") != 0) {

@@ -79,6 +79,7 @@ int fpull_cache_add_shared(fpull_cache *c, const char *dir, fpull_err *err)
   /* Another user's blob is hashed while it is copied into a file of ours: our own cache's
    * private directory holds that copy, never the shared cache. */
   s->priv_fd = c->priv_fd >= 0 ? fcntl(c->priv_fd, F_DUPFD_CLOEXEC, 0) : -1;
+  s->no_records = c->no_records; /* distrusted before it was added: distrusted too */
   c->shared = fp_xrealloc(c->shared, (c->n_shared + 1) * sizeof *c->shared);
   c->shared[c->n_shared++] = s;
   fp_debug("shared cache %s: searched after %s", dir, c->dir);

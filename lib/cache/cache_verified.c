@@ -15,6 +15,11 @@
 #include "base/util.h"
 
 #define VERIFIED_DIR "verified"
+#define VERIFIED_SHARED_DIR "verified-shared"
+/* A record of a shared cache's blob older than this is removed when the own cache is next
+ * opened (which shared caches a later run searches is not known then): the blob is hashed
+ * once more and recorded again. */
+#define SHARED_RECORD_DAYS 7
 #define RECORD_MAX 512
 /* A temporary record older than this belongs to a killed run. */
 #define TMP_STALE_SECONDS 3600
@@ -38,10 +43,12 @@ static int private_or_close(int fd)
 }
 
 /* The caller's verified/ under its private directory, when that is the caller's alone
- * (create: made when missing). -1 for a shared cache or when there is none. */
+ * (create: made when missing); for a shared cache, verified-shared/ in the private
+ * directory of the own cache that searches it. -1 when there is none. */
 static int verified_dir(const struct fpull_cache *c, int create)
 {
-  if (c->readonly)
+  const char *name_in = c->readonly ? VERIFIED_SHARED_DIR : VERIFIED_DIR;
+  if (c->readonly && c->priv_fd < 0)
     return -1;
   int base = c->priv_fd;
   int own = -1;
@@ -54,12 +61,12 @@ static int verified_dir(const struct fpull_cache *c, int create)
   }
   if (base < 0)
     return -1;
-  if (create && mkdirat(base, VERIFIED_DIR, 0700) < 0 && errno != EEXIST) {
+  if (create && mkdirat(base, name_in, 0700) < 0 && errno != EEXIST) {
     if (own >= 0)
       close(own);
     return -1;
   }
-  int fd = openat(base, VERIFIED_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = openat(base, name_in, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (own >= 0)
     close(own);
   return private_or_close(fd);
@@ -127,16 +134,22 @@ static void write_record(int dir, const struct record *r)
     unlinkat(dir, name, 0);
 }
 
-/* The blob is ours to vouch for: only its owner (us) or root can write it. */
+/* The blob is ours to vouch for: only its owner (us) or root can write it. A shared
+ * cache's blob qualifies as well when root wrote it (a site's cache filled by root's
+ * prefetch): its record is kept in our own private directory, where nobody else writes. */
 static int blob_trustable(const struct fpull_cache *c, const char *digest, const struct stat *st)
 {
-  return !c->readonly && fpull_digest_valid(digest) && fp_trust_file_is_safe(st);
+  return (!c->readonly || c->priv_fd >= 0) && fpull_digest_valid(digest) &&
+         fp_trust_file_is_safe(st);
 }
 
 void fp_verified_distrust(struct fpull_cache *c)
 {
-  if (c)
-    c->no_records = 1;
+  if (!c)
+    return;
+  c->no_records = 1;
+  for (size_t i = 0; i < c->n_shared; i++)
+    c->shared[i]->no_records = 1;
 }
 
 int fp_verified_blob_ok(const struct fpull_cache *c, const char *digest, const struct stat *st)
@@ -213,6 +226,31 @@ void fp_verified_remove(const struct fpull_cache *c, const char *digest)
     fp_cache_remove_if_same(dir, fp_digest_hex(digest), NULL);
 }
 
+/* The own cache's verified-shared/: records (and temporary files) older than
+ * SHARED_RECORD_DAYS, and anything that is not a regular file, go. */
+static void clean_shared_records(const struct fpull_cache *c)
+{
+  if (c->readonly || c->priv_fd < 0)
+    return;
+  int dir = private_or_close(
+      openat(c->priv_fd, VERIFIED_SHARED_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  int fd = dir >= 0 ? fcntl(dir, F_DUPFD_CLOEXEC, 0) : -1;
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d && fd >= 0)
+    close(fd);
+  time_t old = time(NULL) - (time_t)SHARED_RECORD_DAYS * 24 * 3600;
+  struct dirent *e;
+  struct stat st;
+  while (d && (e = readdir(d)))
+    if (e->d_name[0] != '.' && fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        (!S_ISREG(st.st_mode) || st.st_mtime < old))
+      unlinkat(dir, e->d_name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
+  if (d)
+    closedir(d);
+  if (dir >= 0)
+    close(dir);
+}
+
 void fp_verified_clean(const struct fpull_cache *c)
 {
   int dir = verified_dir(c, 0);
@@ -241,4 +279,5 @@ void fp_verified_clean(const struct fpull_cache *c)
     closedir(d);
   if (dir >= 0)
     close(dir);
+  clean_shared_records(c);
 }

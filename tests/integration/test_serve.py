@@ -399,6 +399,30 @@ class Housekeeping(ServeCase):
         # A cached blob is hashed once, when it was written: later answers trust the record.
         self.assertIn("cache: blob %s trusted by its verified record, not hashed" % layer, log)
 
+    def test_a_shared_cache_blob_is_hashed_once(self):
+        # A site's shared cache (root's, filled by a pull): serve reads its blobs without
+        # copying them into its own cache, hashes each once and then trusts its record (in
+        # the own cache's verified-shared/), as for its own cache's blobs.
+        img = images.push_image(self.client, "hpc/site", "v1", [images.random_layer("s")])
+        layer = img["layers"][0]["digest"]
+        site = os.path.join(self.tmp, "site")
+        ref = "%s/hpc/site:v1" % self.reg.hostport
+        fpull.run(["pull", "--cache-dir", site, "--progress", "none", ref,
+                   os.path.join(self.tmp, "root")], check=0)
+        self.assertEqual(upstream_gets(self.reg, layer), 1)
+        s = self.serve(env={"FPULL_SHARED_CACHES": site})
+        path = "/v2/%s/hpc/site/blobs/%s" % (self.reg.hostport, layer)
+        trusted = "cache: blob %s trusted by its verified record, not hashed" % layer
+        for n in range(2):
+            st, _, body = s.get(path)
+            self.assertEqual((st, sha(body)), (200, layer))
+            self.assertEqual(s.log().count(trusted), n, s.log()[-3000:])
+        self.assertEqual(upstream_gets(self.reg, layer), 1)  # the pull's: none from serve
+        self.assertFalse(os.path.exists(os.path.join(self.cache, "blobs", "sha256",
+                                                     layer.split(":")[1])))
+        self.assertTrue(os.path.exists(os.path.join(
+            self.cache, "tmp", "u%d" % os.geteuid(), "verified-shared", layer.split(":")[1])))
+
 
 class Listen(ServeCase):
     def test_unix_socket(self):

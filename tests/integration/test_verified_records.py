@@ -201,6 +201,66 @@ class VerifiedRecords(cases.RegistryCase):
         self.assertIn("corrupt", cp.stderr)
         self.assertFalse(os.path.exists(dest))
 
+    def test_a_shared_cache_blob_root_wrote_is_hashed_once(self):
+        # fpull serve and the Slurm plugin read a site's shared cache (root's) on every
+        # request: the first use hashes a blob and records it in the caller's own private
+        # directory (verified-shared/), later uses of the same file do not hash it again.
+        self.pull()
+        shared = self.cache
+        self.cache = os.path.join(self.tmp, "own")
+        env = {"FPULL_SHARED_CACHES": shared}
+
+        def shared_record(i):
+            return self.record_path(i).replace(os.sep + "verified" + os.sep,
+                                               os.sep + "verified-shared" + os.sep)
+        cp, doc, dest = self.pull(extra=["--offline"], env=env)
+        self.assertFalse(any(self.blob_trusted(cp, i) for i in range(2)), cp.stderr)
+        self.assert_tree(dest)
+        for i in range(2):
+            self.assertFalse(os.path.exists(self.blob_path(i)))  # nothing copied in
+            with open(shared_record(i)) as f:
+                rec = f.read().split()
+            st = os.stat(self.blob_path(i, shared))
+            self.assertEqual([int(x) for x in rec[1:4]], [st.st_dev, st.st_ino, st.st_size])
+            self.assertEqual(int(rec[4]) * 10**9 + int(rec[5]), st.st_ctime_ns)
+        cp, doc, dest = self.pull(extra=["--offline"], env=env)
+        for i in range(2):
+            self.assertTrue(self.blob_trusted(cp, i), cp.stderr)
+            self.assertFalse(self.diff_id_trusted(cp, i), cp.stderr)  # hashed as ever
+        self.assert_tree(dest)
+        # Under a policy no record is trusted, the shared cache's included.
+        policy = os.path.join(self.tmp, "policy.json")
+        with open(policy, "w") as f:
+            json.dump({"default": [{"type": "insecureAcceptAnything"}]}, f)
+        cp, doc, dest = self.pull(extra=["--offline", "--policy", policy], env=env)
+        self.assertFalse(any(self.blob_trusted(cp, i) for i in range(2)), cp.stderr)
+        # Changed in place there: the record no longer matches, the blob is hashed and
+        # passed over (the site's to repair), the offline pull fails whole.
+        p = self.blob_path(1, shared)
+
+        def flip():
+            with open(p, "r+b") as f:
+                f.seek(100)
+                b = f.read(1)
+                f.seek(100)
+                f.write(bytes([b[0] ^ 0xff]))
+        flip()
+        cp, doc, dest = self.pull(extra=["--offline"], env=env, check=5)
+        self.assertFalse(self.blob_trusted(cp, 1), cp.stderr)
+        self.assertIn("corrupt", cp.stderr)
+        self.assertFalse(os.path.exists(dest))
+        self.assertTrue(os.path.exists(p))
+        flip()  # repaired: hashed once more (a new ctime), then trusted again
+        # Another user's blob there is hashed through a private copy every time: no record.
+        os.remove(shared_record(0))
+        os.chown(self.blob_path(0, shared), NOBODY, NOBODY)
+        for n in range(2):
+            cp, doc, dest = self.pull(extra=["--offline"], env=env)
+            self.assertFalse(self.blob_trusted(cp, 0), cp.stderr)
+            self.assertEqual(self.blob_trusted(cp, 1), n == 1, cp.stderr)
+            self.assert_tree(dest)
+        self.assertFalse(os.path.exists(shared_record(0)))
+
     def test_a_forged_record_is_trusted_by_no_pull_under_a_policy(self):
         # Issue 39 (review 4, LOW 5): the cache and its records are the user's own; a site's
         # policy= must not be got past by a layer changed in place whose record the user

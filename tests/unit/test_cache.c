@@ -49,13 +49,15 @@ static int count_entries(const fpull_cache *c, const char *rel)
 {
   char *p = path_in(fpull_cache_dir(c), rel);
   int n = th_count_entries(p);
-  /* The private directory keeps the verified records (cache_verified.h) in verified/: not
-   * a work file. */
-  char *v = path_in(p, "verified");
-  struct stat st;
-  if (strcmp(rel, priv()) == 0 && lstat(v, &st) == 0 && S_ISDIR(st.st_mode))
-    n--;
-  free(v);
+  /* The private directory keeps the verified records (cache_verified.h) in verified/ and
+   * verified-shared/: not work files. */
+  for (const char *const *d = (const char *const[]){"verified", "verified-shared", NULL}; *d; d++) {
+    char *v = path_in(p, *d);
+    struct stat st;
+    if (strcmp(rel, priv()) == 0 && lstat(v, &st) == 0 && S_ISDIR(st.st_mode))
+      n--;
+    free(v);
+  }
   free(p);
   return n;
 }
@@ -590,6 +592,39 @@ TEST(verify_detects_corruption)
   fpull_cache_free(c);
 }
 
+/* The verified record (cache_verified.c) that names the blob file as it is now. */
+static void record_for(char *want, size_t cap, const char *digest, const char *blob)
+{
+  struct stat st;
+  CHECK_INT_EQ(stat(blob, &st), 0);
+  snprintf(want, cap, "%s %llu %llu %lld %lld %ld -\n", digest, (unsigned long long)st.st_dev,
+           (unsigned long long)st.st_ino, (long long)st.st_size, (long long)st.st_ctim.tv_sec,
+           (long)st.st_ctim.tv_nsec);
+}
+
+/* The record is the caller's 0600 file naming the blob as it is now. */
+static void check_record(const char *record, const char *digest, const char *blob)
+{
+  struct stat rst;
+  CHECK_INT_EQ(lstat(record, &rst), 0);
+  CHECK_INT_EQ(rst.st_mode & 0777, 0600);
+  size_t rlen = 0;
+  char *text = read_all(record, &rlen);
+  char want[512];
+  record_for(want, sizeof want, digest, blob);
+  CHECK_STR_EQ(text, want);
+  free(text);
+}
+
+/* Same size, the first byte changed in place (the ctime moves). */
+static void flip_first_byte(const char *blob)
+{
+  FILE *f = fopen(blob, "r+b");
+  CHECK(f != NULL);
+  CHECK_INT_EQ(fputc('J', f), 'J');
+  fclose(f);
+}
+
 /* The record a commit leaves (CACHE/tmp/uUID/verified/HEX, cache_verified.h) spares the
  * hash only while the blob is the same file: flipping a byte in place (the ctime moves) is
  * caught, and a record made to match the changed file is what would let it through. */
@@ -604,34 +639,17 @@ TEST(verified_record_spares_the_hash_only_for_the_same_file)
   char *rel = NULL, *record = NULL;
   CHECK(asprintf(&rel, "%s/verified/%s", priv(), digest + 7) > 0);
   record = path_in(fpull_cache_dir(c), rel);
-  struct stat st, rst;
-  CHECK_INT_EQ(stat(path, &st), 0);
-  CHECK_INT_EQ(lstat(record, &rst), 0);
-  CHECK_INT_EQ(rst.st_mode & 0777, 0600);
-  size_t rlen = 0;
-  char *text = read_all(record, &rlen);
-  char want[512];
-  snprintf(want, sizeof want, "%s %llu %llu %lld %lld %ld -\n", digest,
-           (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, (long long)st.st_size,
-           (long long)st.st_ctim.tv_sec, (long)st.st_ctim.tv_nsec);
-  CHECK_STR_EQ(text, want);
-  free(text);
+  struct stat rst;
+  check_record(record, digest, path);
   CHECK_INT_EQ(fpull_cache_verify_blob(c, digest, (int64_t)len, &err), 0);
 
   /* Same size, one byte flipped in place: the record no longer matches. */
-  char bad[sizeof HELLO];
-  memcpy(bad, HELLO, sizeof bad);
-  bad[0] = 'J';
-  FILE *f = fopen(path, "r+b");
-  CHECK(f != NULL);
-  CHECK_INT_EQ(fwrite(bad, 1, 1, f), 1);
-  fclose(f);
-  CHECK_INT_EQ(stat(path, &st), 0);
+  flip_first_byte(path);
   /* A record that names the changed file as it is now is trusted (so only the caller may
    * write one): the corrupt bytes pass. */
-  snprintf(want, sizeof want, "%s %llu %llu %lld %lld %ld -\n", digest,
-           (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, (long long)st.st_size,
-           (long long)st.st_ctim.tv_sec, (long)st.st_ctim.tv_nsec);
+  char want[512];
+  size_t rlen = 0;
+  record_for(want, sizeof want, digest, path);
   char *saved = read_all(record, &rlen);
   write_file(record, want, strlen(want));
   CHECK_INT_EQ(fpull_cache_verify_blob(c, digest, (int64_t)len, &err), 0);
@@ -1057,6 +1075,63 @@ TEST(shared_cache_is_searched_after_the_own_and_never_changed)
   fpull_cache_free(c);
   free(file);
   free(blob);
+  free(site);
+  free(digest);
+}
+
+/* A shared cache's blob that only the caller or root can write is hashed once: the record
+ * goes to the own cache's verified-shared/ (the shared cache is never written), and spares
+ * the hash only while the blob is the same file. */
+TEST(shared_cache_blob_is_recorded_in_the_own_private_directory)
+{
+  fpull_cache *shared = open_cache("site2");
+  fpull_err err = {0};
+  size_t len = strlen(HELLO);
+  char *digest = fpull_digest_of(HELLO, len);
+  CHECK_INT_EQ(fpull_cache_put_bytes(shared, digest, HELLO, len, &err), 0);
+  char *site = strdup(fpull_cache_dir(shared));
+  char *file = fpull_cache_blob_path(shared, digest);
+  fpull_cache_free(shared);
+
+  fpull_cache *c = open_cache("own2");
+  CHECK_INT_EQ(fpull_cache_add_shared(c, site, &err), 0);
+  char *rel = NULL;
+  CHECK(asprintf(&rel, "%s/verified-shared/%s", priv(), digest + 7) > 0);
+  char *record = path_in(fpull_cache_dir(c), rel);
+  int fd = -1;
+  struct stat st, rst;
+  CHECK(lstat(record, &rst) < 0 && errno == ENOENT);
+  CHECK_INT_EQ(fpull_cache_open_verified(&fd, c, digest, (int64_t)len, &err), 0);
+  close(fd);
+  check_record(record, digest, file);
+  CHECK_INT_EQ(count_entries(c, "blobs/sha256"), 0);
+
+  /* One byte flipped there: a record forged to name the changed file is what would let it
+   * through (so the record is used), the record of before does not match: passed over. */
+  flip_first_byte(file);
+  size_t rlen = 0;
+  char *saved = read_all(record, &rlen);
+  char want[512];
+  record_for(want, sizeof want, digest, file);
+  write_file(record, want, strlen(want));
+  CHECK_INT_EQ(fpull_cache_open_verified(&fd, c, digest, (int64_t)len, &err), 0);
+  close(fd);
+  write_file(record, saved, rlen);
+  CHECK_INT_EQ(fpull_cache_open_verified(&fd, c, digest, (int64_t)len, &err), FPULL_ENOTFOUND);
+  CHECK_INT_EQ(stat(file, &st), 0); /* the site's file, left alone */
+  fpull_cache_free(c);
+
+  /* A record older than a week goes when the own cache is next opened. */
+  struct timespec old[2] = {{.tv_sec = time(NULL) - 8 * 24 * 3600}, {0}};
+  old[1] = old[0];
+  CHECK_INT_EQ(utimensat(AT_FDCWD, record, old, AT_SYMLINK_NOFOLLOW), 0);
+  c = open_cache("own2");
+  CHECK(lstat(record, &rst) < 0 && errno == ENOENT);
+  fpull_cache_free(c);
+  free(saved);
+  free(record);
+  free(rel);
+  free(file);
   free(site);
   free(digest);
 }
