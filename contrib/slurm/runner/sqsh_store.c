@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lru.h"
 #include "sqsh_store.h"
 #include "base/util.h"
 
@@ -87,60 +88,51 @@ int fp_slurm_sqsh_store_filled(struct fp_slurm_sqsh_store *s, fpull_err *err)
   return 0;
 }
 
-struct kept_file {
-  char hex[65];
-  time_t used;
-  uint64_t bytes;
+/* A kept file's size: HEX.sqsh beside HEX.lock, a regular file (none yet: not kept). */
+static int sqsh_size(void *ctx, int dfd, const char *key, uint64_t *bytes)
+{
+  (void)ctx;
+  char name[96];
+  struct stat sq;
+  if (strlen(key) != 64 || strspn(key, "0123456789abcdef") != 64)
+    return -1;
+  snprintf(name, sizeof name, "%s.sqsh", key);
+  if (fstatat(dfd, name, &sq, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sq.st_mode))
+    return -1;
+  *bytes = (uint64_t)sq.st_blocks * 512;
+  return 0;
+}
+
+struct trimming {
+  int dfd;
+  const char *keep;
 };
 
-static int kept_older(const void *a, const void *b)
+/* Removes HEX.sqsh unless it is keep or a step on any node holds it (its lock). */
+static int drop_sqsh(void *ctx, const struct fp_lru_item *it)
 {
-  const struct kept_file *x = a, *y = b;
-  return x->used < y->used ? -1 : x->used > y->used;
+  const struct trimming *t = ctx;
+  if (t->keep && strcmp(it->key, t->keep) == 0)
+    return 0;
+  char name[96];
+  snprintf(name, sizeof name, "%s.lock", it->key);
+  cleanup_close int fd = openat(t->dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0)
+    return 0;
+  snprintf(name, sizeof name, "%s.sqsh", it->key);
+  return unlinkat(t->dfd, name, 0) == 0;
 }
 
 void fp_slurm_sqsh_store_trim(const char *dir, const char *keep, uint64_t max)
 {
   cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *d = dfd < 0 ? NULL : fdopendir(dup(dfd));
-  if (!d)
+  if (dfd < 0)
     return;
-  struct kept_file *k = NULL;
-  size_t n = 0;
-  uint64_t total = 0;
-  struct dirent *de;
-  while ((de = readdir(d)) != NULL) {
-    char name[96];
-    struct stat lk, sq;
-    if (strlen(de->d_name) != 69 || strcmp(de->d_name + 64, ".lock") != 0 ||
-        strspn(de->d_name, "0123456789abcdef") != 64)
-      continue;
-    snprintf(name, sizeof name, "%.64s.sqsh", de->d_name);
-    if (fstatat(dfd, de->d_name, &lk, AT_SYMLINK_NOFOLLOW) < 0 ||
-        fstatat(dfd, name, &sq, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sq.st_mode))
-      continue;
-    k = fp_xrealloc(k, (n + 1) * sizeof *k);
-    snprintf(k[n].hex, sizeof k[n].hex, "%.64s", de->d_name);
-    k[n].used = lk.st_mtime;
-    k[n].bytes = (uint64_t)sq.st_blocks * 512;
-    total += k[n].bytes;
-    n++;
-  }
-  closedir(d);
-  qsort(k, n, sizeof *k, kept_older);
-  for (size_t i = 0; i < n && total > max; i++) {
-    if (keep && strcmp(k[i].hex, keep) == 0)
-      continue;
-    char name[96];
-    snprintf(name, sizeof name, "%s.lock", k[i].hex);
-    cleanup_close int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0)
-      continue;
-    snprintf(name, sizeof name, "%s.sqsh", k[i].hex);
-    if (unlinkat(dfd, name, 0) == 0)
-      total -= k[i].bytes;
-  }
-  free(k);
+  struct trimming t = {dfd, keep};
+  struct fp_lru l = {0};
+  fp_lru_scan(&l, dfd, 0, sqsh_size, &t);
+  fp_lru_trim(&l, max, drop_sqsh, &t);
+  fp_lru_free(&l);
 }
 
 int fp_slurm_sqsh_store_hold(struct fp_slurm_sqsh_store *s)

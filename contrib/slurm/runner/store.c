@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/settings.h"
+#include "lru.h"
 #include "store.h"
 #include "unpack/inroot.h"
 #include "base/util.h"
@@ -27,13 +28,6 @@ static int add_bytes(const char *p, const struct stat *st, int flag, struct FTW 
   return 0;
 }
 
-struct kept {
-  char hex[72]; /* a kept tree's digest hex, or a name (in names/) */
-  int name;     /* a container_scope=global name (names/NAME, names/NAME.lock) */
-  time_t used;
-  uint64_t bytes;
-};
-
 /* The bytes a tree takes (its blocks, on its own file system only). */
 static uint64_t bytes_of(const char *path)
 {
@@ -42,118 +36,91 @@ static uint64_t bytes_of(const char *path)
   return tree_bytes;
 }
 
-/* The user's container_scope=global names (store/UID/names/NAME) as entries of k: they
- * count towards store_max as kept trees do (issue 39), last used when their lock was. */
-static struct kept *add_names(const char *store, struct kept *k, size_t *n, uint64_t *total)
+enum { KEPT_TREE, KEPT_NAME };
+
+struct evicting {
+  int dfd;               /* store/UID */
+  const char *names;     /* store/UID/names: container_scope=global names */
+  int nfd;               /* names, or -1 */
+  const char *keep;      /* this step's tree's hex, or NULL */
+  const char *keep_name; /* this step's name, or NULL */
+};
+
+/* A kept tree's size, from HEX.size beside it (0 when missing). */
+static int tree_size(void *ctx, int dfd, const char *key, uint64_t *bytes)
 {
-  cleanup_free char *names = fp_xasprintf("%s/names", store);
-  cleanup_close int dfd = open(names, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *d = dfd < 0 ? NULL : fdopendir(dup(dfd));
-  struct dirent *de;
-  while (d && (de = readdir(d)) != NULL) {
-    size_t len = strlen(de->d_name);
-    struct stat st;
-    if (len < 6 || len > 70 || strcmp(de->d_name + len - 5, ".lock") != 0 ||
-        fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-      continue;
-    k = fp_xrealloc(k, (*n + 1) * sizeof *k);
-    snprintf(k[*n].hex, sizeof k[*n].hex, "%.*s", (int)(len - 5), de->d_name);
-    k[*n].name = 1;
-    k[*n].used = st.st_mtime;
-    cleanup_free char *tree = fp_xasprintf("%s/%s", names, k[*n].hex);
-    k[*n].bytes = bytes_of(tree);
-    *total += k[*n].bytes;
-    (*n)++;
+  (void)ctx;
+  char sz[96], buf[32] = "";
+  snprintf(sz, sizeof sz, "%s.size", key);
+  *bytes = 0;
+  int fd = openat(dfd, sz, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t r = read(fd, buf, sizeof buf - 1);
+    buf[r > 0 ? r : 0] = '\0';
+    *bytes = strtoull(buf, NULL, 10);
+    close(fd);
   }
-  if (d)
-    closedir(d);
-  return k;
+  return 0;
 }
 
-/* Removes names/NAME when no step holds it (its lock). 1 when it went. */
-static int evict_name(const char *store, const char *name)
+/* A global name's tree, measured: names count towards store_max as kept trees do (issue
+ * 39), last used when their lock was. */
+static int name_size(void *ctx, int dfd, const char *key, uint64_t *bytes)
 {
-  cleanup_free char *names = fp_xasprintf("%s/names", store);
-  cleanup_close int dfd = open(names, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  char lock[96];
-  snprintf(lock, sizeof lock, "%s.lock", name);
-  cleanup_close int fd = dfd < 0 ? -1 : openat(dfd, lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  (void)dfd;
+  const struct evicting *e = ctx;
+  cleanup_free char *tree = fp_xasprintf("%s/%s", e->names, key);
+  *bytes = bytes_of(tree);
+  return 0;
+}
+
+/* Removes dfd/KEY (and KEY.size, KEY.lock) when no step holds it (its lock). */
+static int remove_unheld(int dfd, const char *key, int with_size)
+{
+  char name[96];
+  snprintf(name, sizeof name, "%s.lock", key);
+  cleanup_close int fd = dfd < 0 ? -1 : openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0)
     return 0;
-  fp_rm_rf_at(dfd, name);
-  unlinkat(dfd, lock, 0);
+  fp_rm_rf_at(dfd, key);
+  if (with_size) {
+    snprintf(name, sizeof name, "%s.size", key);
+    unlinkat(dfd, name, 0);
+  }
+  snprintf(name, sizeof name, "%s.lock", key);
+  unlinkat(dfd, name, 0);
   return 1;
 }
 
-static int kept_older(const void *a, const void *b)
+static int drop_kept(void *ctx, const struct fp_lru_item *it)
 {
-  const struct kept *x = a, *y = b;
-  return x->used < y->used ? -1 : x->used > y->used;
+  const struct evicting *e = ctx;
+  if (it->kind == KEPT_NAME) {
+    if (e->keep_name && strcmp(it->key, e->keep_name) == 0)
+      return 0;
+    return remove_unheld(e->nfd, it->key, 0);
+  }
+  if (e->keep && strcmp(it->key, e->keep) == 0)
+    return 0;
+  return remove_unheld(e->dfd, it->key, 1);
 }
 
-/* Removes the least recently used trees until the user's store is within store_max, never
- * keep (this step's) nor one another step holds (its lock). */
+/* Removes the least recently used trees and names until the user's store is within
+ * store_max, never keep (this step's tree) nor keep_name (its name) nor one another step
+ * holds (its lock). */
 static void evict(const char *store, const char *keep, const char *keep_name, uint64_t max)
 {
   cleanup_close int dfd = open(store, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *d = dfd < 0 ? NULL : fdopendir(dup(dfd));
-  if (!d)
+  if (dfd < 0)
     return;
-  struct kept *k = NULL;
-  size_t n = 0;
-  uint64_t total = 0;
-  struct dirent *de;
-  while ((de = readdir(d)) != NULL) {
-    size_t len = strlen(de->d_name);
-    if (len < 6 || len > 70 || strcmp(de->d_name + len - 5, ".lock") != 0)
-      continue;
-    struct stat st;
-    if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-      continue;
-    k = fp_xrealloc(k, (n + 1) * sizeof *k);
-    snprintf(k[n].hex, sizeof k[n].hex, "%.*s", (int)(len - 5), de->d_name);
-    k[n].name = 0;
-    k[n].used = st.st_mtime;
-    k[n].bytes = 0;
-    char sz[96], buf[32] = "";
-    snprintf(sz, sizeof sz, "%s.size", k[n].hex);
-    int fd = openat(dfd, sz, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-      ssize_t r = read(fd, buf, sizeof buf - 1);
-      buf[r > 0 ? r : 0] = '\0';
-      k[n].bytes = strtoull(buf, NULL, 10);
-      close(fd);
-    }
-    total += k[n].bytes;
-    n++;
-  }
-  closedir(d);
-  k = add_names(store, k, &n, &total);
-  qsort(k, n, sizeof *k, kept_older);
-  for (size_t i = 0; i < n && total > max; i++) {
-    if (k[i].name) {
-      if ((!keep_name || strcmp(k[i].hex, keep_name) != 0) && evict_name(store, k[i].hex))
-        total -= k[i].bytes;
-      continue;
-    }
-    if (keep && strcmp(k[i].hex, keep) == 0)
-      continue;
-    char name[96];
-    snprintf(name, sizeof name, "%s.lock", k[i].hex);
-    int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-      continue;
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      fp_rm_rf_at(dfd, k[i].hex);
-      snprintf(name, sizeof name, "%s.size", k[i].hex);
-      unlinkat(dfd, name, 0);
-      snprintf(name, sizeof name, "%s.lock", k[i].hex);
-      unlinkat(dfd, name, 0);
-      total -= k[i].bytes;
-    }
-    close(fd);
-  }
-  free(k);
+  cleanup_free char *names = fp_xasprintf("%s/names", store);
+  cleanup_close int nfd = open(names, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct evicting e = {dfd, names, nfd, keep, keep_name};
+  struct fp_lru l = {0};
+  fp_lru_scan(&l, dfd, KEPT_TREE, tree_size, &e);
+  fp_lru_scan(&l, nfd, KEPT_NAME, name_size, &e);
+  fp_lru_trim(&l, max, drop_kept, &e);
+  fp_lru_free(&l);
 }
 
 int fp_slurm_store_claim(struct fp_slurm_store *s, const char *run_dir, uid_t uid,
