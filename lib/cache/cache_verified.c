@@ -135,8 +135,8 @@ static void write_record(int dir, const struct record *r)
 }
 
 /* The blob is ours to vouch for: only its owner (us) or root can write it. A shared
- * cache's blob qualifies as well when root wrote it (a site's cache filled by root's
- * prefetch): its record is kept in our own private directory, where nobody else writes. */
+ * cache's blob qualifies the same way (a site's cache filled by root's prefetch): its
+ * record is kept in our own cache's private directory, where nobody else writes. */
 static int blob_trustable(const struct fpull_cache *c, const char *digest, const struct stat *st)
 {
   return (!c->readonly || c->priv_fd >= 0) && fpull_digest_valid(digest) &&
@@ -226,39 +226,15 @@ void fp_verified_remove(const struct fpull_cache *c, const char *digest)
     fp_cache_remove_if_same(dir, fp_digest_hex(digest), NULL);
 }
 
-/* The own cache's verified-shared/: records (and temporary files) older than
- * SHARED_RECORD_DAYS, and anything that is not a regular file, go. */
-static void clean_shared_records(const struct fpull_cache *c)
+/* Removes from dir what is not a regular file or was last written before stale; with own,
+ * a record named by a digest's hex stays while own still has that blob, whatever its age
+ * (verified/), and goes once the blob is gone. */
+static void sweep(int dir, const struct fpull_cache *own, time_t stale)
 {
-  if (c->readonly || c->priv_fd < 0)
-    return;
-  int dir = private_or_close(
-      openat(c->priv_fd, VERIFIED_SHARED_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   int fd = dir >= 0 ? fcntl(dir, F_DUPFD_CLOEXEC, 0) : -1;
   DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
   if (!d && fd >= 0)
     close(fd);
-  time_t old = time(NULL) - (time_t)SHARED_RECORD_DAYS * 24 * 3600;
-  struct dirent *e;
-  struct stat st;
-  while (d && (e = readdir(d)))
-    if (e->d_name[0] != '.' && fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        (!S_ISREG(st.st_mode) || st.st_mtime < old))
-      unlinkat(dir, e->d_name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
-  if (d)
-    closedir(d);
-  if (dir >= 0)
-    close(dir);
-}
-
-void fp_verified_clean(const struct fpull_cache *c)
-{
-  int dir = verified_dir(c, 0);
-  int fd = dir >= 0 ? fcntl(dir, F_DUPFD_CLOEXEC, 0) : -1;
-  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-  if (!d && fd >= 0)
-    close(fd);
-  time_t now = time(NULL);
   struct dirent *e;
   while (d && (e = readdir(d))) {
     const char *name = e->d_name;
@@ -266,18 +242,28 @@ void fp_verified_clean(const struct fpull_cache *c)
       continue;
     size_t n = strlen(name);
     struct stat st;
-    if (n == 64 || n == 128) {
-      int blobs = n == 64 ? c->blobs_fd : c->blobs512_fd;
+    if (own && (n == 64 || n == 128)) {
+      int blobs = n == 64 ? own->blobs_fd : own->blobs512_fd;
       if (blobs >= 0 && fstatat(blobs, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
         unlinkat(dir, name, 0);
     } else if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-               (!S_ISREG(st.st_mode) || st.st_mtime < now - TMP_STALE_SECONDS)) {
+               (!S_ISREG(st.st_mode) || st.st_mtime < stale)) {
       unlinkat(dir, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
     }
   }
   if (d)
     closedir(d);
-  if (dir >= 0)
-    close(dir);
-  clean_shared_records(c);
+}
+
+void fp_verified_clean(const struct fpull_cache *c)
+{
+  time_t now = time(NULL);
+  cleanup_close int dir = verified_dir(c, 0);
+  sweep(dir, c, now - TMP_STALE_SECONDS);
+  /* verified-shared/: by age alone (SHARED_RECORD_DAYS says why). */
+  if (c->readonly || c->priv_fd < 0)
+    return;
+  cleanup_close int shared = private_or_close(
+      openat(c->priv_fd, VERIFIED_SHARED_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  sweep(shared, NULL, now - (time_t)SHARED_RECORD_DAYS * 24 * 3600);
 }
