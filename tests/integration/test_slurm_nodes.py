@@ -110,6 +110,28 @@ class NodesFixture(unittest.TestCase):
             self.assertEqual(cp.stdout.strip(), "%o" % (os.stat("/dev/fuse").st_mode & 0o777))
         self.assertRaises(slurm_nodes.NodesError, c.usage, "node1")
 
+    def test_a_second_stop_leaves_the_next_cluster_alone(self):
+        # A test that stops its cluster and has stop() as a cleanup too stops it twice;
+        # the second came after another test had claimed the same K, removed that one's
+        # bridge and namespaces, and failed it (a CI-like run: "fpt0br ... Device does not
+        # exist" while its nodes were being added).
+        a = slurm_nodes.Nodes(1)
+        self.addCleanup(a.stop)
+        a.start()
+        a.stop()
+        b = slurm_nodes.Nodes(1)
+        self.addCleanup(b.stop)
+        b.start()
+        self.assertEqual(b.k, a.k)  # the first free K: the one a released
+        a.stop()
+        self.assertEqual(a.leftovers(), [])
+        self.assertIn("%s%dbr" % (slurm_nodes.PREFIX, b.k), slurm_nodes._links())
+        self.assertIn(b.nodes[0]["netns"], slurm_nodes._netns_list())
+        cp = b.run(["srun", "-N1", "true"])
+        self.assertEqual(cp.returncode, 0, cp.stderr + b.logs())
+        b.stop()
+        self.assertEqual(b.leftovers(), [])
+
     def test_a_cluster_whose_owner_was_killed_is_removed_by_the_next(self):
         """A test process killed without stop() (a ctest timeout): its daemons die with it
         and the next start() removes its namespaces, links and directory."""
