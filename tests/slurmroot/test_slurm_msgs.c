@@ -93,6 +93,40 @@ TEST(lines_name_the_node_and_a_cancelled_step_says_one)
   fp_slurm_say_node(NULL);
 }
 
+static void cancel_not_armed(void)
+{
+  fp_slurm_run_cancellable();
+  fp_slurm_run_cancel_say("app:1");
+  fp_slurm_run_cancel_say(NULL); /* the pull is over: the step runs */
+  raise(SIGTERM);
+}
+
+static void cancel_armed_twice(void)
+{
+  fp_slurm_run_cancellable();
+  fp_slurm_run_cancel_say("app:1");
+  raise(SIGINT);
+  raise(SIGINT); /* srun's second Ctrl-C */
+}
+
+static void say_cancelled_after(void)
+{
+  fp_slurm_say_cancelled("app:1");
+}
+
+/* The first node says the step's line from the cancel's signal handler, once: srun's second
+ * Ctrl-C is followed by the step's SIGKILL, which took a runner before its main flow said
+ * it (a CI-like run: no line at all). A cancel once the pull is over says nothing. */
+TEST(the_first_node_says_a_cancel_at_once_and_once)
+{
+  fp_slurm_say_node("node1");
+  CHECK_STR_EQ(said(cancel_not_armed), "");
+  CHECK_STR_EQ(said(cancel_armed_twice), "fpull: node1: app:1: the pull was cancelled with the "
+                                         "step (its other nodes say nothing of it)\n");
+  CHECK_STR_EQ(said(say_cancelled_after), ""); /* the main flow's call: said already */
+  fp_slurm_say_node(NULL);
+}
+
 static void read_record(const char *path, char *buf, size_t len)
 {
   memset(buf, 0, len);

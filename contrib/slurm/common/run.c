@@ -54,6 +54,9 @@ static int cancel_armed; /* fp_slurm_run_cancellable was called */
 
 /* fp_slurm_run_cancel_record's path, and where it is written first. */
 static char cancel_path[4096], cancel_tmp[4096 + 16];
+/* fp_slurm_run_cancel_say's line (cancel_len 0: none to say), and whether it was said. */
+static char cancel_line[1024];
+static volatile sig_atomic_t cancel_len, cancel_said;
 
 static void on_cancel(int sig)
 {
@@ -71,6 +74,15 @@ static void on_cancel(int sig)
         (void)link(cancel_tmp, cancel_path);
       unlink(cancel_tmp);
     }
+    errno = saved;
+  }
+  /* The step's one line, now: the step's SIGKILL that follows srun's second Ctrl-C could
+   * take the runner before its main flow says it. */
+  if (cancel_len && !cancel_said) {
+    int saved = errno;
+    cancel_said = 1;
+    ssize_t w = write(STDERR_FILENO, cancel_line, (size_t)cancel_len);
+    (void)w;
     errno = saved;
   }
   if (pull_child > 0)
@@ -130,14 +142,30 @@ static void say_line(const char *line, size_t n)
   (void)w;
 }
 
+void fp_slurm_run_cancel_say(const char *what)
+{
+  cancel_len = 0;
+  if (!what)
+    return;
+  int n = snprintf(cancel_line, sizeof cancel_line,
+                   "fpull: %s%s%s: the pull was cancelled with the step (its other nodes say "
+                   "nothing of it)\n",
+                   say_node, say_node[0] ? ": " : "", what);
+  if (n <= 0 || (size_t)n >= sizeof cancel_line) {
+    n = (int)sizeof cancel_line - 1;
+    cancel_line[n - 1] = '\n';
+  }
+  cancel_len = n;
+}
+
 void fp_slurm_say_cancelled(const char *what)
 {
-  sig_atomic_t was = cancelled;
-  cancelled = 0;
-  fp_slurm_say("fpull: %s: the pull was cancelled with the step (its other nodes say nothing "
-               "of it)",
-               what);
-  cancelled = was;
+  if (cancel_said)
+    return;
+  fp_slurm_run_cancel_say(what);
+  cancel_said = 1;
+  ssize_t w = write(STDERR_FILENO, cancel_line, (size_t)cancel_len);
+  (void)w;
 }
 
 void fp_slurm_say(const char *fmt, ...)

@@ -36,8 +36,13 @@ int fp_slurm_run_cancelled(void);
 void fp_slurm_run_cancel_record(const char *path);
 
 /* The one line of a cancelled step ("fpull: NODE: what: the pull was cancelled ..."),
- * said whatever the silence; the caller says it on the step's first node only. */
+ * said whatever the silence, once; the caller says it on the step's first node only. */
 void fp_slurm_say_cancelled(const char *what);
+
+/* With fp_slurm_run_cancellable, on the step's first node: the signal of a cancel says
+ * that line at once (the step's SIGKILL after srun's second Ctrl-C may come before the
+ * runner's main flow would); NULL: no longer (the pull is over). */
+void fp_slurm_run_cancel_say(const char *what);
 
 /* Runs argv: stdout into out (when out is not NULL, bounded); stderr into log, or to
  * /dev/null (quiet), or ours, only the lines keep accepts (when given, with out).

@@ -179,6 +179,8 @@ static int runner_main(const struct fp_slurm_request *r, struct fp_buf *info, in
   snprintf(pidbuf, sizeof pidbuf, "%ld", nested);
   fp_runner_send_rec(info, 'Q', pidbuf);
   int rc2 = info_publish(r, info);
+  if (rc2 == 0)
+    fp_slurm_run_cancel_say(NULL); /* the step runs: a cancel now is not the pull's */
   /* The tasks wait for this end of the pipe to close. */
   close(r->info_fd);
   /* Once every local task has joined (each says so), the namespaces live on in them and
@@ -239,6 +241,8 @@ int main(int argc, char **argv)
   cleanup_free char *info = info_path(&s, r.job_id, r.step_id);
   fp_slurm_run_cancel_record(info);
   fp_slurm_run_cancellable();
+  if (r.node_id == 0)
+    fp_slurm_run_cancel_say(r.image[0] ? r.image : r.name ? r.name : "?");
   /* slurmstepd's root side refused the site's DIR/UID (root/job_dir.c): the user's own
    * cache instead. */
   for (int i = 1; i < argc; i++) {
